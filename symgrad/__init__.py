@@ -1,0 +1,36 @@
+"""symgrad: what torch.autograd computes, as formulas.
+
+>>> import symgrad as sg
+>>> w = sg.tensor([[1.0, 2.0]], requires_grad=True, name="w")
+>>> x = sg.tensor([[1.0, 1.0], [2.0, 2.0]], name="x")
+>>> loss = w @ x
+>>> sg.vjp(loss, w, sg.symbols_like(loss, "v")).sympy()
+[[v_0_0*x_0_0 + v_0_1*x_0_1, v_0_0*x_1_0 + v_0_1*x_1_1]]
+"""
+
+from .autograd import backward
+from .derive import jacobian, vjp
+from .dims import dims
+from .errors import (
+    AutogradError,
+    CheckError,
+    ParseError,
+    ShapeError,
+    SymbolicShapeError,
+    SymgradError,
+    UnknownNameError,
+    UnsupportedError,
+    ValuesUnknownError,
+)
+from .parse import parse
+from .tensor import Tensor, constant, symbols, symbols_like, tensor
+from .userfunc import function
+from .verify import CheckReport, check
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AutogradError", "CheckError", "CheckReport", "ParseError", "ShapeError", "SymbolicShapeError", "SymgradError",
+    "Tensor", "UnknownNameError", "UnsupportedError", "ValuesUnknownError", "__version__", "backward", "check",
+    "constant", "dims", "function", "jacobian", "parse", "symbols", "symbols_like", "tensor", "vjp",
+]

@@ -1,0 +1,123 @@
+"""Entrywise derivation: closed-form Jacobians and vector-Jacobian products.
+
+Sparsity-aware: an output entry is differentiated only with respect to the
+input symbols it contains, so the work grows with the Jacobian's non-zeros.
+
+>>> from symgrad.tensor import tensor
+>>> w = tensor([[1.0, 2.0]], requires_grad=True, name="w")
+>>> x = tensor([[1.0], [1.0]], name="x")
+>>> jacobian(w @ x, w)
+[[[[x_0_0, x_1_0]]]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .arrays import object_array
+from .dims import require_concrete
+from .errors import ShapeError, SymgradError
+from .tensor import Tensor, constant, formula, tensor, wrap
+
+Entry = tuple[int, int, sympy.Expr]  # (flat output index, flat input index, derivative)
+
+
+def _require_leaf(x: Tensor) -> None:
+    if x._kind != "symbol":
+        raise SymgradError(
+            f"derivatives are taken with respect to leaf tensors (whose entries are symbols); {x.name} is computed"
+        )
+
+
+def sparse_jacobian(y: Tensor, x: Tensor) -> Iterator[Entry]:
+    """The non-zero entries of d y / d x, in row-major order."""
+    _require_leaf(x)
+    position = {symbol: i for i, symbol in enumerate(x.entries().reshape(-1))}
+    for o, expr in enumerate(y.entries().reshape(-1)):
+        expr = sympy.sympify(expr)
+        present = expr.free_symbols & position.keys()
+        for symbol in sorted(present, key=position.__getitem__):
+            derivative = expr.diff(symbol)
+            if derivative != 0:
+                yield o, position[symbol], derivative
+
+
+def jacobian(y: Tensor, x: Tensor, *, matrix: bool = False) -> sympy.ImmutableSparseNDimArray | sympy.SparseMatrix:
+    """d y / d x as a SymPy array of shape ``y.shape + x.shape``.
+
+    With ``matrix=True``, a ``SparseMatrix`` with one row per entry of ``y``
+    and one column per entry of ``x`` (both flattened row-major).
+    """
+    y_shape = require_concrete(y.shape, "an entrywise Jacobian")
+    x_shape = require_concrete(x.shape, "an entrywise Jacobian")
+    n_in = int(np.prod(x_shape, dtype=int))
+    entries = list(sparse_jacobian(y, x))
+    if matrix:
+        return sympy.ImmutableSparseMatrix(int(np.prod(y_shape, dtype=int)), n_in, {(o, i): d for o, i, d in entries})
+    return sympy.ImmutableSparseNDimArray({o * n_in + i: d for o, i, d in entries}, y_shape + x_shape)
+
+
+def as_grad_tensor(v: Any, like: Tensor, position: int = 0) -> Tensor:
+    """A grad_tensor as a Tensor of ``like``'s shape, with torch's error when the shape differs."""
+    if isinstance(v, Tensor):
+        g = v
+    elif isinstance(v, (int, float)) and not isinstance(v, bool):
+        g = wrap(v)
+    else:
+        g = tensor(v)
+    if g.shape != like.shape:
+        raise ShapeError(
+            f"Mismatch in shape: grad_output[{position}] has a shape of torch.Size({list(g.shape)}) and "
+            f"output[{position}] has a shape of torch.Size({list(like.shape)})."
+        )
+    return g
+
+
+def vjp_entries(outputs: Sequence[Tensor], x: Tensor, grads: Sequence[Tensor]) -> np.ndarray:
+    """Σ over outputs of vᵀJ: entry i is Σ_o v_o · d y_o / d x_i."""
+    x_shape = require_concrete(x.shape, "an entrywise VJP")
+    terms: list[list[sympy.Expr]] = [[] for _ in range(int(np.prod(x_shape, dtype=int)))]
+    for y, v in zip(outputs, grads):
+        weights = v.entries().reshape(-1)
+        for o, i, derivative in sparse_jacobian(y, x):
+            terms[i].append(weights[o] * derivative)
+    return object_array([sympy.Add(*t) for t in terms], x_shape)
+
+
+def vjp(y: Tensor | Sequence[Tensor], x: Tensor | Sequence[Tensor], v: Any | Sequence[Any] = None):
+    """The vector-Jacobian product vᵀJ: what ``y.backward(v)`` adds to ``x.grad``.
+
+    ``y`` and ``v`` may be lists (the list form of backward); ``x`` may be a
+    list, giving a tuple of gradients. ``v=None`` means 1 for one-element ``y``.
+
+    >>> from symgrad.tensor import tensor, symbols_like
+    >>> w = tensor([[1.0, 2.0]], name="w"); x = tensor([[1.0, 1.0], [2.0, 2.0]], name="x")
+    >>> loss = w @ x
+    >>> vjp(loss, w, symbols_like(loss, "v")).sympy()
+    [[v_0_0*x_0_0 + v_0_1*x_0_1, v_0_0*x_1_0 + v_0_1*x_1_1]]
+    """
+    outputs = [y] if isinstance(y, Tensor) else list(y)
+    if isinstance(y, Tensor):
+        vs = [v]
+    else:
+        vs = list(v) if v is not None else [None] * len(outputs)
+    if len(vs) != len(outputs):
+        raise SymgradError(f"got {len(outputs)} outputs and {len(vs)} grad_tensors")
+    grads = []
+    for position, (out, g) in enumerate(zip(outputs, vs)):
+        if g is None:
+            if out.numel() != 1:
+                raise SymgradError("grad can be implicitly created only for scalar outputs")
+            g = constant(sympy.Integer(1), shape=out.shape)
+        grads.append(as_grad_tensor(g, out, position))
+    targets = [x] if isinstance(x, Tensor) else list(x)
+    results = []
+    for target in targets:
+        entries = vjp_entries(outputs, target, grads)
+        results.append(formula(entries, sources=[*outputs, *grads], name=f"grad_{target.name}", dtype=target.dtype))
+    return results[0] if isinstance(x, Tensor) else tuple(results)
+

@@ -1,0 +1,77 @@
+"""Evaluate a scalar SymPy expression on torch tensors, without generating code.
+
+Used to run user-defined elementwise functions (``sg.function``) in torch for
+the cross-check. It walks the expression tree; nothing is compiled or executed.
+
+>>> import torch, sympy
+>>> t = sympy.Symbol("t")
+>>> evaluate(t**2 + sympy.sin(t), {t: torch.tensor(0.0)}, torch)
+tensor(0.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+
+from . import functions
+from .errors import UnsupportedError
+
+_UNARY = {
+    sympy.exp: "exp",
+    sympy.log: "log",
+    sympy.sin: "sin",
+    sympy.cos: "cos",
+    sympy.tan: "tan",
+    sympy.tanh: "tanh",
+    sympy.sinh: "sinh",
+    sympy.cosh: "cosh",
+    sympy.asin: "asin",
+    sympy.acos: "acos",
+    sympy.atan: "atan",
+    sympy.asinh: "asinh",
+    sympy.acosh: "acosh",
+    sympy.atanh: "atanh",
+    sympy.Abs: "abs",
+    sympy.sign: "sign",
+    sympy.erf: "erf",
+    sympy.erfc: "erfc",
+    functions.sigmoid: "sigmoid",
+    functions.relu: "relu",
+}
+
+
+def evaluate(expr: sympy.Expr, env: dict[sympy.Symbol, Any], torch: Any) -> Any:
+    """The value of ``expr`` with symbols taken from ``env`` (torch tensors)."""
+    if expr in env:
+        return env[expr]
+    if expr.is_Number or expr.is_NumberSymbol:
+        return float(expr)
+    args = [evaluate(a, env, torch) for a in expr.args]
+    if expr.is_Add:
+        return _fold(args, lambda x, y: x + y)
+    if expr.is_Mul:
+        return _fold(args, lambda x, y: x * y)
+    if expr.is_Pow:
+        base, exponent = args
+        if expr.exp == sympy.S.Half:
+            return torch.sqrt(base)
+        return base**exponent
+    if expr.func in _UNARY:
+        return getattr(torch, _UNARY[expr.func])(*args)
+    if isinstance(expr, sympy.Heaviside):
+        x = args[0]
+        at_zero = args[1] if len(args) > 1 else 0.5
+        return torch.where(x > 0, 1.0, torch.where(x < 0, 0.0, at_zero)).to(x.dtype)
+    if isinstance(expr, (sympy.Max, sympy.Min)):
+        pick = torch.maximum if isinstance(expr, sympy.Max) else torch.minimum
+        return _fold([torch.as_tensor(a) for a in args], pick)
+    raise UnsupportedError(f"cannot evaluate {expr.func.__name__} in torch")
+
+
+def _fold(values: list, combine) -> Any:
+    out = values[0]
+    for v in values[1:]:
+        out = combine(out, v)
+    return out

@@ -1,0 +1,5 @@
+"""``torch.nn``: only ``functional`` is mirrored."""
+
+from . import functional
+
+__all__ = ["functional"]
