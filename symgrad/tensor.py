@@ -146,6 +146,10 @@ class Tensor:
                     )
         return merged
 
+    def leaves(self) -> dict[str, Tensor]:
+        """The symbol leaves this tensor's formulas are made of, by name."""
+        return dict(self._leaves)
+
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
