@@ -73,6 +73,29 @@ def _nest(cells: np.ndarray, indent: int) -> str:
     return "[" + sep.join(_nest(sub, indent + 1) for sub in cells) + "]"
 
 
+MAX_EXPRESSION_TEXT = 80
+
+
+def expression_text(t: Tensor) -> str:
+    """A readable label for an unnamed tensor: its expression in torch spelling, e.g. ``(w @ x).sum()``."""
+    if t.op is None:
+        arr = t.entries()
+        if arr.size == 1:
+            return str(arr.reshape(-1)[0])
+        return f"tensor({to_python(arr)})" if arr.size <= 4 else f"<constant {'×'.join(map(str, arr.shape))}>"
+    from .optable import describe
+
+    parts = []
+    for position, part in enumerate(t.inputs):
+        text = part.name
+        inner = part.op.precedence if part.op is not None and part._name is None else 9
+        if inner < t.op.precedence or (position > 0 and inner == t.op.precedence):
+            text = f"({text})"
+        parts.append(text)
+    text = t.op.code.format(*parts, **describe(t.op, t.attrs, t.inputs))
+    return text if len(text) <= MAX_EXPRESSION_TEXT else f"<{t.op.name} result {'×'.join(map(str, t.shape))}>"
+
+
 def _suffix(t: Tensor) -> str:
     parts = []
     if t.dtype not in ("float32", "int64"):

@@ -45,6 +45,7 @@ class Op:
     grad_fn: str | Callable[..., str]
     saves: bool = True  # torch's node keeps tensors, so a second backward needs retain_graph
     scalar: Callable[..., sympy.Expr] | None = None
+    precedence: int = 9  # Python's binding strength of the torch spelling, for parentheses
 
     def grad_fn_name(self, inputs: tuple, attrs: dict) -> str:
         return self.grad_fn if isinstance(self.grad_fn, str) else self.grad_fn(inputs, **attrs)
@@ -80,7 +81,8 @@ def unary(name: str, scalar: Callable, latex: str, *, grad_fn: str | None = None
     )
 
 
-def binary(name: str, scalar: Callable, torch_fn: Callable, code: str, latex: str, grad_fn, *, saves: bool) -> Op:
+def binary(name: str, scalar: Callable, torch_fn: Callable, code: str, latex: str, grad_fn, *, saves: bool,
+           precedence: int) -> Op:
     """A row for a broadcasting elementwise function of two tensors."""
     return row(
         Op(
@@ -93,6 +95,7 @@ def binary(name: str, scalar: Callable, torch_fn: Callable, code: str, latex: st
             grad_fn=grad_fn,
             saves=saves,
             scalar=scalar,
+            precedence=precedence,
         )
     )
 
@@ -102,16 +105,19 @@ def _scalar_kinds(inputs: tuple) -> tuple[bool, bool]:
 
 
 # ── elementwise arithmetic (broadcasting) ──────────────────────────────────
-binary("add", lambda a, b: a + b, lambda torch, a, b: a + b, "{0} + {1}", "{0} + {1}", "AddBackward0", saves=False)
+binary("add", lambda a, b: a + b, lambda torch, a, b: a + b, "{0} + {1}", "{0} + {1}", "AddBackward0", saves=False,
+       precedence=4)
 binary("sub", lambda a, b: a - b, lambda torch, a, b: a - b, "{0} - {1}", "{0} - {1}",
-       lambda inputs: "RsubBackward1" if _scalar_kinds(inputs)[0] else "SubBackward0", saves=False)
-binary("mul", lambda a, b: a * b, lambda torch, a, b: a * b, "{0} * {1}", r"{0} \odot {1}", "MulBackward0", saves=True)
-binary("div", lambda a, b: a / b, lambda torch, a, b: a / b, "{0} / {1}", r"{0} \oslash {1}", "DivBackward0", saves=True)
+       lambda inputs: "RsubBackward1" if _scalar_kinds(inputs)[0] else "SubBackward0", saves=False, precedence=4)
+binary("mul", lambda a, b: a * b, lambda torch, a, b: a * b, "{0} * {1}", r"{0} \odot {1}", "MulBackward0", saves=True,
+       precedence=5)
+binary("div", lambda a, b: a / b, lambda torch, a, b: a / b, "{0} / {1}", r"{0} \oslash {1}", "DivBackward0", saves=True,
+       precedence=5)
 binary("pow", lambda a, b: a**b, lambda torch, a, b: a**b, "{0} ** {1}", "{0}^{{{1}}}",
        lambda inputs: {(False, True): "PowBackward0", (True, False): "PowBackward2"}.get(_scalar_kinds(inputs), "PowBackward1"),
-       saves=True)
+       saves=True, precedence=7)
 row(Op("neg", _same, lambda a: elementwise(lambda x: -x, a), lambda torch, a: -a, "-{0}", "-{0}", "NegBackward0",
-       saves=False, scalar=lambda x: -x))
+       saves=False, scalar=lambda x: -x, precedence=6))
 
 # ── elementwise functions ──────────────────────────────────────────────────
 unary("exp", sympy.exp, r"\exp\left({0}\right)")
@@ -143,9 +149,10 @@ def _evaluate_lambda(torch: Any, fn: sympy.Lambda, a: Any) -> Any:
 
 # ── products ───────────────────────────────────────────────────────────────
 row(Op("mm", lambda a, b: matmul_shape(a, b, strict_2d=True), matmul, lambda torch, a, b: torch.mm(a, b),
-       "{0} @ {1}", "{0} {1}", "MmBackward0"))
+       "{0} @ {1}", "{0} {1}", "MmBackward0", precedence=5))
 row(Op("matmul", lambda a, b: matmul_shape(a, b), matmul, lambda torch, a, b: torch.matmul(a, b),
-       "{0} @ {1}", "{0} {1}", lambda inputs: "MmBackward0" if all(len(t.shape) == 2 for t in inputs) else "MatmulBackward"))
+       "{0} @ {1}", "{0} {1}", lambda inputs: "MmBackward0" if all(len(t.shape) == 2 for t in inputs) else "MatmulBackward",
+       precedence=5))
 
 
 # ── reductions ─────────────────────────────────────────────────────────────
@@ -166,12 +173,12 @@ def _torch_dim(dim: tuple[int, ...] | None) -> Any:
 
 row(Op("sum", _reduced_shape, lambda a, dim, keepdim: reduce_sum(a, dim, keepdim),
        lambda torch, a, dim, keepdim: torch.sum(a, dim=list(dim), keepdim=keepdim),
-       "{0}.sum(dim={dim}, keepdim={keepdim})", r"\sum {0}",
+       "{0}.sum({reduce_args})", r"\sum {0}",
        lambda inputs, dim, keepdim: "SumBackward1" if len(dim) < len(inputs[0].shape) or keepdim else "SumBackward0",
        saves=False))
 row(Op("mean", _reduced_shape, _mean,
        lambda torch, a, dim, keepdim: torch.mean(a, dim=list(dim), keepdim=keepdim),
-       "{0}.mean(dim={dim}, keepdim={keepdim})", r"\operatorname{{mean}} {0}",
+       "{0}.mean({reduce_args})", r"\operatorname{{mean}} {0}",
        lambda inputs, dim, keepdim: "MeanBackward1" if len(dim) < len(inputs[0].shape) or keepdim else "MeanBackward0",
        saves=False))
 
@@ -206,11 +213,16 @@ row(Op("index", lambda a, index, via: index_shape(a, index),
        saves=False))
 
 
-def describe(op: Op, attrs: dict) -> dict:
+def describe(op: Op, attrs: dict, inputs: tuple = ()) -> dict:
     """Attributes as they appear in the code and LaTeX templates."""
     out = dict(attrs)
     if "index" in attrs:
         out["index_text"] = format_index(attrs["index"])
+    if "keepdim" in attrs:
+        dim, keepdim = attrs["dim"], attrs["keepdim"]
+        every = inputs and len(dim) == len(inputs[0].shape)
+        args = [] if every and not keepdim else [f"dim={dim[0] if len(dim) == 1 else dim}"]
+        out["reduce_args"] = ", ".join(args + (["keepdim=True"] if keepdim else []))
     return out
 
 

@@ -117,19 +117,24 @@ class Tensor:
         if op is None and entries is None and values is not None and values.shape != tuple(shape):
             raise ShapeError(f"values of shape {format_shape(values.shape)} given for shape {format_shape(shape)}")
         self._kind = "op" if op is not None else ("formula" if entries is not None else "symbol")
-        self.name = check_name(name) if name is not None else _auto_name(op.name if op else "t")
+        self._name = check_name(name) if name is not None else (None if op else _auto_name("t"))
         self.grad_fn: GradFn | None = None
         if op is not None and requires_grad:
             self.grad_fn = GradFn(op.grad_fn_name(inputs, self.attrs), op.saves)
         self._leaves = self._collect_leaves()
 
     # ── identity ──────────────────────────────────────────────────────────
+    @property
+    def name(self) -> str:
+        """The tensor's name; an unnamed result is called by its expression, e.g. ``w @ x``."""
+        return self._name if self._name is not None else display.expression_text(self)
+
     def rename(self, name: str) -> Tensor:
         """Give the tensor a new name (used by the REPL); leaves keep theirs once formulas exist."""
         check_name(name)
         if self._kind == "symbol" and self._name_frozen and name != self.name:
             return self
-        self.name = name
+        self._name = name
         if self._kind == "symbol":
             self._leaves = {name: self}
         return self
@@ -292,9 +297,10 @@ class Tensor:
         """Accumulate d(self)/d(leaf), contracted with ``gradient``, into each leaf's ``.grad``."""
         from . import autograd
 
-        call = f"{self.name}.backward({'' if gradient is None else 'gradient'}" + (
-            f"{', ' if gradient is not None else ''}retain_graph=True)" if retain_graph else ")"
-        )
+        target = self.name if self._name is not None or self.op is None or self.op.precedence > 7 else f"({self.name})"
+        arguments = ["gradient"] if gradient is not None else []
+        arguments += ["retain_graph=True"] if retain_graph else []
+        call = f"{target}.backward({', '.join(arguments)})"
         autograd.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs,
                           _call=call)
 
@@ -625,8 +631,10 @@ def constant(value: Any, *, shape: Shape | None = None, dtype: str = "float32", 
     arr = as_object_array(value)
     if shape is not None:
         arr = np.broadcast_to(arr, require_concrete(as_shape(shape), "a constant")).copy()
-    return Tensor(shape=arr.shape, name=name or _auto_name("c"), entries=arr, dtype=dtype,
-                  is_python_scalar=python_scalar)
+    out = Tensor(shape=arr.shape, name=name or "c", entries=arr, dtype=dtype, is_python_scalar=python_scalar)
+    if name is None:
+        out._name = None  # printed by value
+    return out
 
 
 def formula(entries: np.ndarray, *, sources: Sequence[Tensor], name: str | None = None, dtype: str = "float32") -> Tensor:
