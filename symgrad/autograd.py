@@ -123,7 +123,7 @@ def backward(
 
     for leaf in leaves:
         entries = vjp_entries(outputs, leaf, made)
-        contribution = formula(entries, sources=[*outputs, *made], name=f"{leaf.name}_grad", dtype=leaf.dtype)
+        contribution = formula(entries, sources=[*outputs, *made], name=f"{leaf.name}.grad", dtype=leaf.dtype)
         if leaf._grad is None:
             leaf._grad = contribution
         else:

@@ -118,6 +118,6 @@ def vjp(y: Tensor | Sequence[Tensor], x: Tensor | Sequence[Tensor], v: Any | Seq
     results = []
     for target in targets:
         entries = vjp_entries(outputs, target, grads)
-        results.append(formula(entries, sources=[*outputs, *grads], name=f"grad_{target.name}", dtype=target.dtype))
+        results.append(formula(entries, sources=[*outputs, *grads], name=f"{target.name}.grad", dtype=target.dtype))
     return results[0] if isinstance(x, Tensor) else tuple(results)
 

@@ -117,7 +117,10 @@ class Tensor:
         if op is None and entries is None and values is not None and values.shape != tuple(shape):
             raise ShapeError(f"values of shape {format_shape(values.shape)} given for shape {format_shape(shape)}")
         self._kind = "op" if op is not None else ("formula" if entries is not None else "symbol")
-        self._name = check_name(name) if name is not None else (None if op else _auto_name("t"))
+        if name is not None and entries is None:
+            check_name(name)  # leaves' names become symbol names; formula labels such as "w.grad" are free text
+        self._name = name if name is not None else (None if op else _auto_name("t"))
+        self._auto_named = name is None and entries is None  # the REPL may still name it after its variable
         self.grad_fn: GradFn | None = None
         if op is not None and requires_grad:
             self.grad_fn = GradFn(op.grad_fn_name(inputs, self.attrs), op.saves)

@@ -1,0 +1,107 @@
+"""The ``symgrad`` command: ``derive`` a gradient formula, or start a ``repl``.
+
+    symgrad derive "w @ x" --value w="[[1.0, 2.0]]" --value x="[[1,1],[2,2]]" --wrt w
+
+Bad input never shows a traceback: one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from .errors import CheckError, SymgradError
+
+EXIT_MISMATCH = 1
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like every other bad input
+        self.exit(EXIT_USAGE, f"symgrad: error: {message}\n")
+
+
+def _pairs(items: Sequence[str], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise SymgradError(f"{option} expects NAME=..., got {item!r}")
+        name = name.strip()
+        if name in out:
+            raise SymgradError(f"{option} gives {name!r} twice")
+        out[name] = text
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="symgrad", description="What torch.autograd computes, as formulas.")
+    verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+
+    derive = verbs.add_parser("derive", help="derive the Jacobian and the gradient vᵀJ of an expression")
+    derive.add_argument("expression", help='a torch expression, e.g. "torch.tanh(W @ x + b)"')
+    derive.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
+                        help="a tensor's shape, e.g. w=1,2 (names of dims such as k,n make them symbolic)")
+    derive.add_argument("--value", action="append", default=[], metavar="NAME=LIST",
+                        help='a tensor\'s values, e.g. x="[[1,1],[2,2]]"')
+    derive.add_argument("--wrt", default=None, metavar="NAME[,NAME]",
+                        help="the tensors to differentiate with respect to (default: every tensor)")
+    derive.add_argument("--grad-tensor", default=None, metavar="ones|NAME|LIST",
+                        help="the grad_tensor v: ones (as torch.ones_like), a symbol name such as v, or values")
+    derive.add_argument("--format", choices=["text", "json"], default="text")
+    derive.add_argument("--no-check", action="store_true", help="skip the cross-check against torch.autograd")
+
+    verbs.add_parser("repl", help="an interactive console with `torch` bound to symgrad.torch")
+    return parser
+
+
+def run_derive(args: argparse.Namespace) -> int:
+    from .parse import parse, parse_shape, parse_values
+    from .report import as_text, derive
+
+    shapes = {name: parse_shape(text) for name, text in _pairs(args.shape, "--shape").items()}
+    values = {name: parse_values(text) for name, text in _pairs(args.value, "--value").items()}
+    wrt_names = [n.strip() for n in args.wrt.split(",") if n.strip()] if args.wrt else None
+    output = parse(args.expression, shapes=shapes, values=values, requires_grad=wrt_names or True)
+    leaves = output.leaves()
+    for name in wrt_names or []:
+        if name not in leaves:
+            raise SymgradError(f"--wrt names {name!r}, which is not a tensor of the expression "
+                               f"(tensors: {', '.join(sorted(leaves))})")
+    wrt = [leaves[n] for n in wrt_names] if wrt_names else [leaves[n] for n in leaves]
+    grad_tensor = args.grad_tensor
+    if grad_tensor is not None and grad_tensor != "ones" and not grad_tensor.isidentifier():
+        grad_tensor = parse_values(grad_tensor)
+    if grad_tensor is None and output.numel() == 1:
+        grad_tensor = "ones"
+    if grad_tensor is None:
+        raise SymgradError("grad can be implicitly created only for scalar outputs; "
+                           "pass --grad-tensor ones, --grad-tensor v (symbolic) or values")
+    result = derive(output, wrt, grad_tensor=grad_tensor, expression=args.expression, run_check=not args.no_check)
+    if args.format == "json":
+        print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+    else:
+        print(as_text(result))
+    if result.check is not None and not result.check.ok:
+        print("symgrad: error: the formulas disagree with torch.autograd", file=sys.stderr)
+        return EXIT_MISMATCH
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.verb == "repl":
+            from .repl import run
+
+            return run()
+        return run_derive(args)
+    except CheckError as error:
+        print(f"symgrad: error: {str(error).splitlines()[0]}", file=sys.stderr)
+        return EXIT_MISMATCH
+    except (SymgradError, RuntimeError, IndexError, ValueError, TypeError) as error:
+        message = " ".join(str(error).split()) or type(error).__name__
+        print(f"symgrad: error: {message}", file=sys.stderr)
+        return EXIT_USAGE

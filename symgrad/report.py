@@ -1,0 +1,208 @@
+"""A derivation as data: forward entries, Jacobians, the grad_tensor, vᵀJ, and the torch check.
+
+The CLI prints it as text or JSON; explanations render it through templates.
+
+>>> from symgrad.tensor import tensor
+>>> w = tensor([[1.0, 2.0]], requires_grad=True, name="w")
+>>> x = tensor([[1.0, 1.0], [2.0, 2.0]], name="x")
+>>> result = derive(w @ x, [w], grad_tensor="ones", run_check=False)
+>>> result.gradients[0].entries[0].formula
+'x_0_0 + x_0_1'
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .derive import sparse_jacobian, vjp
+from .dims import format_shape
+from .display import to_number
+from .errors import ValuesUnknownError
+from .tensor import Tensor, constant, symbols_like, tensor
+
+
+@dataclass
+class Entry:
+    """One entry: its index, its formula (text and LaTeX) and, when known, its value."""
+
+    index: tuple[int, ...]
+    formula: str
+    latex: str
+    value: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"index": list(self.index), "formula": self.formula, "latex": self.latex, "value": self.value}
+
+
+@dataclass
+class TensorReport:
+    name: str
+    shape: tuple
+    entries: list[Entry]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": [str(d) for d in self.shape], "entries": [e.as_dict() for e in self.entries]}
+
+
+@dataclass
+class JacobianReport:
+    """The non-zero entries of d output / d input, indexed ``output index + input index``."""
+
+    wrt: str
+    shape: tuple
+    nonzeros: list[Entry]
+    matrix: sympy.Matrix
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"wrt": self.wrt, "shape": list(self.shape), "nonzeros": [e.as_dict() for e in self.nonzeros]}
+
+
+@dataclass
+class Derivation:
+    expression: str
+    inputs: list[dict[str, Any]]
+    output: TensorReport
+    jacobians: list[JacobianReport]
+    grad_tensor: TensorReport
+    grad_tensor_kind: str
+    gradients: list[TensorReport]
+    check: Any = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        check = None
+        if self.check is not None:
+            check = {
+                "ok": self.check.ok,
+                "max_abs_error": self.check.max_abs_error,
+                "max_rel_error": self.check.max_rel_error,
+                "compared": [c.label for c in self.check.comparisons],
+            }
+        return {
+            "expression": self.expression,
+            "inputs": self.inputs,
+            "output": self.output.as_dict(),
+            "jacobians": [j.as_dict() for j in self.jacobians],
+            "grad_tensor": {"kind": self.grad_tensor_kind, **self.grad_tensor.as_dict()},
+            "gradients": [g.as_dict() for g in self.gradients],
+            "check": check,
+        }
+
+
+def _value_array(t: Tensor) -> np.ndarray | None:
+    try:
+        return t.values()
+    except ValuesUnknownError:
+        return None
+
+
+def tensor_report(t: Tensor, name: str | None = None) -> TensorReport:
+    entries = t.entries()
+    values = _value_array(t)
+    out = []
+    for index in itertools.product(*(range(d) for d in entries.shape)):
+        expr = sympy.sympify(entries[index])
+        value = to_number(values[index]) if values is not None else None
+        out.append(Entry(index, str(expr), sympy.latex(expr), value))
+    return TensorReport(name or t.name, t.shape, out)
+
+
+def jacobian_report(y: Tensor, x: Tensor) -> JacobianReport:
+    y_shape, x_shape = y.entries().shape, x.entries().shape
+    n_out, n_in = int(np.prod(y_shape, dtype=int)), int(np.prod(x_shape, dtype=int))
+    nonzeros, cells = [], {}
+    for o, i, derivative in sparse_jacobian(y, x):
+        index = np.unravel_index(o, y_shape) + np.unravel_index(i, x_shape) if y_shape or x_shape else ()
+        nonzeros.append(Entry(tuple(int(k) for k in index), str(derivative), sympy.latex(derivative), None))
+        cells[(o, i)] = derivative
+    return JacobianReport(x.name, y_shape + x_shape, nonzeros, sympy.Matrix(sympy.SparseMatrix(n_out, n_in, cells)))
+
+
+def make_grad_tensor(output: Tensor, spec: str | Tensor | None) -> tuple[Tensor, str]:
+    """``ones`` (default), a symbol name such as ``v``, a Tensor, or a nested list of numbers."""
+    if isinstance(spec, Tensor):
+        return spec, "given"
+    if spec is None or spec == "ones":
+        return constant(1, shape=output.shape), "ones"
+    if isinstance(spec, str) and spec.isidentifier():
+        return symbols_like(output, spec), "symbolic"
+    return tensor(spec, name="v"), "values"
+
+
+def derive(output: Tensor, wrt: list[Tensor], *, grad_tensor: str | Tensor | None = None, expression: str = "",
+           run_check: bool = True) -> Derivation:
+    """Everything ``symgrad derive`` shows for ``output`` with respect to ``wrt``."""
+    v, kind = make_grad_tensor(output, grad_tensor)
+    gradients = vjp(output, wrt, v)
+    inputs = []
+    for leaf in output.leaves().values():
+        values = leaf.tolist() if leaf._values is not None else None
+        inputs.append({"name": leaf.name, "shape": format_shape(leaf.shape), "values": values,
+                       "requires_grad": leaf.requires_grad})
+    check = None
+    if run_check:
+        from .verify import check as torch_check
+
+        check = torch_check(output, inputs=wrt, grad_tensors=v, raise_on_mismatch=False)
+    return Derivation(
+        expression=expression or output.name,
+        inputs=inputs,
+        output=tensor_report(output, "out"),
+        jacobians=[jacobian_report(output, x) for x in wrt],
+        grad_tensor=tensor_report(v, "v"),
+        grad_tensor_kind=kind,
+        gradients=[tensor_report(g, f"{x.name}.grad") for g, x in zip(gradients, wrt)],
+        check=check,
+    )
+
+
+def _format_index(index: tuple[int, ...]) -> str:
+    return ",".join(map(str, index))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _entry_lines(report: TensorReport) -> list[str]:
+    lines = []
+    for e in report.entries:
+        value = f" = {e.value:.6g}" if e.value is not None and not _is_number(e.formula) else ""
+        lines.append(f"  {report.name}[{_format_index(e.index)}] = {e.formula}{value}")
+    return lines
+
+
+def as_text(d: Derivation, *, max_matrix_columns: int = 12) -> str:
+    """The derivation as the CLI prints it."""
+    lines = [f"expression: {d.expression}", "inputs:"]
+    for info in d.inputs:
+        values = "symbolic" if info["values"] is None else f"values {info['values']}"
+        grad = ", requires grad" if info["requires_grad"] else ""
+        lines.append(f"  {info['name']}: {info['shape']}, {values}{grad}")
+    lines += ["", f"forward, entry by entry (out has shape {format_shape(d.output.shape)}):", *_entry_lines(d.output)]
+    for j in d.jacobians:
+        lines += ["", f"Jacobian d out / d {j.wrt} (shape {format_shape(j.shape)}; "
+                      f"{len(j.nonzeros)} non-zero entries; rows: out entries, columns: {j.wrt} entries):"]
+        if j.matrix.cols <= max_matrix_columns and j.matrix.rows <= 24:
+            lines += ["  " + line for line in sympy.pretty(j.matrix, use_unicode=True).split("\n")]
+        else:
+            lines += [f"  d out[{_format_index(e.index[: len(d.output.shape)])}] / d {j.wrt}"
+                      f"[{_format_index(e.index[len(d.output.shape):])}] = {e.formula}" for e in j.nonzeros]
+    described = {"ones": "ones (as torch.ones_like(out))", "symbolic": "symbolic", "values": "given values",
+                 "given": "given"}[d.grad_tensor_kind]
+    lines += ["", f"grad_tensor v: {described}", *_entry_lines(d.grad_tensor)]
+    for g in d.gradients:
+        lines += ["", f"gradient {g.name} = vᵀJ (each entry: Σ over out entries of v · d out / d input):",
+                  *_entry_lines(g)]
+    if d.check is not None:
+        lines += ["", str(d.check)]
+    return "\n".join(lines)
