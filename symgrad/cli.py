@@ -50,10 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the tensors to differentiate with respect to (default: every tensor)")
     derive.add_argument("--grad-tensor", default=None, metavar="ones|NAME|LIST",
                         help="the grad_tensor v: ones (as torch.ones_like), a symbol name such as v, or values")
-    derive.add_argument("--format", choices=["text", "json"], default="text")
+    derive.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     derive.add_argument("--no-check", action="store_true", help="skip the cross-check against torch.autograd")
 
     verbs.add_parser("repl", help="an interactive console with `torch` bound to symgrad.torch")
+
+    catalogue = verbs.add_parser("catalogue", help="regenerate generated/ (run from the repository's root)")
+    catalogue.add_argument("--check", action="store_true", help="only report files that are out of date (exit 1)")
+    catalogue.add_argument("--directory", default="generated", help="where the catalogue lives (default: generated)")
     return parser
 
 
@@ -82,11 +86,31 @@ def run_derive(args: argparse.Namespace) -> int:
     result = derive(output, wrt, grad_tensor=grad_tensor, expression=args.expression, run_check=not args.no_check)
     if args.format == "json":
         print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+    elif args.format == "markdown":
+        from .render import render_markdown
+
+        print(render_markdown(result), end="")
     else:
         print(as_text(result))
     if result.check is not None and not result.check.ok:
         print("symgrad: error: the formulas disagree with torch.autograd", file=sys.stderr)
         return EXIT_MISMATCH
+    return 0
+
+
+def run_catalogue(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from . import catalogue
+
+    directory = Path(args.directory)
+    if args.check:
+        stale = catalogue.stale(directory)
+        for name in stale:
+            print(f"out of date: {directory / name}")
+        return 1 if stale else 0
+    for path in catalogue.write(directory):
+        print(f"wrote {path}")
     return 0
 
 
@@ -97,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .repl import run
 
             return run()
+        if args.verb == "catalogue":
+            return run_catalogue(args)
         return run_derive(args)
     except CheckError as error:
         print(f"symgrad: error: {str(error).splitlines()[0]}", file=sys.stderr)

@@ -23,6 +23,7 @@ from .derive import sparse_jacobian, vjp
 from .dims import format_shape
 from .display import to_number
 from .errors import ValuesUnknownError
+from .symbols import latex_name
 from .tensor import Tensor, constant, symbols_like, tensor
 
 
@@ -44,6 +45,7 @@ class TensorReport:
     name: str
     shape: tuple
     entries: list[Entry]
+    latex_name: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "shape": [str(d) for d in self.shape], "entries": [e.as_dict() for e in self.entries]}
@@ -57,6 +59,7 @@ class JacobianReport:
     shape: tuple
     nonzeros: list[Entry]
     matrix: sympy.Matrix
+    wrt_latex: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"wrt": self.wrt, "shape": list(self.shape), "nonzeros": [e.as_dict() for e in self.nonzeros]}
@@ -101,7 +104,7 @@ def _value_array(t: Tensor) -> np.ndarray | None:
         return None
 
 
-def tensor_report(t: Tensor, name: str | None = None) -> TensorReport:
+def tensor_report(t: Tensor, name: str | None = None, latex: str | None = None) -> TensorReport:
     entries = t.entries()
     values = _value_array(t)
     out = []
@@ -109,7 +112,7 @@ def tensor_report(t: Tensor, name: str | None = None) -> TensorReport:
         expr = sympy.sympify(entries[index])
         value = to_number(values[index]) if values is not None else None
         out.append(Entry(index, str(expr), sympy.latex(expr), value))
-    return TensorReport(name or t.name, t.shape, out)
+    return TensorReport(name or t.name, t.shape, out, latex or latex_name(name or t.name))
 
 
 def jacobian_report(y: Tensor, x: Tensor) -> JacobianReport:
@@ -120,7 +123,8 @@ def jacobian_report(y: Tensor, x: Tensor) -> JacobianReport:
         index = np.unravel_index(o, y_shape) + np.unravel_index(i, x_shape) if y_shape or x_shape else ()
         nonzeros.append(Entry(tuple(int(k) for k in index), str(derivative), sympy.latex(derivative), None))
         cells[(o, i)] = derivative
-    return JacobianReport(x.name, y_shape + x_shape, nonzeros, sympy.Matrix(sympy.SparseMatrix(n_out, n_in, cells)))
+    matrix = sympy.Matrix(sympy.SparseMatrix(n_out, n_in, cells))
+    return JacobianReport(x.name, y_shape + x_shape, nonzeros, matrix, latex_name(x.name))
 
 
 def make_grad_tensor(output: Tensor, spec: str | Tensor | None) -> tuple[Tensor, str]:
@@ -142,8 +146,8 @@ def derive(output: Tensor, wrt: list[Tensor], *, grad_tensor: str | Tensor | Non
     inputs = []
     for leaf in output.leaves().values():
         values = leaf.tolist() if leaf._values is not None else None
-        inputs.append({"name": leaf.name, "shape": format_shape(leaf.shape), "values": values,
-                       "requires_grad": leaf.requires_grad})
+        inputs.append({"name": leaf.name, "latex_name": latex_name(leaf.name), "shape": format_shape(leaf.shape),
+                       "values": values, "requires_grad": leaf.requires_grad})
     check = None
     if run_check:
         from .verify import check as torch_check
@@ -156,7 +160,7 @@ def derive(output: Tensor, wrt: list[Tensor], *, grad_tensor: str | Tensor | Non
         jacobians=[jacobian_report(output, x) for x in wrt],
         grad_tensor=tensor_report(v, "v"),
         grad_tensor_kind=kind,
-        gradients=[tensor_report(g, f"{x.name}.grad") for g, x in zip(gradients, wrt)],
+        gradients=[tensor_report(g, f"{x.name}.grad", latex_name(x.name)) for g, x in zip(gradients, wrt)],
         check=check,
     )
 

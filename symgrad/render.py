@@ -1,0 +1,61 @@
+"""Jinja2 rendering: templates live in the top-level ``templates/`` folder.
+
+In a wheel they ship as ``symgrad/templates``; in a source checkout or an
+editable install they are read from the repository's ``templates/``.
+
+>>> template_dir().name
+'templates'
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import sympy
+
+from .report import Derivation, Entry
+
+
+def template_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "templates", here.parent / "templates"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("symgrad's templates/ folder is missing from this installation")
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """The Markdown/text environment (default delimiters; LaTeX documents get their own)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(template_dir()),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=False,
+        autoescape=False,
+    )
+    env.globals["latex"] = sympy.latex
+    env.globals["value"] = _value_suffix
+    return env
+
+
+def _value_suffix(entry: Entry) -> str:
+    if entry.value is None:
+        return ""
+    try:
+        float(entry.formula)
+        return ""
+    except ValueError:
+        return f" = {entry.value:.6g}"
+
+
+def render_markdown(d: Derivation) -> str:
+    """A derivation as Markdown with ``$…$`` math."""
+    return environment().get_template("derive.md.j2").render(d=d)
+
+
+def render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context)
