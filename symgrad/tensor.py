@@ -537,7 +537,7 @@ def wrap(value: Any, like: Tensor | None = None) -> Tensor:
     if isinstance(value, Tensor):
         return value
     if isinstance(value, (bool, int, float, sympy.Number, np.number)) and not isinstance(value, np.bool_):
-        number = sympy.sympify(value)
+        number = sympy.Integer(int(value)) if isinstance(value, bool) else sympy.sympify(value)
         dtype = "float32" if (number.is_Float or (like is not None and like.dtype.startswith("float"))) else "int64"
         return constant(number, dtype=dtype, python_scalar=True)
     raise TypeError(f"unsupported operand: a symgrad Tensor cannot be combined with {type(value).__name__}")
@@ -584,7 +584,7 @@ def tensor(data: Any, *, requires_grad: bool = False, name: str | None = None, d
     """
     if isinstance(data, Tensor):
         data = data.tolist()
-    values = as_object_array(data)
+    values = as_object_array(_numbers_only(data))
     bad = [v for v in values.reshape(-1) if not (isinstance(v, sympy.Basic) and v.is_Number)]
     if bad:
         raise SymgradError(f"tensor values must be numbers, not {bad[0]!r}")
@@ -595,6 +595,20 @@ def tensor(data: Any, *, requires_grad: bool = False, name: str | None = None, d
     if requires_grad:
         out.requires_grad_(True)
     return out
+
+
+def _numbers_only(data: Any) -> Any:
+    """Nested lists of numbers, checked before SymPy sees them (strings would be parsed as code)."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, np.ndarray):
+            stack.extend(item.reshape(-1).tolist())
+        elif not isinstance(item, (int, float, sympy.Number, np.number)) or isinstance(item, np.bool_):
+            raise SymgradError(f"tensor values must be numbers, not {type(item).__name__}")
+    return data
 
 
 def _dtype_name(dtype: Any) -> str | None:
@@ -615,7 +629,7 @@ def symbols(name: str, shape: Any, *, requires_grad: bool = False, values: Any =
     shape = as_shape(shape)
     arr = None
     if values is not None:
-        arr = object_array([sympy.Float(float(v)) for v in as_object_array(values).reshape(-1)],
+        arr = object_array([sympy.Float(float(v)) for v in as_object_array(_numbers_only(values)).reshape(-1)],
                            np.shape(np.array(values, dtype=object)))
     out = Tensor(shape=shape, name=check_name(name), values=arr, dtype="float32")
     if requires_grad:
