@@ -23,7 +23,7 @@ def as_object_array(value: object) -> np.ndarray:
     """Nested lists or a scalar as an object array of SymPy numbers."""
     arr = np.array(value, dtype=object)
     flat = [sympy.sympify(v) if not isinstance(v, sympy.Basic) else v for v in arr.reshape(-1)]
-    return np.array(flat + [None], dtype=object)[:-1].reshape(arr.shape)
+    return np.array([*flat, None], dtype=object)[:-1].reshape(arr.shape)
 
 
 def object_array(items: list, shape: tuple[int, ...]) -> np.ndarray:
@@ -37,12 +37,13 @@ def elementwise(fn: Callable, *arrays: np.ndarray) -> np.ndarray:
     """Apply a scalar function entry by entry, broadcasting the arguments as torch does."""
     broadcast = np.broadcast_arrays(*arrays)
     shape = broadcast[0].shape
-    flat = [fn(*args) for args in zip(*(b.reshape(-1) for b in broadcast))]
+    flat = [fn(*args) for args in zip(*(b.reshape(-1) for b in broadcast), strict=False)]
     return object_array(flat, shape)
 
 
 def reduce_sum(arr: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
     """Sum over ``axes`` with a single ``Add`` per output entry."""
+    axes = tuple(a for a in axes if a < arr.ndim)  # torch lets a 0-d tensor be reduced over dim 0
     keep = [a for a in range(arr.ndim) if a not in axes]
     moved = np.transpose(arr, keep + list(axes))
     out_shape = tuple(arr.shape[a] for a in keep)
@@ -56,8 +57,8 @@ def reduce_sum(arr: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndar
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """torch.matmul on object arrays: 1-D promotion and batch broadcasting included."""
-    a2 = a.reshape((1,) + a.shape) if a.ndim == 1 else a
-    b2 = b.reshape(b.shape + (1,)) if b.ndim == 1 else b
+    a2 = a.reshape((1, *a.shape)) if a.ndim == 1 else a
+    b2 = b.reshape((*b.shape, 1)) if b.ndim == 1 else b
     batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
     a2 = np.broadcast_to(a2, batch + a2.shape[-2:])
     b2 = np.broadcast_to(b2, batch + b2.shape[-2:])
@@ -68,7 +69,7 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         for i in range(rows):
             for j in range(cols):
                 flat.append(sympy.Add(*[left[i, k] * right[k, j] for k in range(inner)]))
-    out = object_array(flat, batch + (rows, cols))
+    out = object_array(flat, (*batch, rows, cols))
     if a.ndim == 1:
         out = out.reshape(out.shape[:-2] + out.shape[-1:])
     if b.ndim == 1:

@@ -5,7 +5,7 @@ Their derivatives are what torch uses at non-differentiable points:
 
 >>> x = sympy.Symbol("x", real=True)
 >>> sigmoid(x).diff(x)
-sigmoid(x)*(1 - sigmoid(x))
+(1 - sigmoid(x))*sigmoid(x)
 >>> relu(x).diff(x)
 Heaviside(x, 0)
 """
@@ -54,7 +54,7 @@ class relu(sympy.Function):  # noqa: N801 - spelled as in torch
     def fdiff(self, argindex=1):
         return sympy.Heaviside(self.args[0], 0)
 
-    def _eval_rewrite_as_Max(self, arg, **kwargs):
+    def _eval_rewrite_as_Max(self, arg, **kwargs):  # noqa: N802 - SymPy's hook name
         return sympy.Max(arg, 0)
 
     def _eval_is_real(self):

@@ -163,7 +163,7 @@ def _reduced_shape(shape: Shape, dim: tuple[int, ...], keepdim: bool) -> Shape:
 
 
 def _mean(a: np.ndarray, dim: tuple[int, ...], keepdim: bool) -> np.ndarray:
-    count = int(np.prod([a.shape[axis] for axis in dim], dtype=int))
+    count = int(np.prod([a.shape[axis] for axis in dim if axis < a.ndim], dtype=int))  # a 0-d tensor has dim 0
     return elementwise(lambda s: s / count, reduce_sum(a, dim, keepdim))
 
 
@@ -185,22 +185,34 @@ row(Op("mean", _reduced_shape, _mean,
 
 # ── shape and layout ───────────────────────────────────────────────────────
 def _transpose_shape(shape: Shape, dim0: int, dim1: int) -> Shape:
+    if not shape:  # torch allows transpose(0, 0) and transpose(-1, 0) of a 0-d tensor
+        return ()
     out = list(shape)
     out[dim0], out[dim1] = out[dim1], out[dim0]
     return tuple(out)
 
 
+def _transpose(a: np.ndarray, dim0: int, dim1: int) -> np.ndarray:
+    return np.swapaxes(a, dim0, dim1) if a.ndim else a
+
+
 def _permute_shape(shape: Shape, dims: tuple[int, ...]) -> Shape:
-    if sorted(dims) != list(range(len(shape))):
-        raise ShapeError(f"permute: dims {dims} do not match a tensor of shape {format_shape(shape)}")
+    if len(dims) != len(shape):
+        raise ShapeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired "
+            f"ordering of dimensions i.e. input.dim() = {len(shape)} is not equal to len(dims) = {len(dims)} "
+            f"(shape {format_shape(shape)}, dims {dims})"
+        )
+    if len(set(dims)) != len(dims):
+        raise ShapeError(f"permute(): duplicate dims are not allowed. (shape {format_shape(shape)}, dims {dims})")
     return tuple(shape[d] for d in dims)
 
 
-row(Op("transpose", _transpose_shape, lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
+row(Op("transpose", _transpose_shape, _transpose,
        lambda torch, a, dim0, dim1: a.transpose(dim0, dim1),
        "{0}.transpose({dim0}, {dim1})", "{0}^\\top", "TransposeBackward0", saves=False))
 row(Op("permute", _permute_shape, lambda a, dims: np.transpose(a, dims),
-       lambda torch, a, dims: a.permute(*dims),
+       lambda torch, a, dims: a.permute(tuple(dims)),  # a.permute() (no dims) fails for 0-d tensors
        "{0}.permute{dims}", "{0}^\\top", "PermuteBackward0", saves=False))
 row(Op("reshape", lambda a, shape: reshape_target(a, shape),
        lambda a, shape: a.reshape(shape), lambda torch, a, shape: a.reshape(shape),

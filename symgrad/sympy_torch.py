@@ -11,6 +11,7 @@ tensor(0.)
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import sympy
@@ -46,8 +47,8 @@ def evaluate(expr: sympy.Expr, env: dict[sympy.Symbol, Any], torch: Any) -> Any:
     """The value of ``expr`` with symbols taken from ``env`` (torch tensors)."""
     if expr in env:
         return env[expr]
-    if expr.is_Number or expr.is_NumberSymbol:
-        return float(expr)
+    if expr.is_number:  # a constant such as 3, pi, sqrt(2) or exp(2): SymPy evaluates it
+        return _constant(expr)
     args = [evaluate(a, env, torch) for a in expr.args]
     if expr.is_Add:
         return _fold(args, lambda x, y: x + y)
@@ -66,8 +67,17 @@ def evaluate(expr: sympy.Expr, env: dict[sympy.Symbol, Any], torch: Any) -> Any:
         return torch.where(x > 0, 1.0, torch.where(x < 0, 0.0, at_zero)).to(x.dtype)
     if isinstance(expr, (sympy.Max, sympy.Min)):
         pick = torch.maximum if isinstance(expr, sympy.Max) else torch.minimum
-        return _fold([torch.as_tensor(a) for a in args], pick)
+        dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor)), torch.float64)
+        return _fold([torch.as_tensor(a, dtype=dtype) for a in args], pick)
     raise UnsupportedError(f"cannot evaluate {expr.func.__name__} in torch")
+
+
+def _constant(expr: sympy.Expr) -> float:
+    """A constant subexpression as a Python float (NaN when it is not real, as torch gives for real tensors)."""
+    try:
+        return float(expr)
+    except TypeError:
+        return math.nan
 
 
 def _fold(values: list, combine) -> Any:

@@ -645,7 +645,7 @@ def symbols_like(t: Tensor, name: str, *, values: Any = None) -> Tensor:
 def constant(value: Any, *, shape: Shape | None = None, dtype: str = "float32", python_scalar: bool = False,
              name: str | None = None) -> Tensor:
     """A tensor of known numbers with no symbols of its own (``ones_like``, Python scalars)."""
-    arr = as_object_array(value)
+    arr = as_object_array(_numbers_only(value))
     if shape is not None:
         arr = np.broadcast_to(arr, require_concrete(as_shape(shape), "a constant")).copy()
     out = Tensor(shape=arr.shape, name=name or "c", entries=arr, dtype=dtype, is_python_scalar=python_scalar)
