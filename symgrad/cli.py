@@ -115,7 +115,10 @@ def run_catalogue(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # --help (0) or a usage error (2), already printed
+        return int(stop.code or 0)
     try:
         if args.verb == "repl":
             from .repl import run
