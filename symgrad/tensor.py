@@ -511,6 +511,105 @@ class Tensor:
         dim = normalize_dim(dim, self.ndim + 1)
         return self[(slice(None),) * dim + (None,)]
 
+    def expand(self, *shape: Any) -> Tensor:
+        target = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        lead = len(target) - self.ndim
+        resolved = tuple(self.shape[i - lead] if isinstance(d, int) and d == -1 else d for i, d in enumerate(target))
+        return apply("expand", self, shape=as_shape(resolved))
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        return self.expand(*other.shape)
+
+    def flip(self, *dims: Any) -> Tensor:
+        order = tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], int) else dims
+        out = self
+        for d in order:
+            out = apply("flip", out, dim=normalize_dim(d, self.ndim))
+        return out
+
+    # ── more functions, as Tensor methods in torch ───────────────────────
+    def softmax(self, dim: int) -> Tensor:
+        return apply("softmax", self, dim=normalize_dim(dim, self.ndim))
+
+    def log_softmax(self, dim: int) -> Tensor:
+        return apply("log_softmax", self, dim=normalize_dim(dim, self.ndim))
+
+    def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+        return apply("logsumexp", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim))
+
+    def amax(self, dim: int | Sequence[int] = (), keepdim: bool = False) -> Tensor:
+        return apply("amax", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim))
+
+    def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
+        """``x.max()`` (ties share the gradient) or ``x.max(dim)`` (values, indices; the first max gets it)."""
+        if dim is None:
+            return self.amax()
+        from collections import namedtuple
+
+        values = apply("max_dim", self, dim=normalize_dim(dim, self.ndim), keepdim=bool(keepdim))
+        return namedtuple("max", ["values", "indices"])(values, None)
+
+    def norm(self, p: Any = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        if p in (2, "fro", None):
+            return apply("norm", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim))
+        if p == 1:
+            return self.abs().sum(dim=dim, keepdim=keepdim)
+        raise UnsupportedError(f"norm with p={p!r} is not supported (use 1 or 2)")
+
+    def clamp(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - torch's spelling
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        return apply("clamp", self, min=min, max=max)
+
+    def cumsum(self, dim: int) -> Tensor:
+        return apply("cumsum", self, dim=normalize_dim(dim, self.ndim))
+
+    def var(self, dim: int | Sequence[int] | None = None, *, correction: int = 1, keepdim: bool = False,
+            unbiased: bool | None = None) -> Tensor:
+        """Σ (x − mean)² / (N − correction), as torch.var."""
+        if unbiased is not None:
+            correction = int(unbiased)
+        axes = normalize_dims(dim, self.ndim)
+        centered = self - self.mean(dim=axes, keepdim=True)
+        total = 1
+        for axis in axes:
+            total = total * self.shape[axis]
+        return (centered * centered).sum(dim=axes, keepdim=keepdim) / (total - correction)
+
+    def std(self, dim: int | Sequence[int] | None = None, *, correction: int = 1, keepdim: bool = False,
+            unbiased: bool | None = None) -> Tensor:
+        return self.var(dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+
+    def erf(self) -> Tensor:
+        return apply("erf", self)
+
+    def log1p(self) -> Tensor:
+        return apply("log1p", self)
+
+    def reciprocal(self) -> Tensor:
+        return apply("reciprocal", self)
+
+    def rsqrt(self) -> Tensor:
+        return apply("rsqrt", self)
+
+    def trace(self) -> Tensor:
+        return apply("trace", self)
+
+    def sign(self) -> Tensor:
+        return apply("sign", self)
+
+    def __gt__(self, other: Any) -> Tensor:
+        return apply("gt", self, other)
+
+    def __ge__(self, other: Any) -> Tensor:
+        return apply("ge", self, other)
+
+    def __lt__(self, other: Any) -> Tensor:
+        return apply("lt", self, other)
+
+    def __le__(self, other: Any) -> Tensor:
+        return apply("le", self, other)
+
 
 def _topological(root: Tensor) -> list[Tensor]:
     """Op nodes below ``root`` in dependency order (inputs first), without recursion."""
@@ -540,11 +639,17 @@ def wrap(value: Any, like: Tensor | None = None) -> Tensor:
         number = sympy.Integer(int(value)) if isinstance(value, bool) else sympy.sympify(value)
         dtype = "float32" if (number.is_Float or (like is not None and like.dtype.startswith("float"))) else "int64"
         return constant(number, dtype=dtype, python_scalar=True)
+    if isinstance(value, sympy.Expr) and value.is_integer and value.free_symbols:  # a symbolic size such as N
+        return Tensor(shape=(), entries=np.array(value, dtype=object), dtype="int64", is_python_scalar=True)
     raise TypeError(f"unsupported operand: a symgrad Tensor cannot be combined with {type(value).__name__}")
 
 
 def _result_dtype(inputs: Sequence[Tensor], op: Op) -> str:
+    if not op.differentiable and op.name in ("gt", "ge", "lt", "le", "eq"):
+        return "bool"
     tensors = [t for t in inputs if not t.is_python_scalar] or list(inputs)
+    if not tensors:
+        return "float32"
     if any(t.dtype.startswith("float") for t in inputs) or op.name in {"div", "mean", "exp", "log", "sin", "cos", "tanh",
                                                                          "sigmoid", "sqrt", "map"}:
         floats = [t.dtype for t in tensors if t.dtype.startswith("float")]
@@ -564,7 +669,7 @@ def apply(op_name: str, *args: Any, **attrs: Any) -> Tensor:
         op=op,
         inputs=inputs,
         attrs=attrs,
-        requires_grad=any(t.requires_grad for t in inputs),
+        requires_grad=op.differentiable and any(t.requires_grad for t in inputs),
         dtype=_result_dtype(inputs, op),
     )
 

@@ -1,0 +1,162 @@
+"""Building blocks of VJP rules: undoing broadcasts and reductions, and scalar derivatives as tensor ops.
+
+The derivative of an elementwise function comes from SymPy and is turned back
+into tensor operations, so ``tanh`` gives ``1 - torch.tanh(x) ** 2`` (and the
+forward result is reused: ``1 - out ** 2``).
+
+>>> from symgrad.tensor import symbols
+>>> x = symbols("x", (2, 3))
+>>> elementwise_derivative(sympy.tanh, x).name
+'1 - torch.tanh(x) ** 2'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import sympy
+
+from .dims import Shape, same_dim
+from .errors import UnsupportedError
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+T = sympy.Symbol("t", real=True)
+
+
+def _tensor_api():
+    import importlib
+
+    return importlib.import_module("symgrad.tensor")
+
+
+def unbroadcast(g: Tensor, shape: Shape) -> Tensor:
+    """Sum ``g`` over the dimensions that broadcasting added to a tensor of ``shape``."""
+    lead = len(g.shape) - len(shape)
+    if lead == 0 and all(same_dim(a, b) for a, b in zip(g.shape, shape)):
+        return g
+    out = g
+    kept = tuple(lead + i for i, d in enumerate(shape) if d == 1 and not (g.shape[lead + i] == 1))
+    if kept:
+        out = out.sum(dim=kept, keepdim=True)
+    if lead > 0:
+        out = out.sum(dim=tuple(range(lead)))
+    return out
+
+
+def expand_back(g: Tensor, shape: Shape, dim: tuple[int, ...], keepdim: bool) -> Tensor:
+    """Undo a reduction over ``dim``: put the reduced dims back (size 1) and expand to ``shape``."""
+    out = g
+    if not keepdim:
+        for axis in sorted(dim):
+            out = out.unsqueeze(axis)
+    return out.expand(*shape) if tuple(out.shape) != tuple(shape) else out
+
+
+def count(shape: Shape, dim: tuple[int, ...]):
+    """How many entries a reduction over ``dim`` adds up (an int or a SymPy product of dims)."""
+    total = sympy.Integer(1)
+    for axis in dim:
+        total *= shape[axis]
+    return int(total) if total.is_Integer else total
+
+
+def _function_ops() -> dict:
+    from .optable import OPS
+
+    return {op.scalar: name for name, op in OPS.items() if isinstance(op.scalar, sympy.FunctionClass)}
+
+
+def to_tensor(expr: sympy.Expr, bindings: dict[sympy.Symbol, Tensor], like: Tensor) -> Tensor:
+    """A scalar SymPy expression in the bound symbols, as tensor operations on their tensors."""
+    api = _tensor_api()
+    if expr in bindings:
+        return bindings[expr]
+    if expr.is_Number:
+        value = int(expr) if expr.is_Integer else (float(expr) if expr.is_Float else expr)
+        return api.constant(value, dtype=like.dtype, python_scalar=True)
+    args = [to_tensor(a, bindings, like) for a in expr.args] if not expr.is_Pow else None
+    if expr.is_Add:
+        negatives = [a for a in expr.args if a.could_extract_minus_sign()]
+        positives = [a for a in expr.args if not a.could_extract_minus_sign()]
+        out = _fold([to_tensor(a, bindings, like) for a in positives] or [api.constant(0, python_scalar=True)],
+                    lambda a, b: a + b)
+        for term in negatives:
+            out = out - to_tensor(-term, bindings, like)
+        return out
+    if expr.is_Mul:
+        numer, denom = expr.as_numer_denom()
+        if denom != 1:
+            return to_tensor(numer, bindings, like) / to_tensor(denom, bindings, like)
+        coeff, rest = expr.as_coeff_Mul()
+        if coeff == -1:
+            return -to_tensor(rest, bindings, like)
+        return _fold(args, lambda a, b: a * b)
+    if expr.is_Pow:
+        base, exponent = expr.args
+        if exponent == sympy.S.Half:
+            return api.apply("sqrt", to_tensor(base, bindings, like))
+        if exponent == -1:
+            return 1 / to_tensor(base, bindings, like)
+        if exponent.is_Number and exponent < 0:
+            return 1 / to_tensor(base**-exponent, bindings, like)
+        return to_tensor(base, bindings, like) ** to_tensor(exponent, bindings, like)
+    name = _function_ops().get(expr.func)
+    if name is not None and len(args) == 1:
+        return api.apply(name, args[0])
+    if isinstance(expr, sympy.Heaviside):
+        at_zero = expr.args[1] if len(expr.args) > 1 else sympy.S.Half
+        return api.apply("step", args[0], at_zero=at_zero)
+    if isinstance(expr, sympy.Piecewise):
+        return _piecewise(expr, bindings, like)
+    if isinstance(expr, sympy.core.relational.Relational):
+        return api.apply(_RELATIONS[type(expr)], args[0], args[1])
+    free = sorted(expr.free_symbols & bindings.keys(), key=str)
+    if len(free) == 1:  # anything else SymPy knows: an elementwise map of that one tensor
+        (symbol,) = free
+        return api.apply("map", bindings[symbol], fn=sympy.Lambda(symbol, expr), label="d")
+    raise UnsupportedError(f"cannot express {expr} with tensor operations")
+
+
+def _piecewise(expr: sympy.Piecewise, bindings: dict, like: Tensor) -> Tensor:
+    api = _tensor_api()
+    (value, condition), *rest = expr.args
+    if condition == sympy.true:
+        return to_tensor(value, bindings, like)
+    otherwise = _piecewise(sympy.Piecewise(*rest), bindings, like) if rest else api.constant(0, python_scalar=True)
+    return api.apply("where", to_tensor(condition, bindings, like), to_tensor(value, bindings, like), otherwise)
+
+
+_RELATIONS = {
+    sympy.StrictGreaterThan: "gt",
+    sympy.GreaterThan: "ge",
+    sympy.StrictLessThan: "lt",
+    sympy.LessThan: "le",
+    sympy.Equality: "eq",
+}
+
+
+def _fold(items: list, combine: Callable) -> Tensor:
+    out = items[0]
+    for item in items[1:]:
+        out = combine(out, item)
+    return out
+
+
+def elementwise_derivative(scalar: Callable | sympy.Lambda, x: Tensor, out: Tensor | None = None,
+                           **params) -> Tensor:
+    """f'(x) as tensor ops, from SymPy; where f(x) itself appears, the forward result ``out`` is reused."""
+    if isinstance(scalar, sympy.Lambda):
+        (variable,) = scalar.variables
+        value = scalar.expr.xreplace({variable: T})
+    else:
+        value = sympy.sympify(scalar(T, **params))
+    derivative = sympy.diff(value, T)
+    marker = sympy.Symbol("forward_result", real=True)
+    bindings = {T: x}
+    if out is not None and value.has(T) and not value.is_Symbol:
+        derivative = derivative.subs(value, marker)
+        bindings[marker] = out
+    return to_tensor(derivative, bindings, x)

@@ -1,0 +1,172 @@
+"""Printers for tensor expressions: torch text and LaTeX, with shared subexpressions named once.
+
+Printers dispatch on the node, the way SymPy's do: a method ``_print_<op>``
+when one exists, otherwise the op row's template (``code`` or ``latex``).
+
+>>> from symgrad.tensor import symbols
+>>> W, X = symbols("W", (2, 3)), symbols("X", (3, 4))
+>>> TorchPrinter().doprint(2 * (W @ X).T)
+'2 * (W @ X).T'
+>>> LatexPrinter().doprint(2 * (W @ X).T)
+'2 \\\\left(W X\\\\right)^{\\\\top}'
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sympy
+
+from .optable import describe
+from .simplify import uniform_constant
+from .symbols import latex_name
+from .tensor import Tensor, _topological
+
+ATOM = 10
+
+
+class Printer:
+    """Shared machinery: precedence-aware templates and names for shared nodes."""
+
+    template_field = "code"
+
+    def __init__(self, names: dict[int, str] | None = None) -> None:
+        self.names = names if names is not None else {}
+
+    def doprint(self, t: Tensor) -> str:
+        return self._print(t)[0]
+
+    def _print(self, t: Tensor) -> tuple[str, int]:
+        if id(t) in self.names:
+            return self.names[id(t)], ATOM
+        if t.op is None:
+            value = uniform_constant(t)
+            if value is not None and (t.is_python_scalar or not t.shape):
+                return self._print_number(value)
+            return self._print_leaf(t), ATOM
+        method = getattr(self, f"_print_{t.op.name}", None)
+        if method is not None:
+            return method(t)
+        return self._print_template(t)
+
+    def _print_number(self, value: sympy.Expr) -> tuple[str, int]:
+        text = str(value) if not value.is_Float else repr(float(value))
+        return text, (ATOM if value >= 0 else 6)
+
+    def _print_leaf(self, t: Tensor) -> str:
+        return t.name
+
+    def _wrap(self, text: str) -> str:
+        return f"({text})"
+
+    def _print_template(self, t: Tensor) -> tuple[str, int]:
+        assert t.op is not None
+        mine = t.op.precedence
+        parts = []
+        template = getattr(t.op, self.template_field)
+        for position, part in enumerate(t.inputs):
+            text, theirs = self._print(part)
+            enclosed = _enclosed(template, position)
+            mixed = theirs == mine and part.op is not None and part.op.name != t.op.name  # x * y @ z reads badly
+            if not enclosed and (theirs < mine or (theirs == mine and (position > 0 or mixed)) and mine < ATOM - 1):
+                text = self._wrap(text)
+            parts.append(text)
+        return template.format(*parts, **describe(t.op, t.attrs, t.inputs)), mine
+
+
+def _enclosed(template: str, position: int) -> bool:
+    """Whether the template already brackets this argument: ``f({0})``, ``\\sqrt{{{0}}}``, ``g({0}, {1})``."""
+    marker = "{%d}" % position
+    at = template.find(marker)
+    if at < 0:
+        return True
+    before, after = template[:at].rstrip(), template[at + len(marker) :].lstrip()
+    opens = before.endswith(("(", ",", "{", "left(", "[")) or before.endswith("{{")
+    closes = after.startswith((")", ",", "}", "\\right", "]"))
+    return opens and closes
+
+
+class TorchPrinter(Printer):
+    """torch spelling: ``V @ X.T``."""
+
+    template_field = "code"
+
+
+class LatexPrinter(Printer):
+    """LaTeX: ``V X^{\\top}``, ``\\odot`` for elementwise products."""
+
+    template_field = "latex"
+
+    def _print_leaf(self, t: Tensor) -> str:
+        return latex_name(t.name)
+
+    def _print_number(self, value: sympy.Expr) -> tuple[str, int]:
+        return sympy.latex(value), (ATOM if value >= 0 else 6)
+
+    def _wrap(self, text: str) -> str:
+        return rf"\left({text}\right)"
+
+    def _print_mul(self, t: Tensor) -> tuple[str, int]:
+        """A scalar factor is juxtaposed (``2 X``); two tensors get the Hadamard product ``\\odot``."""
+        a, b = t.inputs
+        if a.shape and b.shape:
+            return self._print_template(t)
+        left, right = (self._print(part) for part in (a, b))
+        parts = [text if prec >= 5 else self._wrap(text) for text, prec in (left, right)]
+        return " ".join(parts), 5
+
+
+@dataclass
+class Listing:
+    """Laws with their shared subexpressions: ``definitions`` first, then one line per result."""
+
+    definitions: list[tuple[str, str]]
+    results: list[tuple[str, str]]
+
+    def text(self, sep: str = " = ") -> str:
+        lines = [f"{name}{sep}{body}" for name, body in self.definitions + self.results]
+        return "\n".join(lines)
+
+
+def shared_nodes(roots: Sequence[Tensor]) -> list[Tensor]:
+    """Op nodes used more than once across ``roots`` (in dependency order), worth naming."""
+    uses: Counter[int] = Counter()
+    nodes: dict[int, Tensor] = {}
+    for root in roots:
+        for node in _topological(root):
+            if id(node) in nodes:
+                continue
+            nodes[id(node)] = node
+            for part in node.inputs:
+                uses[id(part)] += 1
+    cheap = {"transpose", "permute", "neg", "full"}
+    return [n for i, n in nodes.items() if uses[i] > 1 and n.op is not None and n.op.name not in cheap]
+
+
+def listing(results: Sequence[tuple[str, Tensor]], *, printer: type[Printer] = TorchPrinter,
+            forward: Sequence[tuple[str, Tensor]] = (), prefix: str = "t") -> Listing:
+    """Name shared subexpressions once (forward outputs keep their own names) and print everything."""
+    names: dict[int, str] = {}
+    definitions: list[tuple[str, str]] = []
+    roots = [t for _, t in results]
+    forward_names = {id(t): name for name, t in forward}
+    order: dict[int, Tensor] = {}
+    for root in roots:
+        for node in _topological(root):
+            order.setdefault(id(node), node)
+    to_name = {id(n) for n in shared_nodes(roots)} | (forward_names.keys() & order.keys())
+    p = printer(names)
+    counter = 0
+    for key, node in order.items():
+        if key not in to_name or node.op is None:
+            continue
+        if key in forward_names:
+            name = forward_names[key]
+        else:
+            counter += 1
+            name = f"{prefix}{counter}"
+        definitions.append((name, p.doprint(node)))
+        names[key] = name
+    return Listing(definitions, [(name, p.doprint(t)) for name, t in results])

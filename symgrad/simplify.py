@@ -1,0 +1,202 @@
+"""Rewrite gradient laws towards what a person would write.
+
+One bottom-up pass rebuilds the graph: structurally equal subexpressions
+become one node (so they can be named once and reused from the forward
+pass), and local rules remove what a person would not write: products with
+one, sums with zero, double transposes, double negation, reductions over
+nothing, and scalar factors that can be collected.
+
+>>> from symgrad.tensor import symbols
+>>> x = symbols("x", (2, 3))
+>>> simplify([(x.T.T * 1) + 0])[0] is x
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sympy
+
+from .dims import same_dim
+from .tensor import Tensor, _topological, apply, constant
+
+
+def uniform_constant(t: Tensor) -> sympy.Expr | None:
+    """The value of a tensor whose entries are all the same known number, else None."""
+    if t.op is not None:
+        return sympy.sympify(t.attrs["value"]) if t.op.name == "full" else None
+    if t._kind != "formula" or t._name is not None:
+        return None
+    entries = t.entries().reshape(-1)
+    if entries.size == 0 or not all(sympy.sympify(e).is_Number for e in entries):
+        return None
+    first = sympy.sympify(entries[0])
+    return first if all(sympy.sympify(e) == first for e in entries) else None
+
+
+def _same_shape(a: Sequence, b: Sequence) -> bool:
+    return len(a) == len(b) and all(same_dim(x, y) for x, y in zip(a, b))
+
+
+def _fill(value: sympy.Expr, shape: tuple) -> Tensor:
+    if all(isinstance(d, int) for d in shape):
+        return constant(value, shape=shape)
+    return apply("full", shape=shape, value=value)
+
+
+def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tensor | None:
+    """A simpler node equal to ``name(*inputs, **attrs)``, or None to keep it."""
+    consts = [uniform_constant(t) for t in inputs]
+    if name == "mul":
+        a, b = inputs
+        ca, cb = consts
+        if ca == 0 or cb == 0:
+            return _fill(sympy.S.Zero, shape)
+        if ca == 1 and _same_shape(b.shape, shape):
+            return b
+        if cb == 1 and _same_shape(a.shape, shape):
+            return a
+        if cb is not None and ca is None and not b.shape:  # x * 2 → 2 * x
+            return _collect(cb, a, shape)
+        if ca is not None and cb is None and not a.shape:
+            return _collect(ca, b, shape)
+        if a.op is not None and a.op.name == "neg":
+            return apply("neg", apply("mul", a.inputs[0], b))
+        if b.op is not None and b.op.name == "neg":
+            return apply("neg", apply("mul", a, b.inputs[0]))
+    if name == "div":
+        if consts[1] == 1 and _same_shape(inputs[0].shape, shape):
+            return inputs[0]
+        if consts[0] == 0:
+            return _fill(sympy.S.Zero, shape)
+    if name == "add":
+        a, b = inputs
+        if consts[0] == 0 and _same_shape(b.shape, shape):
+            return b
+        if consts[1] == 0 and _same_shape(a.shape, shape):
+            return a
+        if b.op is not None and b.op.name == "neg":
+            return apply("sub", a, b.inputs[0])
+        if a.op is not None and a.op.name == "neg":
+            return apply("sub", b, a.inputs[0])
+    if name == "sub":
+        a, b = inputs
+        if consts[1] == 0 and _same_shape(a.shape, shape):
+            return a
+        if consts[0] == 0 and _same_shape(b.shape, shape):
+            return apply("neg", b)
+        if b.op is not None and b.op.name == "neg":
+            return apply("add", a, b.inputs[0])
+    if name == "neg":
+        (a,) = inputs
+        if a.op is not None and a.op.name == "neg":
+            return a.inputs[0]
+        if consts[0] is not None:
+            return _fill(-consts[0], shape)
+    if name == "pow":
+        if consts[1] == 1:
+            return inputs[0]
+    if name in ("transpose", "permute"):
+        return _simplify_layout(name, inputs[0], _as_permutation(name, attrs, len(shape)))
+    if name in ("sum", "mean") and not attrs["dim"]:
+        return inputs[0]
+    if name in ("reshape", "expand") and _same_shape(inputs[0].shape, shape):
+        return inputs[0]
+    return None
+
+
+def _collect(factor: sympy.Expr, x: Tensor, shape: tuple) -> Tensor:
+    """``factor * x`` with scalar factors already on ``x`` multiplied in."""
+    if x.op is not None and x.op.name == "mul":
+        inner = uniform_constant(x.inputs[0])
+        if inner is not None and not x.inputs[0].shape:
+            factor, x = factor * inner, x.inputs[1]
+    if x.op is not None and x.op.name == "neg":
+        factor, x = -factor, x.inputs[0]
+    if factor == 1 and _same_shape(x.shape, shape):
+        return x
+    if factor == -1 and _same_shape(x.shape, shape):
+        return apply("neg", x)
+    return apply("mul", constant(factor, dtype=x.dtype, python_scalar=True), x)
+
+
+def _as_permutation(name: str, attrs: dict, ndim: int) -> tuple[int, ...]:
+    if name == "permute":
+        return tuple(attrs["dims"])
+    order = list(range(ndim))
+    order[attrs["dim0"]], order[attrs["dim1"]] = order[attrs["dim1"]], order[attrs["dim0"]]
+    return tuple(order)
+
+
+def _simplify_layout(name: str, x: Tensor, order: tuple[int, ...]) -> Tensor | None:
+    """Compose stacked transposes/permutes, drop the identity, and write a swap of two dims as a transpose."""
+    if x.op is not None and x.op.name in ("transpose", "permute"):
+        inner = _as_permutation(x.op.name, x.attrs, len(order))
+        return _layout(x.inputs[0], tuple(inner[i] for i in order))
+    if order == tuple(range(len(order))):
+        return x
+    if name == "permute" and sum(1 for i, d in enumerate(order) if d != i) == 2:
+        return _layout(x, order)
+    return None
+
+
+def _layout(x: Tensor, order: tuple[int, ...]) -> Tensor:
+    """``x`` permuted by ``order``, as a transpose when two dims swap (what people write: ``X.T``)."""
+    if order == tuple(range(len(order))):
+        return x
+    moved = [i for i, d in enumerate(order) if d != i]
+    if len(moved) == 2:
+        return x.transpose(*moved)
+    return x.permute(*order)
+
+
+def _key(t: Tensor) -> tuple:
+    if t.op is None:
+        value = uniform_constant(t)
+        if value is not None and t._name is None:
+            return ("constant", str(value), tuple(map(str, t.shape)), t.is_python_scalar)
+        return ("leaf", id(t))
+    return (t.op.name, repr(sorted(t.attrs.items())), tuple(id(i) for i in t.inputs))
+
+
+def simplify(results: Sequence[Tensor], *, context: Sequence[Tensor] = ()) -> list[Tensor]:
+    """Simplified, hash-consed versions of ``results``; nodes equal to ones in ``context`` are reused."""
+    memo: dict[tuple, Tensor] = {}
+    rebuilt: dict[int, Tensor] = {}
+    for root in context:
+        for node in _topological(root):
+            rebuilt.setdefault(id(node), node)
+            memo.setdefault(_key(node), node)
+    for root in results:
+        for node in _topological(root):
+            if id(node) in rebuilt:
+                continue
+            rebuilt[id(node)] = _canonical(node, rebuilt, memo)
+    return [rebuilt[id(r)] for r in results]
+
+
+def _canonical(node: Tensor, rebuilt: dict[int, Tensor], memo: dict[tuple, Tensor]) -> Tensor:
+    if node.op is None:
+        return memo.setdefault(_key(node), node)
+    inputs = [rebuilt[id(i)] for i in node.inputs]
+    replacement = _rewrite(node.op.name, inputs, node.attrs, node.shape)
+    if replacement is not None:
+        return _canonical_tree(replacement, memo)
+    same_inputs = all(a is b for a, b in zip(inputs, node.inputs))
+    candidate = node if same_inputs else apply(node.op.name, *inputs, **node.attrs)
+    return memo.setdefault(_key(candidate), candidate)
+
+
+def _canonical_tree(t: Tensor, memo: dict[tuple, Tensor]) -> Tensor:
+    """Canonicalise a freshly built replacement (its inputs may be new nodes too)."""
+    local: dict[int, Tensor] = {}
+    for node in _topological(t):
+        local[id(node)] = _canonical(node, local, memo)
+    return local[id(t)]
+
+
+def op_count(t: Tensor) -> int:
+    """Distinct operations in the expression DAG (shared subexpressions count once)."""
+    return sum(1 for node in _topological(t) if node.op is not None and node.op.name != "full")
+
