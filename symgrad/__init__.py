@@ -23,6 +23,9 @@ from .errors import (
     ValuesUnknownError,
 )
 from .parse import parse
+from .printing import LatexPrinter, TorchPrinter, listing
+from .prove import Proof, prove
+from .reverse import law
 from .tensor import Tensor, constant, symbols, symbols_like, tensor
 from .userfunc import function
 from .verify import CheckReport, check
@@ -30,7 +33,8 @@ from .verify import CheckReport, check
 __version__ = "0.1.0"
 
 __all__ = [
-    "AutogradError", "CheckError", "CheckReport", "ParseError", "ShapeError", "SymbolicShapeError", "SymgradError",
-    "Tensor", "UnknownNameError", "UnsupportedError", "ValuesUnknownError", "__version__", "backward", "check",
-    "constant", "dims", "function", "jacobian", "parse", "symbols", "symbols_like", "tensor", "vjp",
+    "AutogradError", "CheckError", "CheckReport", "LatexPrinter", "ParseError", "Proof", "ShapeError",
+    "SymbolicShapeError", "SymgradError", "Tensor", "TorchPrinter", "UnknownNameError", "UnsupportedError",
+    "ValuesUnknownError", "__version__", "backward", "check", "constant", "dims", "function", "jacobian", "law",
+    "listing", "parse", "prove", "symbols", "symbols_like", "tensor", "vjp",
 ]

@@ -19,7 +19,7 @@ import numpy as np
 import sympy
 
 from .arrays import object_array
-from .dims import require_concrete
+from .dims import is_concrete, require_concrete
 from .errors import ShapeError, SymgradError
 from .tensor import Tensor, constant, formula, tensor, wrap
 
@@ -33,21 +33,47 @@ def _require_leaf(x: Tensor) -> None:
         )
 
 
-def _term_derivative(term: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
-    """``term.diff(symbol)`` for a term that contains ``symbol``, without SymPy's machinery when it is linear.
+_NAN_WITH_ZERO = (sympy.S.Infinity, sympy.S.NegativeInfinity, sympy.S.ComplexInfinity, sympy.S.NaN, sympy.Order)
 
-    For a commutative product with ``symbol`` as one factor and no other factor
-    containing it, the product rule (``Mul._eval_derivative_n_times``) leaves
-    ``Mul`` of the other factors, which is what is returned; anything else goes
-    to ``term.diff(symbol)``.
+
+def _zero_safe(factor: sympy.Expr) -> bool:
+    """Whether ``Mul(0, ..., factor, ...)`` is surely ``0``: nothing infinite, undefined or unevaluated inside."""
+    return not factor.is_Mul and factor.is_finite is not False and not factor.has(*_NAN_WITH_ZERO)
+
+
+def _term_derivative(term: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
+    """``term.diff(symbol)``, the same expression, without most of SymPy's work when ``term`` is a simple product.
+
+    For a commutative product in which exactly one factor ``f`` contains
+    ``symbol``, SymPy's product rule (``Mul._eval_derivative_n_times`` for one
+    derivative) is ``Add`` of ``Mul``s in which every other factor's derivative
+    is an exact 0, so it reduces to the product with ``f`` replaced by
+    ``f.diff(symbol)`` (by 1 when ``f`` is ``symbol``). That shortcut is taken
+    only when it is exact: no factor holds anything infinite or undefined
+    (``0 * oo`` would be ``nan``) and no ``Derivative`` is left for SymPy's
+    final canonicalisation to rewrite. Everything else goes to ``term.diff(symbol)``.
     """
     if term == symbol:
         return sympy.S.One
-    if type(term) is sympy.Mul and term.is_commutative:
-        rest = [factor for factor in term.args if factor != symbol]
-        if len(rest) == len(term.args) - 1 and not any(symbol in factor.free_symbols for factor in rest):
-            return rest[0] if len(rest) == 1 else sympy.Mul(*rest)
-    return term.diff(symbol)
+    if type(term) is not sympy.Mul or not term.is_commutative:
+        return term.diff(symbol)
+    args = term.args
+    holders = [k for k, factor in enumerate(args) if symbol in factor.free_symbols]
+    if len(holders) != 1 or not all(_zero_safe(factor) for factor in args):
+        return term.diff(symbol)
+    (k,) = holders
+    rest = args[:k] + args[k + 1 :]
+    if args[k] == symbol:
+        inner = sympy.S.One
+    else:
+        inner = args[k].diff(symbol)
+        if inner.has(sympy.Derivative):
+            return term.diff(symbol)
+    if any(factor.has(sympy.Derivative) for factor in rest):
+        return term.diff(symbol)
+    if inner is sympy.S.One and len(rest) == 1:
+        return rest[0]
+    return sympy.Mul(*rest[:k], inner, *rest[k:])
 
 
 def _entry_derivatives(expr: sympy.Expr, position: dict[sympy.Symbol, int]) -> Iterator[tuple[int, sympy.Expr]]:
@@ -117,7 +143,7 @@ def vjp_entries(outputs: Sequence[Tensor], x: Tensor, grads: Sequence[Tensor]) -
     """Σ over outputs of vᵀJ: entry i is Σ_o v_o · d y_o / d x_i."""
     x_shape = require_concrete(x.shape, "an entrywise VJP")
     terms: list[list[sympy.Expr]] = [[] for _ in range(int(np.prod(x_shape, dtype=int)))]
-    for y, v in zip(outputs, grads):
+    for y, v in zip(outputs, grads, strict=False):
         weights = v.entries().reshape(-1)
         for o, i, derivative in sparse_jacobian(y, x):
             terms[i].append(weights[o] * derivative)
@@ -129,6 +155,8 @@ def vjp(y: Tensor | Sequence[Tensor], x: Tensor | Sequence[Tensor], v: Any | Seq
 
     ``y`` and ``v`` may be lists (the list form of backward); ``x`` may be a
     list, giving a tuple of gradients. ``v=None`` means 1 for one-element ``y``.
+    With symbolic dimensions the result is the gradient law as a tensor
+    expression (``V @ X.T``), see :func:`symgrad.reverse.law`.
 
     >>> from symgrad.tensor import tensor, symbols_like
     >>> w = tensor([[1.0, 2.0]], name="w"); x = tensor([[1.0, 1.0], [2.0, 2.0]], name="x")
@@ -137,6 +165,12 @@ def vjp(y: Tensor | Sequence[Tensor], x: Tensor | Sequence[Tensor], v: Any | Seq
     [[v_0_0*x_0_0 + v_0_1*x_0_1, v_0_0*x_1_0 + v_0_1*x_1_1]]
     """
     outputs = [y] if isinstance(y, Tensor) else list(y)
+    targets_given = [x] if isinstance(x, Tensor) else list(x)
+    if not all(is_concrete(t.shape) for t in outputs + targets_given):
+        from .reverse import law  # symbolic sizes: the matrix-form law, e.g. V @ X.T
+
+        laws = law(y, x, v)
+        return laws[0] if isinstance(x, Tensor) else laws
     if isinstance(y, Tensor):
         vs = [v]
     else:
@@ -144,7 +178,7 @@ def vjp(y: Tensor | Sequence[Tensor], x: Tensor | Sequence[Tensor], v: Any | Seq
     if len(vs) != len(outputs):
         raise SymgradError(f"got {len(outputs)} outputs and {len(vs)} grad_tensors")
     grads = []
-    for position, (out, g) in enumerate(zip(outputs, vs)):
+    for position, (out, g) in enumerate(zip(outputs, vs, strict=False)):
         if g is None:
             if out.numel() != 1:
                 raise SymgradError("grad can be implicitly created only for scalar outputs")
@@ -156,4 +190,3 @@ def vjp(y: Tensor | Sequence[Tensor], x: Tensor | Sequence[Tensor], v: Any | Seq
         entries = vjp_entries(outputs, target, grads)
         results.append(formula(entries, sources=[*outputs, *grads], name=f"{target.name}.grad", dtype=target.dtype))
     return results[0] if isinstance(x, Tensor) else tuple(results)
-

@@ -127,6 +127,7 @@ def _log(a):
 
 def _divide(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     """a / b with torch's IEEE results for a zero divisor (inf, -inf, nan) instead of an exception."""
+    a, b = sympy.sympify(a), sympy.sympify(b)
     if b.is_Number and b.is_zero:
         if a.is_Number:
             return sympy.nan if a.is_zero else (sympy.oo if a > 0 else -sympy.oo)

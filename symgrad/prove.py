@@ -47,7 +47,10 @@ def size_assignments(dims: Sequence[sympy.Symbol], count: int = 2, start: int = 
     base = list(range(start, start + len(dims)))
     out = []
     for shift in range(count):
-        sizes = base[shift % max(len(base), 1):] + base[: shift % max(len(base), 1)]
+        if len(dims) > 1:
+            sizes = base[shift % len(base) :] + base[: shift % len(base)]
+        else:  # one dimension: try another size instead of the same rotation
+            sizes = [b + shift for b in base]
         out.append(dict(zip(dims, sizes)))
     return out
 
@@ -84,7 +87,12 @@ def instantiate(roots: Sequence[Tensor], sizes: Sizes, *, rng: random.Random | N
 def _instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
     shape = _concrete(tuple(node.shape), sizes)
     if node._kind != "symbol":
-        return node
+        entries = node.entries()
+        if not any(sympy.sympify(e).free_symbols & sizes.keys() for e in entries.reshape(-1)):
+            return node
+        values = np.array([sympy.sympify(sympy.sympify(e).xreplace(sizes)) for e in entries.reshape(-1)], dtype=object)
+        return Tensor(shape=entries.shape, entries=values.reshape(entries.shape), dtype=node.dtype,
+                      is_python_scalar=node.is_python_scalar)
     classes = getattr(node, "classes", None)
     if classes is not None:
         bound = int(_concrete(classes, sizes))

@@ -16,20 +16,28 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import sympy
 
 from .dims import same_dim
 from .tensor import Tensor, _topological, apply, constant
 
 
+SHAPE_ONLY = ("expand", "reshape", "transpose", "permute", "index")
+
+
 def uniform_constant(t: Tensor) -> sympy.Expr | None:
     """The value of a tensor whose entries are all the same known number, else None."""
     if t.op is not None:
-        return sympy.sympify(t.attrs["value"]) if t.op.name == "full" else None
+        if t.op.name == "full":
+            return sympy.sympify(t.attrs["value"])
+        if t.op.name in SHAPE_ONLY:  # moving equal numbers around keeps them equal
+            return uniform_constant(t.inputs[0])
+        return None
     if t._kind != "formula" or t._name is not None:
         return None
     entries = t.entries().reshape(-1)
-    if entries.size == 0 or not all(sympy.sympify(e).is_Number for e in entries):
+    if entries.size == 0 or not all(sympy.sympify(e).is_Number or _is_size(sympy.sympify(e)) for e in entries):
         return None
     first = sympy.sympify(entries[0])
     return first if all(sympy.sympify(e) == first for e in entries) else None
@@ -40,7 +48,11 @@ def _same_shape(a: Sequence, b: Sequence) -> bool:
 
 
 def _fill(value: sympy.Expr, shape: tuple) -> Tensor:
-    if all(isinstance(d, int) for d in shape):
+    if not shape:
+        if value.is_Number:
+            return constant(value, python_scalar=True)
+        return Tensor(shape=(), entries=np.array(value, dtype=object), is_python_scalar=True)
+    if all(isinstance(d, int) for d in shape) and value.is_Number:
         return constant(value, shape=shape)
     return apply("full", shape=shape, value=value)
 
@@ -48,6 +60,13 @@ def _fill(value: sympy.Expr, shape: tuple) -> Tensor:
 def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tensor | None:
     """A simpler node equal to ``name(*inputs, **attrs)``, or None to keep it."""
     consts = [uniform_constant(t) for t in inputs]
+    folded = _fold_constants(name, inputs, consts, attrs, shape)
+    if folded is not None:
+        return folded
+    if name in SHAPE_ONLY and consts[0] is not None and not (inputs[0].op is None and _same_shape(inputs[0].shape, shape)):
+        return _fill(consts[0], shape)  # a broadcast or reshaped constant is just that constant
+    if name in ("matmul", "mm"):
+        return _simplify_matmul(inputs, consts, shape)
     if name == "mul":
         a, b = inputs
         ca, cb = consts
@@ -57,21 +76,34 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
             return b
         if cb == 1 and _same_shape(a.shape, shape):
             return a
-        if cb is not None and ca is None and not b.shape:  # x * 2 → 2 * x
+        if cb is not None and ca is None and _same_shape(a.shape, shape):  # x * 2 → 2 * x
             return _collect(cb, a, shape)
-        if ca is not None and cb is None and not a.shape:
+        if ca is not None and cb is None and _same_shape(b.shape, shape):
             return _collect(ca, b, shape)
         if a.op is not None and a.op.name == "neg":
             return apply("neg", apply("mul", a.inputs[0], b))
         if b.op is not None and b.op.name == "neg":
             return apply("neg", apply("mul", a, b.inputs[0]))
+        for x, y in ((a, b), (b, a)):  # x * (1 / c) → x / c
+            if y.op is not None and y.op.name == "div" and uniform_constant(y.inputs[0]) == 1 and not y.shape:
+                return apply("div", x, y.inputs[1])
     if name == "div":
         if consts[1] == 1 and _same_shape(inputs[0].shape, shape):
             return inputs[0]
+        x = inputs[0]
+        if consts[1] is not None and x.op is not None and x.op.name == "mul" and _same_shape(x.shape, shape):
+            inner = uniform_constant(x.inputs[0])
+            if inner is not None and not x.inputs[0].shape:  # (c y) / n → (c/n) y
+                return _collect(inner / consts[1], x.inputs[1], shape)
         if consts[0] == 0:
             return _fill(sympy.S.Zero, shape)
     if name == "add":
         a, b = inputs
+        if a is b:
+            return _collect(sympy.Integer(2), a, shape)
+        factored = _factor_matmul(a, b, shape)
+        if factored is not None:
+            return factored
         if consts[0] == 0 and _same_shape(b.shape, shape):
             return b
         if consts[1] == 0 and _same_shape(a.shape, shape):
@@ -106,6 +138,60 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
     return None
 
 
+def _fold_constants(name: str, inputs: list[Tensor], consts: list, attrs: dict, shape: tuple) -> Tensor | None:
+    """An elementwise op on uniform constants is a uniform constant: ``3 - 1`` → ``2``."""
+    from .optable import OPS
+
+    op = OPS[name]
+    if not inputs or any(c is None for c in consts) or op.scalar is None or name in ("gt", "ge", "lt", "le", "eq"):
+        return None
+    value = sympy.sympify(op.scalar(*consts, **attrs))
+    if not (value.is_Number or _is_size(value)):
+        return None
+    return _fill(value, shape)
+
+
+def _is_size(value: sympy.Expr) -> bool:
+    """A number made of symbolic sizes, such as ``1/n`` (its symbols are integer dimensions)."""
+    return bool(value.free_symbols) and all(s.is_integer for s in value.free_symbols)
+
+
+def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple) -> Tensor | None:
+    """Products with constant matrices become scalings and sums; ``(Aᵀ B)ᵀ``-style transposes cancel."""
+    a, b = inputs
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        return None
+    for factor, other, summed in ((consts[0], b, -2), (consts[1], a, -1)):
+        if factor is None:
+            continue
+        if factor == 0:
+            return _fill(sympy.S.Zero, shape)
+        inner = a.shape[-1]
+        if inner == 1:  # an outer product with ones is a broadcast
+            reduced = other
+        else:
+            reduced = other.sum(dim=len(other.shape) + summed, keepdim=True)
+        scaled = reduced if factor == 1 else _collect(factor, reduced, reduced.shape)
+        return scaled if _same_shape(scaled.shape, shape) else scaled.expand(*shape)
+    return None
+
+
+def _is_matrix_transpose(t: Tensor) -> bool:
+    return t.op is not None and t.op.name in ("transpose", "permute") and len(t.shape) == 2
+
+
+def _factor_matmul(a: Tensor, b: Tensor, shape: tuple) -> Tensor | None:
+    """``P @ x + Q @ x`` → ``(P + Q) @ x``, and the same for a common left factor."""
+    if a.op is None or b.op is None or a.op.name != "matmul" or b.op.name != "matmul":
+        return None
+    (p, x), (q, y) = a.inputs, b.inputs
+    if x is y and _same_shape(p.shape, q.shape):
+        return apply("matmul", apply("add", p, q), x)
+    if p is q and _same_shape(x.shape, y.shape):
+        return apply("matmul", p, apply("add", x, y))
+    return None
+
+
 def _collect(factor: sympy.Expr, x: Tensor, shape: tuple) -> Tensor:
     """``factor * x`` with scalar factors already on ``x`` multiplied in."""
     if x.op is not None and x.op.name == "mul":
@@ -118,7 +204,11 @@ def _collect(factor: sympy.Expr, x: Tensor, shape: tuple) -> Tensor:
         return x
     if factor == -1 and _same_shape(x.shape, shape):
         return apply("neg", x)
-    return apply("mul", constant(factor, dtype=x.dtype, python_scalar=True), x)
+    if factor.is_Number and factor.p == 1 and factor.q != 1:  # (1/4) x reads better as x / 4
+        return apply("div", x, _fill(sympy.Integer(factor.q), ()))
+    if not factor.is_Number and sympy.fraction(factor)[0] == 1:
+        return apply("div", x, _fill(sympy.fraction(factor)[1], ()))
+    return apply("mul", _fill(factor, ()), x)
 
 
 def _as_permutation(name: str, attrs: dict, ndim: int) -> tuple[int, ...]:
@@ -131,6 +221,10 @@ def _as_permutation(name: str, attrs: dict, ndim: int) -> tuple[int, ...]:
 
 def _simplify_layout(name: str, x: Tensor, order: tuple[int, ...]) -> Tensor | None:
     """Compose stacked transposes/permutes, drop the identity, and write a swap of two dims as a transpose."""
+    if len(order) == 2 and order == (1, 0) and x.op is not None and x.op.name in ("matmul", "mm"):
+        p, q = x.inputs
+        if len(p.shape) == 2 and len(q.shape) == 2 and (_is_matrix_transpose(p) or _is_matrix_transpose(q)):
+            return apply("matmul", q.T, p.T)  # (P Q)ᵀ = Qᵀ Pᵀ, worth it when a transpose cancels
     if x.op is not None and x.op.name in ("transpose", "permute"):
         inner = _as_permutation(x.op.name, x.attrs, len(order))
         return _layout(x.inputs[0], tuple(inner[i] for i in order))
@@ -176,23 +270,26 @@ def simplify(results: Sequence[Tensor], *, context: Sequence[Tensor] = ()) -> li
     return [rebuilt[id(r)] for r in results]
 
 
-def _canonical(node: Tensor, rebuilt: dict[int, Tensor], memo: dict[tuple, Tensor]) -> Tensor:
+MAX_REWRITE_DEPTH = 40  # rules shrink or reorder expressions; the bound is a guard, not a tuning knob
+
+
+def _canonical(node: Tensor, rebuilt: dict[int, Tensor], memo: dict[tuple, Tensor], depth: int = 0) -> Tensor:
     if node.op is None:
         return memo.setdefault(_key(node), node)
     inputs = [rebuilt[id(i)] for i in node.inputs]
-    replacement = _rewrite(node.op.name, inputs, node.attrs, node.shape)
+    replacement = _rewrite(node.op.name, inputs, node.attrs, node.shape) if depth < MAX_REWRITE_DEPTH else None
     if replacement is not None:
-        return _canonical_tree(replacement, memo)
+        return _canonical_tree(replacement, memo, depth + 1)
     same_inputs = all(a is b for a, b in zip(inputs, node.inputs))
     candidate = node if same_inputs else apply(node.op.name, *inputs, **node.attrs)
     return memo.setdefault(_key(candidate), candidate)
 
 
-def _canonical_tree(t: Tensor, memo: dict[tuple, Tensor]) -> Tensor:
+def _canonical_tree(t: Tensor, memo: dict[tuple, Tensor], depth: int = 0) -> Tensor:
     """Canonicalise a freshly built replacement (its inputs may be new nodes too)."""
     local: dict[int, Tensor] = {}
     for node in _topological(t):
-        local[id(node)] = _canonical(node, local, memo)
+        local[id(node)] = _canonical(node, local, memo, depth)
     return local[id(t)]
 
 

@@ -119,7 +119,7 @@ class Tensor:
         self._kind = "op" if op is not None else ("formula" if entries is not None else "symbol")
         if name is not None and entries is None:
             check_name(name)  # leaves' names become symbol names; formula labels such as "w.grad" are free text
-        self._name = name if name is not None else (None if op else _auto_name("t"))
+        self._name = name if name is not None else (None if op is not None or entries is not None else _auto_name("t"))
         self._auto_named = name is None and entries is None  # the REPL may still name it after its variable
         self.grad_fn: GradFn | None = None
         if op is not None and requires_grad:
@@ -694,8 +694,13 @@ def tensor(data: Any, *, requires_grad: bool = False, name: str | None = None, d
     if bad:
         raise SymgradError(f"tensor values must be numbers, not {bad[0]!r}")
     kind = _dtype_name(dtype) or _infer_dtype(values, None)
-    if kind.startswith("float"):
-        values = object_array([sympy.Float(float(v)) for v in values.reshape(-1)], values.shape)
+    if not kind.startswith("float"):
+        if requires_grad:
+            raise AutogradError("Only Tensors of floating point and complex dtype can require gradients")
+        # Integer tensors (class targets, indices) cannot be differentiated: they are named constants.
+        values = object_array([sympy.Integer(int(v)) for v in values.reshape(-1)], values.shape)
+        return Tensor(shape=values.shape, name=check_name(name) if name else None, entries=values, dtype=kind)
+    values = object_array([sympy.Float(float(v)) for v in values.reshape(-1)], values.shape)
     out = Tensor(shape=values.shape, name=name, values=values, dtype=kind)
     if requires_grad:
         out.requires_grad_(True)
@@ -724,8 +729,12 @@ def _dtype_name(dtype: Any) -> str | None:
     return aliases.get(text, text)
 
 
-def symbols(name: str, shape: Any, *, requires_grad: bool = False, values: Any = None) -> Tensor:
+def symbols(name: str, shape: Any, *, requires_grad: bool = False, values: Any = None, dtype: str = "float32",
+            classes: Any = None) -> Tensor:
     """A leaf tensor of symbols, possibly with symbolic dimensions.
+
+    Integer tensors of class targets declare ``classes`` (their number of classes,
+    e.g. a dimension ``C``) so that proofs can instantiate them with valid labels.
 
     >>> n = sympy.Symbol("n", integer=True, positive=True)
     >>> symbols("W", (2, n)).shape
@@ -736,7 +745,8 @@ def symbols(name: str, shape: Any, *, requires_grad: bool = False, values: Any =
     if values is not None:
         arr = object_array([sympy.Float(float(v)) for v in as_object_array(_numbers_only(values)).reshape(-1)],
                            np.shape(np.array(values, dtype=object)))
-    out = Tensor(shape=shape, name=check_name(name), values=arr, dtype="float32")
+    out = Tensor(shape=shape, name=check_name(name), values=arr, dtype=_dtype_name(dtype) or "float32")
+    out.classes = classes
     if requires_grad:
         out.requires_grad_(True)
     return out
