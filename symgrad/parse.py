@@ -4,9 +4,13 @@ The text is split into a syntax tree by :func:`ast.parse` and walked by a small
 visitor that knows a whitelist of constructs, functions and methods; nothing in
 the text is ever evaluated by Python, so ``__import__('os')`` and friends are
 refused before any work is done. Accepted: names of tensors, numbers, ``+ - * / ** @``,
-calls of whitelisted ``torch.*`` / ``torch.nn.functional.*`` (``F.*``) functions and
-tensor methods with literal keyword values, ``.T``/``.mT``, basic indexing and
-``torch.tensor([[1, 2]])`` constants. Sizes, nesting and exponents are bounded.
+calls of whitelisted ``torch.*`` / ``torch.nn.functional.*`` (``F.*``) / ``torch.linalg.*``
+functions and tensor methods with literal keyword values, ``.T``/``.mT``, basic indexing,
+the fields ``.values`` of ``max(x, dim)`` and ``.sign``/``.logabsdet`` of ``slogdet(A)``,
+and ``torch.tensor([[1, 2]])`` constants. String literals are refused except as the
+equation of ``torch.einsum("ij,jk->ik", a, b)`` and as the value of the string-valued
+keywords ``reduction=``, ``ord=``, ``p=`` and ``approximate=``; ``torch.inf`` is allowed
+only as ``ord=``/``p=``. Sizes, nesting and exponents are bounded.
 
 >>> y = parse("torch.tanh(w @ x + b)", shapes={"w": (1, 2), "b": (1, 1)}, values={"x": [[1], [2]]})
 >>> y.sympy()
@@ -46,6 +50,7 @@ MAX_NODES = 5_000  # syntax nodes in an expression
 MAX_EXPONENT = 64  # |constant exponent| of ** and pow
 MAX_INT = 10**12  # |integer| literals and folded integer arithmetic
 MAX_LITERAL = 10_000  # entries of a literal tensor or value list
+MAX_STRING = 64  # characters of an allowed string literal (an einsum equation, reduction='mean', ...)
 
 
 def _literal_tensor(data: Any) -> Tensor:
@@ -59,23 +64,48 @@ def _literal_tensor(data: Any) -> Tensor:
 
 
 _TORCH_NAMES = (
-    "abs add cos div exp flatten full_like log matmul mean mm mul neg ones_like permute pow relu reshape sigmoid "
-    "sin sqrt sub sum t tanh transpose unsqueeze zeros_like"
+    "abs add addmm amax atan2 bmm clamp clip cos cumsum det div dot einsum eq erf exp flatten flip full_like ge ger "
+    "gt inverse le log log1p log_softmax logdet logsumexp lt matmul max maximum mean minimum mm mul neg norm "
+    "ones_like outer permute pow reciprocal relu reshape rsqrt sigmoid sign sin slogdet softmax sqrt std sub sum t "
+    "tanh trace transpose unsqueeze var where zeros_like"
 ).split()
 _TORCH: dict[str, Callable] = {name: getattr(_torch, name) for name in _TORCH_NAMES} | {"tensor": _literal_tensor}
-_FUNCTIONAL: dict[str, Callable] = {name: getattr(_torch.nn.functional, name) for name in ("relu", "sigmoid", "tanh")}
+_FUNCTIONAL_NAMES = (
+    "binary_cross_entropy binary_cross_entropy_with_logits cross_entropy gelu hardtanh layer_norm leaky_relu linear "
+    "log_softmax logsigmoid mse_loss nll_loss one_hot relu sigmoid silu softmax softplus tanh threshold"
+).split()
+_FUNCTIONAL: dict[str, Callable] = {name: getattr(_torch.nn.functional, name) for name in _FUNCTIONAL_NAMES}
+_LINALG: dict[str, Callable] = {
+    name: getattr(_torch.linalg, name) for name in ("det", "inv", "matrix_norm", "norm", "slogdet", "vector_norm")
+}
 _NAMESPACES: dict[tuple[str, ...], dict[str, Callable]] = {
     ("torch",): _TORCH,
     ("torch", "nn", "functional"): _FUNCTIONAL,
     ("nn", "functional"): _FUNCTIONAL,
     ("F",): _FUNCTIONAL,
+    ("torch", "linalg"): _LINALG,
 }
 _ROOTS = {path[0] for path in _NAMESPACES}
 _METHOD_NAMES = (
-    "abs add cos div exp flatten log matmul mean mm mul neg permute pow relu reshape sigmoid sin sqrt sub sum t "
-    "tanh transpose unsqueeze view"
+    "abs add amax cos cumsum div erf exp expand flatten flip log log1p log_softmax logsumexp matmul mean mm mul neg "
+    "permute pow reciprocal relu reshape rsqrt sigmoid sign sin softmax sqrt sub sum t tanh trace transpose "
+    "unsqueeze view"
 ).split()
-_METHODS: dict[str, Callable] = {name: getattr(Tensor, name) for name in _METHOD_NAMES}
+_METHODS: dict[str, Callable] = {name: getattr(Tensor, name) for name in _METHOD_NAMES} | {
+    # torch's method signatures where symgrad's Tensor method is narrower (or missing, as clip)
+    "clamp": _torch.clamp,
+    "clip": _torch.clamp,
+    "max": _torch.max,
+    "norm": _torch.norm,
+    "std": _torch.std,
+    "var": _torch.var,
+}
+_STRING_KEYWORDS = {"reduction", "ord", "p", "approximate"}  # keywords whose values may be string literals
+_INF_KEYWORDS = {"ord", "p"}  # keywords whose values may be torch.inf or -torch.inf
+_STRING_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,->. ")
+_EQUATION_FUNCTIONS = {("torch", "einsum")}  # functions whose first positional argument is a string
+_TENSOR_KEYWORDS = {"input", "other", "target", "weight", "bias"}  # keywords whose values may be tensors
+_RESULT_FIELDS = {"values", "sign", "logabsdet"}  # fields of max(x, dim) and slogdet(A) results
 _ARITHMETIC = {"add", "sub", "mul", "div", "pow"}  # these also take numbers, as in torch.add(2, x)
 
 _BINOPS: dict[type, tuple[str, Callable]] = {
@@ -137,6 +167,7 @@ def _read(text: str, *, max_chars: int, max_nodes: int) -> ast.Expression:
 def _check_tree(tree: ast.AST, max_nodes: int) -> None:
     """Refuse big, deep or non-whitelisted trees without recursion."""
     stack, count = [(tree, 1)], 0
+    strings: set[int] = set()  # string constants in the places that take them (a parent is checked before its children)
     while stack:
         node, depth = stack.pop()
         count += 1
@@ -144,25 +175,47 @@ def _check_tree(tree: ast.AST, max_nodes: int) -> None:
             raise ParseError(f"expression too large: more than {max_nodes} syntax nodes")
         if depth > MAX_DEPTH:
             raise ParseError(f"expression nested too deeply (limit {MAX_DEPTH} levels)")
-        _check_node(node)
+        _check_node(node, id(node) in strings)
+        if isinstance(node, ast.Call):
+            strings.update(id(place) for place in _string_places(node))
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
+def _string_places(node: ast.Call) -> list[ast.AST]:
+    """The argument nodes of a call that may be string literals: an einsum equation, ``reduction='mean'``, ..."""
+    places: list[ast.AST] = [k.value for k in node.keywords if k.arg in _STRING_KEYWORDS]
+    if node.args and _dotted(node.func) in _EQUATION_FUNCTIONS:
+        places.append(node.args[0])
+    return places
 
 
 def _where(node: ast.AST) -> str:
     return f" (column {node.col_offset + 1})" if hasattr(node, "col_offset") else ""
 
 
-def _check_node(node: ast.AST) -> None:
+def _check_node(node: ast.AST, string_allowed: bool = False) -> None:
     kind = type(node)
     if kind not in _ALLOWED:
         raise UnsupportedError(f"{_REFUSED.get(kind, kind.__name__)} is not supported{_where(node)}")
     if kind is ast.Constant:
-        _check_constant(node)
+        if string_allowed and isinstance(node.value, str):
+            _check_string(node)
+        else:
+            _check_constant(node)
     elif kind is ast.keyword and node.arg is None:
         raise UnsupportedError(f"keyword unpacking (**kwargs) is not supported{_where(node)}")
     name = getattr(node, "id", None) or getattr(node, "attr", None) or getattr(node, "arg", None)
     if isinstance(name, str) and name.startswith("_"):
         raise UnsupportedError(f"names starting with '_' are not allowed: {name}{_where(node)}")
+
+
+def _check_string(node: ast.Constant) -> None:
+    """A string literal where one is allowed: short, and only letters, ``, - > .`` and spaces."""
+    if len(node.value) > MAX_STRING:
+        raise ParseError(f"string literal too long{_where(node)}: {len(node.value)} characters (limit {MAX_STRING})")
+    bad = sorted(set(node.value) - _STRING_CHARS)
+    if bad:
+        raise UnsupportedError(f"character {bad[0]!r} is not allowed in a string literal{_where(node)}")
 
 
 def _check_constant(node: ast.Constant) -> None:
@@ -353,10 +406,23 @@ class _Builder:
         path = _dotted(node)
         if path and path[0] in _ROOTS and path[0] not in self.tensors:
             raise UnsupportedError(f"{'.'.join(path)} is not a tensor; call functions, as in torch.tanh(x)")
-        raise UnsupportedError(f"attribute .{node.attr} is not supported; only .T, .mT and method calls{_where(node)}")
+        if node.attr in _RESULT_FIELDS:
+            value = self.visit(node.value)
+            if _is_result(value) and node.attr in value._fields:
+                return self._tensor(getattr(value, node.attr), f".{node.attr}")
+        raise UnsupportedError(
+            f"attribute .{node.attr} is not supported; only .T, .mT, method calls, and .values of max(x, dim) or "
+            f".sign/.logabsdet of slogdet(A){_where(node)}"
+        )
 
     def _visit_Subscript(self, node: ast.Subscript) -> Tensor:  # noqa: N802
-        base = self._tensor(self.visit(node.value), "indexing")
+        base = self.visit(node.value)
+        if _is_result(base):  # max(x, 0)[0], slogdet(A)[1]
+            position = self._index_item(node.slice)
+            if not isinstance(position, int) or not -len(base) <= position < len(base):
+                raise UnsupportedError(f"a result of {len(base)} fields takes an index 0 to {len(base) - 1}")
+            return self._tensor(base[position], f"field {base._fields[position]}")
+        base = self._tensor(base, "indexing")
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         index = tuple(self._index_item(item) for item in items)
         return base[index if isinstance(node.slice, ast.Tuple) else index[0]]
@@ -373,7 +439,7 @@ class _Builder:
 
     def _visit_Call(self, node: ast.Call) -> Any:  # noqa: N802
         fn, label = self._callee(node.func)
-        args = [self._argument(self.visit(a), label) for a in node.args]
+        args = [self._argument(self.visit(a), label, position) for position, a in enumerate(node.args)]
         kwargs = {k.arg: self._keyword(k, label) for k in node.keywords}
         self._check_inputs(label, args, kwargs)
         try:
@@ -388,6 +454,10 @@ class _Builder:
         if name in _ARITHMETIC or label in self.functions:
             for value in operands:
                 self._operand(value, f"{label}()")
+        elif label == "torch.einsum":
+            for value in args[1:]:
+                for operand in value if isinstance(value, (list, tuple)) else [value]:
+                    self._tensor(operand, f"{label}()")
         elif not label.startswith(".") and label != "torch.tensor":
             self._tensor(args[0] if args else kwargs.get("input"), f"{label}()")
 
@@ -410,7 +480,9 @@ class _Builder:
             spelled = ".".join(path)
             namespace = _NAMESPACES.get(path)
             if namespace is None:
-                raise UnsupportedError(f"unsupported module {spelled}; use torch, torch.nn.functional or F")
+                raise UnsupportedError(
+                    f"unsupported module {spelled}; use torch, torch.nn.functional (F) or torch.linalg"
+                )
             if func.attr not in namespace:
                 raise UnsupportedError(
                     f"unsupported function {spelled}.{func.attr}(); supported: {', '.join(sorted(namespace))}"
@@ -421,16 +493,37 @@ class _Builder:
         receiver = self._tensor(self.visit(func.value), f".{func.attr}()")
         return partial(_METHODS[func.attr], receiver), f".{func.attr}"
 
-    def _argument(self, value: Any, label: str) -> Any:
+    def _argument(self, value: Any, label: str, position: int) -> Any:
         if isinstance(value, Tensor) or _is_literal(value):
             return value
+        if tuple(label.split(".")) in _EQUATION_FUNCTIONS:
+            if isinstance(value, str) and position == 0:
+                return value  # the tree check let this string through, and only here
+            if isinstance(value, (list, tuple)) and position == 1 and all(isinstance(v, Tensor) for v in value):
+                return value  # torch.einsum("ij,jk", [a, b])
         raise UnsupportedError(f"{label}() arguments must be tensors, numbers or tuples of numbers")
 
     def _keyword(self, node: ast.keyword, label: str) -> Any:
+        if node.arg in _INF_KEYWORDS and _is_torch_inf(node.value):
+            return -math.inf if isinstance(node.value, ast.UnaryOp) else math.inf
         value = self.visit(node.value)
-        if _is_literal(value):
+        if _is_literal(value) or (isinstance(value, str) and node.arg in _STRING_KEYWORDS):
+            return value
+        if isinstance(value, Tensor) and node.arg in _TENSOR_KEYWORDS:
             return value
         raise UnsupportedError(f"{label}(): keyword {node.arg}= needs a literal (a number, bool, None or tuple)")
+
+
+def _is_torch_inf(node: ast.AST) -> bool:
+    """``torch.inf`` or ``-torch.inf``."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return _dotted(node) == ("torch", "inf")
+
+
+def _is_result(value: Any) -> bool:
+    """A named tuple of tensors from max(x, dim) or slogdet(A)."""
+    return isinstance(value, tuple) and set(getattr(value, "_fields", ())) & _RESULT_FIELDS != set()
 
 
 def _dotted(node: ast.AST) -> tuple[str, ...] | None:
