@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import numpy as np
 import sympy
 
 from .dims import Shape, same_dim
@@ -77,7 +78,8 @@ def to_tensor(expr: sympy.Expr, bindings: dict[sympy.Symbol, Tensor], like: Tens
     if expr.is_Number:
         value = int(expr) if expr.is_Integer else (float(expr) if expr.is_Float else expr)
         return api.constant(value, dtype=like.dtype, python_scalar=True)
-    args = [to_tensor(a, bindings, like) for a in expr.args] if not expr.is_Pow else None
+    if expr.is_number:  # an exact constant such as sqrt(2)/sqrt(pi): kept exact, printed as is
+        return api.Tensor(shape=(), entries=np.array(expr, dtype=object), dtype=like.dtype, is_python_scalar=True)
     if expr.is_Add:
         negatives = [a for a in expr.args if a.could_extract_minus_sign()]
         positives = [a for a in expr.args if not a.could_extract_minus_sign()]
@@ -93,7 +95,7 @@ def to_tensor(expr: sympy.Expr, bindings: dict[sympy.Symbol, Tensor], like: Tens
         coeff, rest = expr.as_coeff_Mul()
         if coeff == -1:
             return -to_tensor(rest, bindings, like)
-        return _fold(args, lambda a, b: a * b)
+        return _fold([to_tensor(a, bindings, like) for a in expr.args], lambda a, b: a * b)
     if expr.is_Pow:
         base, exponent = expr.args
         if exponent == sympy.S.Half:
@@ -104,15 +106,16 @@ def to_tensor(expr: sympy.Expr, bindings: dict[sympy.Symbol, Tensor], like: Tens
             return 1 / to_tensor(base**-exponent, bindings, like)
         return to_tensor(base, bindings, like) ** to_tensor(exponent, bindings, like)
     name = _function_ops().get(expr.func)
-    if name is not None and len(args) == 1:
-        return api.apply(name, args[0])
+    if name is not None and len(expr.args) == 1:
+        return api.apply(name, to_tensor(expr.args[0], bindings, like))
     if isinstance(expr, sympy.Heaviside):
         at_zero = expr.args[1] if len(expr.args) > 1 else sympy.S.Half
-        return api.apply("step", args[0], at_zero=at_zero)
+        return api.apply("step", to_tensor(expr.args[0], bindings, like), at_zero=at_zero)
     if isinstance(expr, sympy.Piecewise):
         return _piecewise(expr, bindings, like)
-    if isinstance(expr, sympy.core.relational.Relational):
-        return api.apply(_RELATIONS[type(expr)], args[0], args[1])
+    if isinstance(expr, sympy.core.relational.Relational) and type(expr) in _RELATIONS:
+        left, right = (to_tensor(a, bindings, like) for a in expr.args)
+        return api.apply(_RELATIONS[type(expr)], left, right)
     free = sorted(expr.free_symbols & bindings.keys(), key=str)
     if len(free) == 1:  # anything else SymPy knows: an elementwise map of that one tensor
         (symbol,) = free
@@ -125,8 +128,20 @@ def _piecewise(expr: sympy.Piecewise, bindings: dict, like: Tensor) -> Tensor:
     (value, condition), *rest = expr.args
     if condition == sympy.true:
         return to_tensor(value, bindings, like)
-    otherwise = _piecewise(sympy.Piecewise(*rest), bindings, like) if rest else api.constant(0, python_scalar=True)
-    return api.apply("where", to_tensor(condition, bindings, like), to_tensor(value, bindings, like), otherwise)
+    otherwise = to_tensor(sympy.Piecewise(*rest), bindings, like) if rest else api.constant(0, python_scalar=True)
+    return _where(condition, to_tensor(value, bindings, like), otherwise, bindings, like)
+
+
+def _where(condition, value: Tensor, otherwise: Tensor, bindings: dict, like: Tensor) -> Tensor:
+    """``where`` for a SymPy condition; ``Or`` and ``And`` become nested ``where`` (no boolean ops needed)."""
+    api = _tensor_api()
+    if isinstance(condition, sympy.Or):
+        first, *others = condition.args
+        return _where(first, value, _where(sympy.Or(*others), value, otherwise, bindings, like), bindings, like)
+    if isinstance(condition, sympy.And):
+        first, *others = condition.args
+        return _where(first, _where(sympy.And(*others), value, otherwise, bindings, like), otherwise, bindings, like)
+    return api.apply("where", to_tensor(condition, bindings, like), value, otherwise)
 
 
 _RELATIONS = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from numbers import Integral
 
 import sympy
 
@@ -30,8 +31,8 @@ def as_dim(value: object) -> Dim:
     """Normalise one size: Python/SymPy integers become int, symbols stay symbols."""
     if isinstance(value, bool):
         raise ShapeError(f"a size must be an integer or a dimension symbol, not {value!r}")
-    if isinstance(value, int):
-        return value
+    if isinstance(value, Integral):  # Python and NumPy integers
+        return int(value)
     if isinstance(value, sympy.Integer):
         return int(value)
     if isinstance(value, sympy.Expr) and value.is_integer is not False and value.free_symbols:
@@ -43,7 +44,7 @@ def as_dim(value: object) -> Dim:
 
 def as_shape(shape: Iterable[object] | int) -> Shape:
     """Normalise a shape given as an int, a tuple of ints/symbols or a torch.Size-like."""
-    out = (as_dim(shape),) if isinstance(shape, int) else tuple(as_dim(d) for d in shape)
+    out = (as_dim(shape),) if isinstance(shape, Integral) else tuple(as_dim(d) for d in shape)
     for d in out:
         if isinstance(d, int) and d < 0:
             raise ShapeError(f"Trying to create tensor with negative dimension {d}: [{', '.join(map(str, out))}]")
@@ -83,8 +84,9 @@ def torch_size(shape: Shape) -> str:
 def normalize_dim(dim: int, ndim: int) -> int:
     """A possibly negative dim as an index, with torch's error when out of range."""
     low, high = -max(ndim, 1), max(ndim, 1) - 1
-    if not isinstance(dim, int) or isinstance(dim, bool):
+    if not isinstance(dim, Integral) or isinstance(dim, bool):
         raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+    dim = int(dim)
     if dim < low or dim > high:
         raise IndexError(f"Dimension out of range (expected to be in range of [{low}, {high}], but got {dim})")
     return dim % max(ndim, 1)
@@ -94,7 +96,7 @@ def normalize_dims(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...
     """``dim`` of a reduction as sorted, non-negative axes; None (or an empty list, as in torch) means all."""
     if dim is None:
         return tuple(range(ndim))
-    items = (dim,) if isinstance(dim, int) else tuple(dim)
+    items = (dim,) if isinstance(dim, Integral) else tuple(dim)
     if not items:
         return tuple(range(ndim))
     seen: list[int] = []
@@ -132,7 +134,7 @@ def reshape_target(shape: Shape, target: Sequence[object]) -> Shape:
     new: list = []
     infer: int | None = None
     for position, d in enumerate(target):
-        if isinstance(d, int) and not isinstance(d, bool) and d < 0:
+        if isinstance(d, Integral) and not isinstance(d, bool) and d < 0:
             if d != -1:
                 raise ShapeError(f"invalid shape dimension {d} at index {position} of shape {shown}")
             if infer is not None:

@@ -23,6 +23,8 @@ MAX_FORMULA_ENTRIES = 36
 def to_number(value: Any, *, integer: bool = False) -> float | int:
     """One SymPy number as a Python float (int for integer tensors); non-real results are NaN."""
     number = sympy.sympify(value)
+    if isinstance(number, sympy.logic.boolalg.BooleanAtom):
+        return bool(number)
     if integer and number.is_Integer:
         return int(number)
     if number.is_real is False or number.has(sympy.zoo, sympy.nan):
@@ -83,16 +85,9 @@ def expression_text(t: Tensor) -> str:
         if arr.size == 1:
             return str(arr.reshape(-1)[0])
         return f"tensor({to_python(arr)})" if arr.size <= 4 else f"<constant {'×'.join(map(str, arr.shape))}>"
-    from .optable import describe
+    from .printing import TorchPrinter
 
-    parts = []
-    for position, part in enumerate(t.inputs):
-        text = part.name
-        inner = part.op.precedence if part.op is not None and part._name is None else 9
-        if inner < t.op.precedence or (position > 0 and inner == t.op.precedence):
-            text = f"({text})"
-        parts.append(text)
-    text = t.op.code.format(*parts, **describe(t.op, t.attrs, t.inputs))
+    text = TorchPrinter().doprint(t)
     return text if len(text) <= MAX_EXPRESSION_TEXT else f"<{t.op.name} result {'×'.join(map(str, t.shape))}>"
 
 

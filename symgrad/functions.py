@@ -20,6 +20,8 @@ class sigmoid(sympy.Function):  # noqa: N801 - spelled as in torch
 
     @classmethod
     def eval(cls, arg):
+        if arg is sympy.S.NaN or arg is sympy.S.ComplexInfinity:
+            return sympy.S.NaN
         if arg.is_Number:
             return 1 / (1 + sympy.exp(-arg))
         return None
@@ -43,6 +45,8 @@ class relu(sympy.Function):  # noqa: N801 - spelled as in torch
 
     @classmethod
     def eval(cls, arg):
+        if arg is sympy.S.NaN or arg is sympy.S.ComplexInfinity:
+            return sympy.S.NaN  # torch.relu(nan) is nan; zoo has no sign (a 1/0 upstream)
         if arg.is_Number:
             return arg if arg > 0 else sympy.S.Zero
         if arg.is_nonnegative:
@@ -63,6 +67,16 @@ class relu(sympy.Function):  # noqa: N801 - spelled as in torch
     def _latex(self, printer, exp=None):
         body = rf"\operatorname{{relu}}\left({printer._print(self.args[0])}\right)"
         return rf"{body}^{{{exp}}}" if exp else body
+
+
+class sign(sympy.sign):  # noqa: N801 - spelled as in torch
+    """SymPy's sign with torch's gradient: 0 everywhere (SymPy's is 2·DiracDelta, undefined at 0)."""
+
+    def _eval_derivative(self, x):
+        return sympy.S.Zero
+
+    def fdiff(self, argindex=1):
+        return sympy.S.Zero
 
 
 class softplus(sympy.Function):  # noqa: N801 - spelled as in torch

@@ -131,5 +131,3 @@ def format_index(index: tuple) -> str:
         else:
             parts.append(str(item))
     return ", ".join(parts)
-
-

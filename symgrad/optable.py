@@ -29,7 +29,7 @@ from .dims import (
     numel,
     reshape_target,
 )
-from .errors import ShapeError
+from .errors import ShapeError, UnsupportedError
 from .indexing import apply_index, format_index, index_grad_fn, index_shape
 
 
@@ -190,7 +190,7 @@ row(Op("where", lambda c, a, b: broadcast_shapes(broadcast_shapes(c, a), b),
 unary("step", lambda t, at_zero: sympy.Heaviside(t, at_zero), r"H\left({0}\right)",
       torch_fn=lambda torch, a, at_zero: torch.heaviside(a, torch.tensor(float(at_zero), dtype=a.dtype)),
       code="torch.heaviside({0}, {at_zero})", vjp=lambda g, out, a, at_zero: (None,))
-unary("sign", sympy.sign, r"\operatorname{{sign}}\left({0}\right)", vjp=lambda g, out, a: (None,))
+unary("sign", functions.sign, r"\operatorname{{sign}}\left({0}\right)", vjp=lambda g, out, a: (None,))
 
 # ── elementwise functions ──────────────────────────────────────────────────
 unary("exp", sympy.exp, r"\exp\left({0}\right)")
@@ -263,10 +263,10 @@ def _matmul_vjp(g, out, a, b) -> tuple:
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
     b2 = b.unsqueeze(-1) if b.ndim == 1 else b
     g2 = g
+    if b.ndim == 1:  # restore the trailing dim first: g is 0-d for a 1-D @ 1-D product
+        g2 = g2.unsqueeze(-1)
     if a.ndim == 1:
         g2 = g2.unsqueeze(-2)
-    if b.ndim == 1:
-        g2 = g2.unsqueeze(-1)
     ga = unbroadcast(g2 @ b2.mT, a2.shape)
     gb = unbroadcast(a2.mT @ g2, b2.shape)
     if a.ndim == 1:
@@ -290,30 +290,76 @@ def _einsum_parts(equation: str) -> tuple[str, str, str]:
     return left, right, output
 
 
-def _einsum_shape(a: Shape, b: Shape, equation: str) -> Shape:
-    left, right, output = _einsum_parts(equation)
-    if len(left) != len(a) or len(right) != len(b):
-        raise ShapeError(f"einsum(): the subscripts {left},{right} do not fit shapes {format_shape(a)} and "
-                         f"{format_shape(b)}")
+def _einsum_sizes(a: Shape, b: Shape, equation: str) -> dict[str, Any]:
+    """The size of each subscript, with torch's rules and messages (a size-1 dim broadcasts, as in torch)."""
+    left, right, _ = _einsum_parts(equation)
     sizes: dict[str, Any] = {}
-    for letters, shape in ((left, a), (right, b)):
-        for letter, d in zip(letters, shape):
-            if sizes.setdefault(letter, d) != d:
-                raise ShapeError(f"einsum(): subscript {letter} has size {d} in one operand and {sizes[letter]} in "
-                                 f"the other (shapes {format_shape(a)} and {format_shape(b)})")
-    return tuple(sizes[letter] for letter in output)
+    for position, (letters, shape) in enumerate(((left, a), (right, b))):
+        if len(letters) != len(shape):
+            raise ShapeError(
+                f"einsum(): the number of subscripts in the equation ({len(letters)}) does not match the number of "
+                f"dimensions ({len(shape)}) for operand {position} and no ellipsis was given"
+            )
+        own: dict[str, Any] = {}
+        for letter, d in zip(letters, shape, strict=True):
+            if letter in own and own[letter] != d:
+                raise ShapeError(
+                    f"einsum(): subscript {letter} is repeated for operand {position} but the sizes don't match, "
+                    f"{d} != {own[letter]}"
+                )
+            own[letter] = d
+            seen = sizes.get(letter)
+            if seen is None or seen == 1:
+                sizes[letter] = d
+            elif d != 1 and d != seen:
+                raise ShapeError(
+                    f"einsum(): subscript {letter} has size {d} for operand {position} which does not broadcast with "
+                    f"previously seen size {seen} (shapes {format_shape(a)} and {format_shape(b)})"
+                )
+    return sizes
+
+
+def _einsum_shape(a: Shape, b: Shape, equation: str) -> Shape:
+    sizes = _einsum_sizes(a, b, equation)
+    return tuple(sizes[letter] for letter in _einsum_parts(equation)[2])
+
+
+def _einsum(a: np.ndarray, b: np.ndarray, equation: str) -> np.ndarray:
+    """np.einsum after broadcasting size-1 dims to their subscript's size (torch broadcasts them)."""
+    left, right, _ = _einsum_parts(equation)
+    sizes = _einsum_sizes(a.shape, b.shape, equation)
+    a = np.broadcast_to(a, tuple(sizes[c] for c in left))
+    b = np.broadcast_to(b, tuple(sizes[c] for c in right))
+    return np.array(np.einsum(equation, a, b), dtype=object)
 
 
 def _einsum_vjp(g, out, a, b, equation: str) -> tuple:
     left, right, output = _einsum_parts(equation)
-    for mine, other in ((left, right), (right, left)):
-        if len(set(mine)) != len(mine) or not set(mine) <= set(output) | set(other):
-            raise ShapeError(f"no einsum gradient rule for {equation} (a subscript of {mine} is only summed there)")
-    return (_apply("einsum", g, b, equation=f"{output},{right}->{left}"),
-            _apply("einsum", g, a, equation=f"{output},{left}->{right}"))
+    sizes = _einsum_sizes(a.shape, b.shape, equation)
+    return (_einsum_operand_grad(g, b, output, right, left, sizes, a.shape),
+            _einsum_operand_grad(g, a, output, left, right, sizes, b.shape))
 
 
-row(Op("einsum", _einsum_shape, lambda a, b, equation: np.array(np.einsum(equation, a, b), dtype=object),
+def _einsum_operand_grad(g, other, output: str, theirs: str, mine: str, sizes: dict, shape: Shape):
+    """The gradient for the operand with subscripts ``mine``: g contracted with the other operand.
+
+    A subscript summed in this operand only gets the gradient broadcast along it; a broadcast (size-1)
+    dim of this operand gets it summed over that dim.
+    """
+    if len(set(mine)) != len(mine):
+        raise UnsupportedError(f"no einsum gradient rule for a repeated subscript (diagonal) in {mine}")
+    reached = "".join(c for c in mine if c in output or c in theirs)
+    grad = _apply("einsum", g, other, equation=f"{output},{theirs}->{reached}")
+    for axis, letter in enumerate(mine):
+        if letter not in reached:
+            grad = grad.unsqueeze(axis)
+    full = tuple(sizes[c] for c in mine)
+    if tuple(grad.shape) != full:
+        grad = grad.expand(*full)
+    return unbroadcast(grad, shape)
+
+
+row(Op("einsum", _einsum_shape, _einsum,
        lambda torch, a, b, equation: torch.einsum(equation, a, b),
        'torch.einsum("{equation}", {0}, {1})', r"\operatorname{{einsum}}_{{\mathtt{{{equation}}}}}\left({0}, {1}\right)",
        "EinsumBackward", vjp=_einsum_vjp))
@@ -374,7 +420,7 @@ row(Op("amax", _reduced_shape, lambda a, dim, keepdim: _reduce(a, dim, keepdim, 
 
 def _tie_share(g, out, a, dim, keepdim):
     """Gradient of amax: split evenly among the entries equal to the maximum."""
-    ties = _apply("where", _apply("eq", a, expand_back(out, a.shape, dim, keepdim)), 1.0, 0.0)
+    ties = _apply("where", _apply("eq", a, expand_back(out, a.shape, dim, keepdim)), 1, 0)
     return expand_back(g, a.shape, dim, keepdim) * ties / ties.sum(dim=dim, keepdim=True)
 
 
@@ -396,7 +442,7 @@ row(Op("first_max_mask", lambda a, dim: a,
        vjp=lambda g, out, a, dim: (None,)))
 row(Op("norm", _reduced_shape, lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: functions.norm2(*r)),
        lambda torch, a, dim, keepdim: torch.linalg.vector_norm(a, 2, dim=list(dim), keepdim=keepdim),
-       "torch.linalg.vector_norm({0}, {reduce_args})", r"\left\|{0}\right\|_{{{dims_text}}}", "NormBackward1",
+       "torch.linalg.vector_norm({0}{reduce_kwargs})", r"\left\|{0}\right\|_{{{dims_text}}}", "NormBackward1",
        vjp=lambda g, out, a, dim, keepdim: (_norm_vjp(g, out, a, dim, keepdim),)))
 
 
@@ -428,9 +474,30 @@ row(Op("log_softmax", lambda a, dim: a, lambda a, dim: _slices(a, dim, _log_soft
 row(Op("logsumexp", _reduced_shape,
        lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: sympy.log(sympy.Add(*[sympy.exp(v) for v in r]))),
        lambda torch, a, dim, keepdim: torch.logsumexp(a, dim=list(dim), keepdim=keepdim),
-       "torch.logsumexp({0}, {reduce_args})", r"\operatorname{{logsumexp}}_{{{dims_text}}} {0}", "LogsumexpBackward0",
-       vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim)
-                                            * _apply("exp", a - expand_back(out, a.shape, dim, keepdim)),)))
+       "torch.logsumexp({0}{reduce_kwargs})", r"\operatorname{{logsumexp}}_{{{dims_text}}} {0}", "LogsumexpBackward0",
+       vjp=lambda g, out, a, dim, keepdim: (_logsumexp_vjp(g, out, a, dim, keepdim),)))
+
+
+def _logsumexp_vjp(g, out, a, dim: tuple, keepdim: bool):
+    """g times the softmax over ``dim`` (written as a softmax when ``dim`` is one dimension)."""
+    weights = _apply("softmax", a, dim=dim[0]) if len(dim) == 1 else \
+        _apply("exp", a - expand_back(out, a.shape, dim, keepdim))
+    return expand_back(g, a.shape, dim, keepdim) * weights
+
+
+def _variance(values: list, correction: int) -> sympy.Expr:
+    mean = sympy.Add(*values) / len(values)
+    return sympy.Add(*[(v - mean) ** 2 for v in values]) / (len(values) - correction)
+
+
+row(Op("var", lambda a, dim, keepdim, correction: _reduced_shape(a, dim, keepdim),
+       lambda a, dim, keepdim, correction: _reduce(a, dim, keepdim, lambda r: _variance(r, correction)),
+       lambda torch, a, dim, keepdim, correction: torch.var(a, dim=list(dim), correction=correction, keepdim=keepdim),
+       "torch.var({0}{reduce_kwargs}, correction={correction})", r"\operatorname{{Var}}_{{{dims_text}}} {0}",
+       "VarBackward0",
+       vjp=lambda g, out, a, dim, keepdim, correction: (
+           expand_back(g, a.shape, dim, keepdim) * 2 * (a - a.mean(dim=dim, keepdim=True))
+           / (count(a.shape, dim) - correction),)))
 
 
 def _cumsum(values: list) -> list:
@@ -479,9 +546,14 @@ row(Op("one_hot", lambda y, num_classes: tuple(y) + (num_classes,), _one_hot,
 
 
 # ── linear algebra (square matrices) ───────────────────────────────────────
-def _square(a: Shape) -> Shape:
-    if len(a) != 2 or (a[0] != a[1] and isinstance(a[0], int) and isinstance(a[1], int)):
-        raise ShapeError(f"linalg: A must be batches of square matrices, but they are {format_shape(a)} matrices")
+def _square(a: Shape, what: str) -> Shape:
+    """One square matrix, with torch's messages (``what`` is torch's name of the op, e.g. ``linalg.det``)."""
+    if len(a) < 2:
+        raise ShapeError(f"{what}: The input tensor A must have at least 2 dimensions.")
+    if a[-2] != a[-1] and isinstance(a[-2], int) and isinstance(a[-1], int):
+        raise ShapeError(f"{what}: A must be batches of square matrices, but they are {a[-2]} by {a[-1]} matrices")
+    if len(a) > 2:
+        raise UnsupportedError(f"{what} of a batch of matrices (shape {format_shape(a)}) is not supported yet")
     return a
 
 
@@ -489,24 +561,43 @@ def _as_matrix(a: np.ndarray) -> sympy.Matrix:
     return sympy.Matrix(a.tolist())
 
 
-row(Op("trace", lambda a: (_square(a), ())[1], lambda a: np.array(sympy.Add(*np.diagonal(a)), dtype=object),
+def _trace_shape(a: Shape) -> Shape:
+    """torch.trace takes any 2-D tensor (the diagonal of a non-square one is min(n, m) long)."""
+    if len(a) != 2:
+        raise ShapeError(f"trace: expected a matrix, but got tensor with dim {len(a)}")
+    return ()
+
+
+def _trace_vjp(g, out, a):
+    """g times the n×m matrix with ones on its diagonal."""
+    n, m = a.shape
+    if n == m:
+        return (g * _apply("eye", n=n),)
+    if not (isinstance(n, int) and isinstance(m, int)):
+        raise UnsupportedError(f"the trace law of a non-square {format_shape(a.shape)} matrix needs concrete sizes")
+    diagonal = _apply("index", _apply("eye", n=max(n, m)), index=(slice(0, n), slice(0, m)), via="index")
+    return (g * diagonal,)
+
+
+row(Op("trace", _trace_shape, lambda a: np.array(sympy.Add(*np.diagonal(a)), dtype=object),
        lambda torch, a: torch.trace(a), "torch.trace({0})", r"\operatorname{{tr}}\left({0}\right)", "TraceBackward0",
-       saves=False, vjp=lambda g, out, a: (g * _apply("eye", n=a.shape[0]),)))
+       saves=False, vjp=_trace_vjp))
 row(Op("eye", lambda n: (n, n), lambda n: np.array(sympy.eye(n).tolist(), dtype=object),
        lambda torch, n: torch.eye(n, dtype=torch.float64), "torch.eye({n})", "I", "none", differentiable=False,
        vjp=lambda g, out, n: ()))
-row(Op("det", lambda a: (_square(a), ())[1], lambda a: np.array(_as_matrix(a).det(), dtype=object),
+row(Op("det", lambda a: (_square(a, "linalg.det"), ())[1], lambda a: np.array(_as_matrix(a).det(), dtype=object),
        lambda torch, a: torch.linalg.det(a), "torch.linalg.det({0})", r"\det\left({0}\right)", "LinalgDetBackward0",
        vjp=lambda g, out, a: (g * out * _apply("inv", a).mT,)))
-row(Op("logdet", lambda a: (_square(a), ())[1], lambda a: np.array(sympy.log(_as_matrix(a).det()), dtype=object),
+row(Op("logdet", lambda a: (_square(a, "logdet"), ())[1],
+       lambda a: np.array(sympy.log(_as_matrix(a).det()), dtype=object),
        lambda torch, a: torch.logdet(a), "torch.logdet({0})", r"\log\det\left({0}\right)", "LogdetBackward0",
        vjp=lambda g, out, a: (g * _apply("inv", a).mT,)))
-row(Op("logabsdet", lambda a: (_square(a), ())[1],
+row(Op("logabsdet", lambda a: (_square(a, "linalg.slogdet"), ())[1],
        lambda a: np.array(sympy.log(sympy.Abs(_as_matrix(a).det())), dtype=object),
        lambda torch, a: torch.linalg.slogdet(a)[1], "torch.linalg.slogdet({0}).logabsdet",
        r"\log\left|\det\left({0}\right)\right|", "LinalgSlogdetBackward0",
        vjp=lambda g, out, a: (g * _apply("inv", a).mT,)))
-row(Op("inv", _square, lambda a: np.array(_as_matrix(a).inv().tolist(), dtype=object),
+row(Op("inv", lambda a: _square(a, "linalg.inv"), lambda a: np.array(_as_matrix(a).inv().tolist(), dtype=object),
        lambda torch, a: torch.linalg.inv(a), "torch.linalg.inv({0})", "{0}^{{-1}}", "LinalgInvExBackward0",
        precedence=8, vjp=lambda g, out, a: (-(out.mT @ g @ out.mT),)))
 
@@ -570,7 +661,7 @@ def _torch_index_backward(torch: Any, g: Any, shape: tuple, index: tuple) -> Any
 row(Op("transpose", _transpose_shape, _transpose,
        lambda torch, a, dim0, dim1: a.transpose(dim0, dim1),
        "{0}{transpose_text}", "{0}^{{\\top}}", "TransposeBackward0", saves=False,
-       vjp=lambda g, out, a, dim0, dim1: (g.transpose(dim0, dim1),)))
+       vjp=lambda g, out, a, dim0, dim1: (g if dim0 == dim1 else g.transpose(dim0, dim1),)))  # 0-d: dim0 == dim1
 row(Op("permute", _permute_shape, lambda a, dims: np.transpose(a, dims),
        lambda torch, a, dims: a.permute(tuple(dims)),  # a.permute() (no dims) fails for 0-d tensors
        "{0}{permute_text}", "{0}^{{\\top}}", "PermuteBackward0", saves=False,
@@ -590,7 +681,14 @@ row(Op("index", lambda a, index, via: index_shape(a, index),
        lambda torch, a, index, via: a[index],
        "{0}[{index_text}]", "{0}_{{{index_text}}}",
        lambda inputs, index, via: "UnbindBackward0" if via == "unbind" else index_grad_fn(index),
-       saves=False, vjp=lambda g, out, a, index, via: (_apply("index_backward", g, shape=a.shape, index=index),)))
+       saves=False, vjp=lambda g, out, a, index, via: (_index_vjp(g, a, index),)))
+
+
+def _index_vjp(g, a, index: tuple):
+    """An unsqueeze (only ``None``, ``:`` and ``...``) is undone by indexing 0; anything else scatters into zeros."""
+    if all(i is None or i is Ellipsis or i == slice(None) for i in index):
+        return g[tuple(0 if i is None else i for i in index)]
+    return _apply("index_backward", g, shape=a.shape, index=index)
 row(Op("index_backward", lambda g, shape, index: tuple(shape), _index_backward, _torch_index_backward,
        "index_backward({0}, {shape}, [{index_text}])", r"\operatorname{{scatter}}\left({0}\right)", "none",
        saves=False, vjp=lambda g, out, x, shape, index: (x[index],)))
@@ -610,6 +708,7 @@ def describe(op: Op, attrs: dict, inputs: tuple = ()) -> dict:
         every = bool(inputs) and len(dim) == len(inputs[0].shape)
         args = [] if every and not keepdim else [f"dim={dim[0] if len(dim) == 1 else dim}"]
         out["reduce_args"] = ", ".join(args + (["keepdim=True"] if keepdim else []))
+        out["reduce_kwargs"] = ", " + out["reduce_args"] if out["reduce_args"] else ""
         out["dims_text"] = "" if every else ",".join(map(str, dim))
     if op.name == "permute":
         dims = tuple(attrs["dims"])

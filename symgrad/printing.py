@@ -41,6 +41,8 @@ class Printer:
     def _print(self, t: Tensor) -> tuple[str, int]:
         if id(t) in self.names:
             return self.names[id(t)], ATOM
+        if t._name is not None and t.op is not None:  # a named result (e.g. in the REPL) prints by its name
+            return t._name, ATOM
         if t.op is None:
             value = uniform_constant(t)
             if value is not None and (t.is_python_scalar or not t.shape):
@@ -52,8 +54,13 @@ class Printer:
         return self._print_template(t)
 
     def _print_number(self, value: sympy.Expr) -> tuple[str, int]:
-        text = str(value) if not value.is_Float else repr(float(value))
-        return text, (ATOM if value >= 0 else 6)
+        if value.is_Float:
+            text = repr(float(value))
+        elif value.is_Number:
+            text = str(value)
+        else:  # made of symbolic sizes: torch code sees them as Python numbers
+            text = sympy.pycode(value, fully_qualified_modules=False)
+        return text, _precedence(value)
 
     def _print_leaf(self, t: Tensor) -> str:
         return t.name
@@ -74,6 +81,19 @@ class Printer:
                 text = self._wrap(text)
             parts.append(text)
         return template.format(*parts, **describe(t.op, t.attrs, t.inputs)), mine
+
+
+def _precedence(value: sympy.Expr) -> int:
+    """How tightly a printed number binds, on the scale of the op table's precedences."""
+    if value.is_Number:
+        return ATOM if value >= 0 else 6
+    if value.is_Add:
+        return 4
+    if value.is_Mul or (value.is_Pow and value.exp.is_negative):
+        return 5
+    if value.is_Pow:
+        return 7
+    return ATOM
 
 
 def _enclosed(template: str, position: int) -> bool:
@@ -103,7 +123,7 @@ class LatexPrinter(Printer):
         return latex_name(t.name)
 
     def _print_number(self, value: sympy.Expr) -> tuple[str, int]:
-        return sympy.latex(value), (ATOM if value >= 0 else 6)
+        return sympy.latex(value), _precedence(value)
 
     def _wrap(self, text: str) -> str:
         return rf"\left({text}\right)"

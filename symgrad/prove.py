@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import sympy
 
+from . import functions
 from .derive import vjp_entries
 from .errors import CheckError, SymgradError
 from .reverse import law
@@ -104,15 +105,114 @@ def _instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
     return new
 
 
-def is_zero(expr: sympy.Expr) -> bool:
-    """Whether SymPy can show ``expr`` is 0 (cheap rewrites first, then ``simplify``)."""
+# Functions that split into cases: exact on rational arguments, so they stay in the rational form.
+CASE_SPLITS = (sympy.Piecewise, sympy.Heaviside, sympy.sign, sympy.Abs, sympy.Max, sympy.Min, functions.relu,
+               functions.amax)
+SYMBOLIC_BUDGET = 400  # operations above which SymPy's cancellation is replaced by exact evaluation
+
+
+def zero_by(expr: sympy.Expr) -> str | None:
+    """How ``expr`` was shown to be 0, or None when it was not.
+
+    - ``"symbolic"``: SymPy reduced it to 0 (cancellation of a rational
+      function, case splits folded branch by branch, or ``simplify``);
+    - ``"exact evaluation"``: for differences too large to cancel, the
+      rational function (function values treated as independent variables)
+      evaluates to exactly 0, in rational arithmetic, at random rational points;
+    - ``"60-digit evaluation"``: the last resort, when the others are out of
+      reach (exponentials that SymPy merges, as in attention): |expr| < 10⁻⁴⁵
+      at random points with 60 significant digits. Reported separately, since
+      it is strong evidence rather than a symbolic proof.
+
+    A numeric evaluation rules out non-zero differences first, so the slow
+    steps only run on differences that vanish at those points.
+    """
     expr = sympy.sympify(expr)
     if expr == 0:
-        return True
-    for attempt in (sympy.expand, lambda e: sympy.cancel(sympy.together(e)), sympy.simplify):
-        if attempt(expr) == 0:
+        return "symbolic"
+    if _clearly_nonzero(expr):
+        return None
+    plain = _with_independent_functions(expr)
+    if plain is not None:
+        splits = plain.has(*CASE_SPLITS)
+        if splits:
+            folded = sympy.piecewise_fold(plain.rewrite(sympy.Piecewise))
+            if folded == 0 or sympy.expand(folded) == 0:
+                return "symbolic"
+        elif sympy.count_ops(plain) <= SYMBOLIC_BUDGET and sympy.cancel(sympy.together(plain)) == 0:
+            return "symbolic"
+        if _zero_at_rational_points(plain):
+            return "exact evaluation"
+    elif sympy.count_ops(expr) <= SYMBOLIC_BUDGET:
+        for attempt in (lambda e: sympy.cancel(sympy.together(e)), sympy.simplify,
+                        lambda e: sympy.simplify(e.rewrite(sympy.exp))):
+            if attempt(expr) == 0:
+                return "symbolic"
+    if _zero_to_digits(expr):
+        return "60-digit evaluation"
+    return None
+
+
+def _zero_to_digits(expr: sympy.Expr, digits: int = 60, tries: int = 3) -> bool:
+    """The last resort, reported as such: |expr| < 10^-45 at random points, computed with 60 digits."""
+    rng = random.Random(3)
+    symbols = sorted(expr.free_symbols, key=str)
+    for _ in range(tries):
+        point = {s: sympy.Float(sympy.Rational(rng.randint(300, 1700), 1000), digits) for s in symbols}
+        value = sympy.N(expr.xreplace(point), digits)
+        if not value.is_number or abs(complex(value)) > 1e-45:
+            return False
+    return True
+
+
+def is_zero(expr: sympy.Expr) -> bool:
+    return zero_by(expr) is not None
+
+
+def _with_independent_functions(expr: sympy.Expr) -> sympy.Expr | None:
+    """``expr`` with each function value (exp(a), tanh(b), …) replaced by its own variable.
+
+    If that form is identically 0, so is ``expr`` (the replacement only forgets
+    relations between the values). Rational-function arithmetic on it is fast,
+    where expanding exponentials of sums (softmax, attention) is not.
+    """
+    applications = [a for a in expr.atoms(sympy.Function) if not isinstance(a, CASE_SPLITS)]
+    applications.sort(key=sympy.default_sort_key)
+    values = {a: sympy.Dummy(f"f{i}") for i, a in enumerate(applications)}
+    plain = expr.xreplace(values)
+    leftover = [a for a in plain.atoms(sympy.Function) if not isinstance(a, CASE_SPLITS)]
+    return None if leftover else plain
+
+
+def _zero_at_rational_points(plain: sympy.Expr, tries: int = 3) -> bool:
+    rng = random.Random(2)
+    symbols = sorted(plain.free_symbols, key=str)
+    done = 0
+    for _ in range(4 * tries):
+        point = {s: sympy.Rational(rng.randint(1, 10**6), rng.randint(1, 10**6)) for s in symbols}
+        value = plain.xreplace(point)
+        if value.has(sympy.zoo, sympy.nan):
+            continue
+        if sympy.expand(value) != 0:
+            return False
+        done += 1
+        if done == tries:
             return True
-    return sympy.simplify(expr.rewrite(sympy.exp)) == 0
+    return False
+
+
+def _clearly_nonzero(expr: sympy.Expr, tries: int = 3) -> bool:
+    rng = random.Random(1)
+    symbols = sorted(expr.free_symbols, key=str)
+    for _ in range(tries):
+        point = {s: sympy.Float(rng.uniform(0.3, 1.7), 30) for s in symbols}
+        try:
+            value = complex(expr.xreplace(point).evalf(30))
+        except (TypeError, ValueError, ZeroDivisionError):
+            return False
+        if abs(value) > 1e-20:
+            return True
+    return False
 
 
 @dataclass
@@ -131,8 +231,9 @@ class Proof:
         lines = []
         for e in self.exact:
             sizes = ", ".join(f"{k}={v}" for k, v in e["sizes"].items())
+            how = ", ".join(f"{n} {m}" for m, n in sorted(e.get("methods", {}).items()))
             lines.append(f"exact at {sizes or 'the given sizes'}: {'held' if e['held'] else 'FAILED'}"
-                         f" ({e['entries']} entries)")
+                         f" ({e['entries']} entries{'; ' + how if how else ''})")
         for n in self.numeric:
             sizes = ", ".join(f"{k}={v}" for k, v in n["sizes"].items())
             lines.append(f"torch at {sizes or 'the given sizes'}: {'held' if n['held'] else 'FAILED'}"
@@ -160,7 +261,7 @@ def prove(outputs: Tensor | Sequence[Tensor], wrt: Tensor | Sequence[Tensor], gr
 
         grads_here = [as_grad_tensor(g if g is not None else constant(1, shape=made[id(o)].shape), made[id(o)], p)
                       for p, (o, g) in enumerate(zip(outs, concrete_grads))]
-        held, count = True, 0
+        held, count, methods = True, 0, {}
         for x, rule in zip(targets, laws):
             expected = vjp_entries([made[id(o)] for o in outs], made[id(x)], grads_here)
             actual = made[id(rule)].entries()
@@ -169,9 +270,12 @@ def prove(outputs: Tensor | Sequence[Tensor], wrt: Tensor | Sequence[Tensor], gr
                 continue
             for a, e in zip(actual.reshape(-1), expected.reshape(-1)):
                 count += 1
-                if not is_zero(sympy.sympify(a) - e):
-                    held = False
-        proof.exact.append({"sizes": {str(k): v for k, v in assignment.items()}, "held": held, "entries": count})
+                method = zero_by(sympy.sympify(a) - e)
+                held = held and method is not None
+                if method is not None:
+                    methods[method] = methods.get(method, 0) + 1
+        proof.exact.append({"sizes": {str(k): v for k, v in assignment.items()}, "held": held, "entries": count,
+                            "methods": methods})
     if numeric:
         big = torch_sizes or dict(zip(dims, range(5, 5 + len(dims))))
         proof.numeric.append(check_numerically(outs, targets, vs, laws, big))

@@ -37,7 +37,7 @@ def uniform_constant(t: Tensor) -> sympy.Expr | None:
     if t._kind != "formula" or t._name is not None:
         return None
     entries = t.entries().reshape(-1)
-    if entries.size == 0 or not all(sympy.sympify(e).is_Number or _is_size(sympy.sympify(e)) for e in entries):
+    if entries.size == 0 or not all(sympy.sympify(e).is_number or _is_size(sympy.sympify(e)) for e in entries):
         return None
     first = sympy.sympify(entries[0])
     return first if all(sympy.sympify(e) == first for e in entries) else None
@@ -65,8 +65,16 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
         return folded
     if name in SHAPE_ONLY and consts[0] is not None and not (inputs[0].op is None and _same_shape(inputs[0].shape, shape)):
         return _fill(consts[0], shape)  # a broadcast or reshaped constant is just that constant
+    if name in BROADCASTING:
+        stripped = _strip_broadcasts(inputs, shape)
+        if stripped is not None:
+            return apply(name, *stripped, **attrs)
     if name in ("matmul", "mm"):
         return _simplify_matmul(inputs, consts, shape)
+    if name == "index":
+        return _simplify_index(inputs[0], attrs["index"], shape)
+    if name == "sum":
+        return _simplify_sum(inputs[0], attrs, shape)
     if name == "mul":
         a, b = inputs
         ca, cb = consts
@@ -85,7 +93,7 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
         if b.op is not None and b.op.name == "neg":
             return apply("neg", apply("mul", a, b.inputs[0]))
         for x, y in ((a, b), (b, a)):  # x * (1 / c) → x / c
-            if y.op is not None and y.op.name == "div" and uniform_constant(y.inputs[0]) == 1 and not y.shape:
+            if y.op is not None and y.op.name == "div" and uniform_constant(y.inputs[0]) == 1:
                 return apply("div", x, y.inputs[1])
     if name == "div":
         if consts[1] == 1 and _same_shape(inputs[0].shape, shape):
@@ -101,9 +109,10 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
         a, b = inputs
         if a is b:
             return _collect(sympy.Integer(2), a, shape)
-        factored = _factor_matmul(a, b, shape)
-        if factored is not None:
-            return factored
+        for factor in (_factor_matmul, _factor_scalar):
+            factored = factor(a, b, shape)
+            if factored is not None:
+                return factored
         if consts[0] == 0 and _same_shape(b.shape, shape):
             return b
         if consts[1] == 0 and _same_shape(a.shape, shape):
@@ -131,7 +140,7 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
             return inputs[0]
     if name in ("transpose", "permute"):
         return _simplify_layout(name, inputs[0], _as_permutation(name, attrs, len(shape)))
-    if name in ("sum", "mean") and not attrs["dim"]:
+    if name == "mean" and not attrs["dim"]:
         return inputs[0]
     if name in ("reshape", "expand") and _same_shape(inputs[0].shape, shape):
         return inputs[0]
@@ -156,11 +165,121 @@ def _is_size(value: sympy.Expr) -> bool:
     return bool(value.free_symbols) and all(s.is_integer for s in value.free_symbols)
 
 
+BROADCASTING = ("add", "sub", "mul", "div", "pow", "where", "gt", "ge", "lt", "le", "eq", "atan2", "maximum")
+
+
+def _unbroadcast_view(t: Tensor) -> Tensor | None:
+    """``y`` when ``t`` is ``y.expand(...)`` or ``y[None]`` (views that broadcasting makes redundant)."""
+    if t.op is None:
+        return None
+    if t.op.name == "expand":
+        return t.inputs[0]
+    if t.op.name == "index":
+        index = t.attrs["index"]
+        leading = 0
+        while leading < len(index) and index[leading] is None:
+            leading += 1
+        if leading and all(i == slice(None) or i is Ellipsis for i in index[leading:]):
+            return t.inputs[0]
+    return None
+
+
+def _strip_broadcasts(inputs: list[Tensor], shape: tuple) -> list[Tensor] | None:
+    """Drop explicit broadcasts from the operands of a broadcasting op when the result shape stays the same."""
+    from .dims import broadcast_shapes
+
+    changed, current = False, list(inputs)
+    for position, t in enumerate(current):
+        inner = _unbroadcast_view(t)
+        if inner is None:
+            continue
+        trial = current[:position] + [inner] + current[position + 1 :]
+        try:
+            result = trial[0].shape
+            for other in trial[1:]:
+                result = broadcast_shapes(result, other.shape)
+        except Exception:  # noqa: BLE001 - any shape failure means the broadcast is needed
+            continue
+        if _same_shape(result, shape):
+            current, changed = trial, True
+    return current if changed else None
+
+
+def _scaled(t: Tensor) -> tuple[sympy.Expr, Tensor]:
+    """``(c, x)`` with ``t == c * x`` for a scalar constant ``c`` (1 when there is none)."""
+    if t.op is not None:
+        if t.op.name == "mul" and not t.inputs[0].shape and uniform_constant(t.inputs[0]) is not None:
+            return uniform_constant(t.inputs[0]), t.inputs[1]
+        if t.op.name == "div" and not t.inputs[1].shape and uniform_constant(t.inputs[1]) is not None:
+            return 1 / uniform_constant(t.inputs[1]), t.inputs[0]
+        if t.op.name == "neg":
+            return sympy.S.NegativeOne, t.inputs[0]
+    return sympy.S.One, t
+
+
+def _factor_scalar(a: Tensor, b: Tensor, shape: tuple) -> Tensor | None:
+    """``c x + c y`` → ``c (x + y)`` and ``-c x + c y`` → ``c (y - x)``."""
+    (fa, xa), (fb, xb) = _scaled(a), _scaled(b)
+    if fa == 1 and fb == 1:
+        return None
+    if sympy.simplify(fa - fb) == 0:
+        return _collect(fa, apply("add", xa, xb), shape)
+    if sympy.simplify(fa + fb) == 0:
+        return _collect(fb, apply("sub", xb, xa), shape)
+    return None
+
+
+def _is_unsqueeze(t: Tensor, index: tuple) -> bool:
+    return t.op is not None and t.op.name == "index" and t.attrs["index"] == index
+
+
+def _simplify_index(x: Tensor, index: tuple, shape: tuple) -> Tensor | None:
+    """``(A @ v[:, None])[..., 0]`` → ``A @ v``; ``x.sum(d, keepdim=True)`` indexed at 0 on ``d`` → ``x.sum(d)``."""
+    if x.op is not None and x.op.name in ("matmul", "mm"):
+        p, q = x.inputs
+        if index == (Ellipsis, 0) and _is_unsqueeze(q, (slice(None), None)) and len(q.inputs[0].shape) == 1:
+            return apply("matmul", p, q.inputs[0])
+        if index == (0,) and _is_unsqueeze(p, (None,)) and len(p.inputs[0].shape) == 1 and len(q.shape) == 2:
+            return apply("matmul", p.inputs[0], q)
+    if x.op is not None and x.op.name == "sum" and x.attrs["keepdim"] and len(x.attrs["dim"]) == 1:
+        (axis,) = x.attrs["dim"]
+        ndim = len(x.shape)
+        expected = tuple(0 if i == axis else slice(None) for i in range(ndim))
+        shortest = expected[: axis + 1]
+        if index in (expected, shortest) or (axis == ndim - 1 and index == (Ellipsis, 0)):
+            return x.inputs[0].sum(dim=axis)
+    return None
+
+
+def _simplify_sum(x: Tensor, attrs: dict, shape: tuple) -> Tensor | None:
+    """``(M * v[None, :]).sum(1)`` → ``M @ v`` and ``(M * u[:, None]).sum(0)`` → ``u @ M``."""
+    if not attrs["dim"]:
+        return x
+    if attrs["keepdim"] or x.op is None or x.op.name != "mul" or len(x.shape) != 2 or len(attrs["dim"]) != 1:
+        return None
+    (axis,) = attrs["dim"]
+    for m, v in (x.inputs, tuple(reversed(x.inputs))):
+        if axis == 1 and len(m.shape) == 2 and len(v.shape) == 1:  # (M * v).sum(1), v broadcast along rows
+            return apply("matmul", m, v)
+        if len(m.shape) != 2 or v.op is None or v.op.name != "index" or len(v.inputs[0].shape) != 1:
+            continue
+        if axis == 1 and v.attrs["index"] in ((None, slice(None)), (None,)):
+            return apply("matmul", m, v.inputs[0])
+        if axis == 0 and v.attrs["index"] == (slice(None), None):
+            return apply("matmul", v.inputs[0], m)
+    return None
+
+
 def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple) -> Tensor | None:
-    """Products with constant matrices become scalings and sums; ``(Aᵀ B)ᵀ``-style transposes cancel."""
+    """Products with constant or identity matrices simplify; an inner size of 1 is an outer product."""
     a, b = inputs
     if len(a.shape) < 2 or len(b.shape) < 2:
         return None
+    for eye, other in ((a, b), (b, a)):
+        if eye.op is not None and eye.op.name == "eye" and _same_shape(other.shape, shape):
+            return other
+    if len(a.shape) == 2 and len(b.shape) == 2 and a.shape[1] == 1 and consts[0] is None and consts[1] is None:
+        return apply("mul", a, b)
     for factor, other, summed in ((consts[0], b, -2), (consts[1], a, -1)):
         if factor is None:
             continue
@@ -204,9 +323,9 @@ def _collect(factor: sympy.Expr, x: Tensor, shape: tuple) -> Tensor:
         return x
     if factor == -1 and _same_shape(x.shape, shape):
         return apply("neg", x)
-    if factor.is_Number and factor.p == 1 and factor.q != 1:  # (1/4) x reads better as x / 4
+    if factor.is_Rational and factor.p == 1 and factor.q != 1:  # (1/4) x reads better as x / 4
         return apply("div", x, _fill(sympy.Integer(factor.q), ()))
-    if not factor.is_Number and sympy.fraction(factor)[0] == 1:
+    if not factor.is_Number and factor.is_number is not None and sympy.fraction(factor)[0] == 1:
         return apply("div", x, _fill(sympy.fraction(factor)[1], ()))
     return apply("mul", _fill(factor, ()), x)
 
@@ -221,6 +340,10 @@ def _as_permutation(name: str, attrs: dict, ndim: int) -> tuple[int, ...]:
 
 def _simplify_layout(name: str, x: Tensor, order: tuple[int, ...]) -> Tensor | None:
     """Compose stacked transposes/permutes, drop the identity, and write a swap of two dims as a transpose."""
+    if len(order) == 2 and order == (1, 0) and x.op is not None and x.op.name == "index" and \
+            len(x.inputs[0].shape) == 1 and x.attrs["index"] in ((slice(None), None), (None, slice(None)), (None,)):
+        flipped = (slice(None), None) if x.attrs["index"] != (slice(None), None) else (None, slice(None))
+        return x.inputs[0][flipped]  # a column's transpose is the row, and back
     if len(order) == 2 and order == (1, 0) and x.op is not None and x.op.name in ("matmul", "mm"):
         p, q = x.inputs
         if len(p.shape) == 2 and len(q.shape) == 2 and (_is_matrix_transpose(p) or _is_matrix_transpose(q)):
@@ -289,7 +412,10 @@ def _canonical_tree(t: Tensor, memo: dict[tuple, Tensor], depth: int = 0) -> Ten
     """Canonicalise a freshly built replacement (its inputs may be new nodes too)."""
     local: dict[int, Tensor] = {}
     for node in _topological(t):
-        local[id(node)] = _canonical(node, local, memo, depth)
+        if memo.get(_key(node)) is node:  # already canonical (or part of the forward graph): keep as is
+            local[id(node)] = node
+        else:
+            local[id(node)] = _canonical(node, local, memo, depth)
     return local[id(t)]
 
 

@@ -40,6 +40,7 @@ _UNARY = {
     sympy.erfc: "erfc",
     functions.sigmoid: "sigmoid",
     functions.relu: "relu",
+    functions.sign: "sign",
 }
 
 

@@ -485,11 +485,11 @@ class Tensor:
         return apply("transpose", self, dim0=normalize_dim(dim0, ndim), dim1=normalize_dim(dim1, ndim))
 
     def permute(self, *dims: int) -> Tensor:
-        order = tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], int) else dims
+        order = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
         return apply("permute", self, dims=tuple(normalize_dim(d, self.ndim) for d in order))
 
     def reshape(self, *shape: Any) -> Tensor:
-        target = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        target = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         return apply("reshape", self, shape=reshape_target(self.shape, target))
 
     def view(self, *shape: Any) -> Tensor:
@@ -512,7 +512,7 @@ class Tensor:
         return self[(slice(None),) * dim + (None,)]
 
     def expand(self, *shape: Any) -> Tensor:
-        target = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        target = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         lead = len(target) - self.ndim
         resolved = tuple(self.shape[i - lead] if isinstance(d, int) and d == -1 else d for i, d in enumerate(target))
         return apply("expand", self, shape=as_shape(resolved))
@@ -521,7 +521,7 @@ class Tensor:
         return self.expand(*other.shape)
 
     def flip(self, *dims: Any) -> Tensor:
-        order = tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], int) else dims
+        order = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
         out = self
         for d in order:
             out = apply("flip", out, dim=normalize_dim(d, self.ndim))
@@ -561,6 +561,9 @@ class Tensor:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         return apply("clamp", self, min=min, max=max)
 
+    def clip(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - torch's spelling
+        return self.clamp(min, max)
+
     def cumsum(self, dim: int) -> Tensor:
         return apply("cumsum", self, dim=normalize_dim(dim, self.ndim))
 
@@ -569,12 +572,7 @@ class Tensor:
         """Σ (x − mean)² / (N − correction), as torch.var."""
         if unbiased is not None:
             correction = int(unbiased)
-        axes = normalize_dims(dim, self.ndim)
-        centered = self - self.mean(dim=axes, keepdim=True)
-        total = 1
-        for axis in axes:
-            total = total * self.shape[axis]
-        return (centered * centered).sum(dim=axes, keepdim=keepdim) / (total - correction)
+        return apply("var", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim), correction=int(correction))
 
     def std(self, dim: int | Sequence[int] | None = None, *, correction: int = 1, keepdim: bool = False,
             unbiased: bool | None = None) -> Tensor:
@@ -639,8 +637,10 @@ def wrap(value: Any, like: Tensor | None = None) -> Tensor:
         number = sympy.Integer(int(value)) if isinstance(value, bool) else sympy.sympify(value)
         dtype = "float32" if (number.is_Float or (like is not None and like.dtype.startswith("float"))) else "int64"
         return constant(number, dtype=dtype, python_scalar=True)
-    if isinstance(value, sympy.Expr) and value.is_integer and value.free_symbols:  # a symbolic size such as N
-        return Tensor(shape=(), entries=np.array(value, dtype=object), dtype="int64", is_python_scalar=True)
+    if isinstance(value, sympy.Expr) and value.free_symbols and all(s.is_integer for s in value.free_symbols):
+        # a number made of symbolic sizes, such as N or 1/sqrt(d)
+        dtype = "int64" if value.is_integer else "float32"
+        return Tensor(shape=(), entries=np.array(value, dtype=object), dtype=dtype, is_python_scalar=True)
     raise TypeError(f"unsupported operand: a symgrad Tensor cannot be combined with {type(value).__name__}")
 
 
