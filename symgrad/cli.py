@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from .dims import is_concrete
 from .errors import CheckError, SymgradError
 
 EXIT_MISMATCH = 1
@@ -75,6 +76,8 @@ def run_derive(args: argparse.Namespace) -> int:
             raise SymgradError(f"--wrt names {name!r}, which is not a tensor of the expression "
                                f"(tensors: {', '.join(sorted(leaves))})")
     wrt = [leaves[n] for n in wrt_names] if wrt_names else [leaves[n] for n in leaves]
+    if not all(is_concrete(t.shape) for t in [output, *leaves.values()]):
+        return _print_law(args, output, wrt)
     grad_tensor = args.grad_tensor
     if grad_tensor is not None and grad_tensor != "ones" and not grad_tensor.isidentifier():
         grad_tensor = parse_values(grad_tensor)
@@ -96,6 +99,25 @@ def run_derive(args: argparse.Namespace) -> int:
         print("symgrad: error: the formulas disagree with torch.autograd", file=sys.stderr)
         return EXIT_MISMATCH
     return 0
+
+
+def _print_law(args: argparse.Namespace, output, wrt) -> int:
+    """Symbolic shapes: print the matrix laws (with their proofs) instead of entries."""
+    from .report import derive_law, law_as_text
+
+    if args.grad_tensor is not None and args.grad_tensor != "ones" and not args.grad_tensor.isidentifier():
+        raise SymgradError("with symbolic shapes, --grad-tensor is a name (e.g. V) or ones")
+    grad = args.grad_tensor
+    if grad in (None, "ones") and not all(d == 1 for d in output.shape):
+        if grad == "ones":
+            raise SymgradError("with symbolic shapes, a non-scalar output needs a symbolic --grad-tensor such as V")
+        grad = "V"
+    result = derive_law(output, wrt, grad_tensor=grad, expression=args.expression, run_proof=not args.no_check)
+    if args.format == "json":
+        print(json.dumps(result.as_dict(), indent=2, sort_keys=True, default=str))
+    else:
+        print(law_as_text(result))
+    return 0 if result.proof is None or result.proof.held else EXIT_MISMATCH
 
 
 def run_catalogue(args: argparse.Namespace) -> int:

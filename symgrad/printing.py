@@ -68,6 +68,10 @@ class Printer:
     def _wrap(self, text: str) -> str:
         return f"({text})"
 
+    def label(self, name: str) -> str:
+        """How a name given to a shared subexpression is written."""
+        return name
+
     def _print_template(self, t: Tensor) -> tuple[str, int]:
         assert t.op is not None
         mine = t.op.precedence
@@ -121,6 +125,9 @@ class LatexPrinter(Printer):
 
     def _print_leaf(self, t: Tensor) -> str:
         return latex_name(t.name)
+
+    def label(self, name: str) -> str:
+        return latex_name(name)
 
     def _print_number(self, value: sympy.Expr) -> tuple[str, int]:
         return sympy.latex(value), _precedence(value)
@@ -187,6 +194,7 @@ def listing(results: Sequence[tuple[str, Tensor]], *, printer: type[Printer] = T
         else:
             counter += 1
             name = f"{prefix}{counter}"
-        definitions.append((name, p.doprint(node)))
-        names[key] = name
-    return Listing(definitions, [(name, p.doprint(t)) for name, t in results])
+        label = p.label(name)
+        definitions.append((label, p.doprint(node)))
+        names[key] = label
+    return Listing(definitions, [(p.label(name), p.doprint(t)) for name, t in results])

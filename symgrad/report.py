@@ -210,3 +210,66 @@ def as_text(d: Derivation, *, max_matrix_columns: int = 12) -> str:
     if d.check is not None:
         lines += ["", str(d.check)]
     return "\n".join(lines)
+
+
+@dataclass
+class LawDerivation:
+    """The gradient laws for symbolic shapes, printed as torch code and LaTeX, with their proofs."""
+
+    expression: str
+    inputs: list[dict[str, Any]]
+    grad_tensor: str
+    torch_lines: list[tuple[str, str]]
+    latex_lines: list[tuple[str, str]]
+    proof: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        proof = None
+        if self.proof is not None:
+            proof = {"held": self.proof.held, "exact": self.proof.exact, "numeric": self.proof.numeric}
+        return {
+            "expression": self.expression,
+            "inputs": self.inputs,
+            "grad_tensor": self.grad_tensor,
+            "laws": [{"name": n, "torch": t} for n, t in self.torch_lines],
+            "latex": [{"name": n, "latex": t} for n, t in self.latex_lines],
+            "proof": proof,
+        }
+
+
+def derive_law(output: Tensor, wrt: list[Tensor], *, grad_tensor: str | None = None, expression: str = "",
+               run_proof: bool = True) -> LawDerivation:
+    """What ``symgrad derive`` shows for symbolic shapes: the laws, named shared parts, and the proofs."""
+    from .printing import LatexPrinter, TorchPrinter, listing
+    from .prove import prove
+    from .reverse import law
+
+    if grad_tensor in (None, "ones"):
+        v, described = None, "implicit 1 (scalar output)"
+    else:
+        v = symbols_like(output, grad_tensor if str(grad_tensor).isidentifier() else "V")
+        described = f"{v.name}: {format_shape(v.shape)} (symbolic)"
+    laws = law(output, wrt, [v] if v is not None else None)
+    named = [(f"grad_{x.name}", g) for x, g in zip(wrt, laws)]
+    forward = [("out", output)]
+    torch_listing = listing(named, forward=forward, printer=TorchPrinter)
+    latex_listing = listing(named, forward=forward, printer=LatexPrinter)
+    inputs = [{"name": leaf.name, "shape": format_shape(leaf.shape), "requires_grad": leaf.requires_grad}
+              for leaf in output.leaves().values()]
+    proof = prove(output, wrt, [v] if v is not None else None, laws=laws) if run_proof else None
+    return LawDerivation(expression or output.name, inputs, described,
+                         torch_listing.definitions + torch_listing.results,
+                         latex_listing.definitions + latex_listing.results, proof)
+
+
+def law_as_text(d: LawDerivation) -> str:
+    lines = [f"expression: {d.expression}", "inputs:"]
+    lines += [f"  {i['name']}: {i['shape']}" for i in d.inputs]
+    lines += ["", f"grad_tensor: {d.grad_tensor}", "", "gradient laws (they hold for every size):"]
+    lines += [f"  {name} = {body}" for name, body in d.torch_lines]
+    lines += ["", "LaTeX:"]
+    lines += [f"  {name} = {body}" for name, body in d.latex_lines]
+    if d.proof is not None:
+        lines += ["", f"proof: {'held' if d.proof.held else 'FAILED'}"]
+        lines += ["  " + line for line in str(d.proof).split("\n")]
+    return "\n".join(lines)

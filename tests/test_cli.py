@@ -135,3 +135,25 @@ def test_repl_names_tensors_after_variables():
     assert "AutogradError: grad can be implicitly created only for scalar outputs" in done.stderr
     assert "freed by backward call" in done.stderr and "loss.backward(gradient)" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_derive_with_symbolic_shapes_prints_the_proved_law(capsys):
+    code, out, err = run(
+        capsys, "derive", "torch.tanh(W @ X + b)", "--shape", "W=k,n", "--shape", "X=n,m", "--shape", "b=k,1",
+        "--wrt", "W,b",
+    )
+    assert code == 0, err
+    assert "t1 = V * (1 - out ** 2)" in out
+    assert "grad_W = t1 @ X.T" in out
+    assert "grad_b = t1.sum(dim=1, keepdim=True)" in out
+    assert r"\mathrm{grad\_W} = t_{1} X^{\top}" in out or r"\mathrm{grad\_W} = \mathrm{t1} X^{\top}" in out
+    assert "proof: held" in out
+
+
+def test_derive_with_symbolic_shapes_as_json(capsys):
+    code, out, _ = run(capsys, "derive", "W @ X", "--shape", "W=k,n", "--shape", "X=n,m", "--wrt", "W,X",
+                       "--grad-tensor", "V", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert [law["torch"] for law in data["laws"]] == ["V @ X.T", "W.T @ V"]
+    assert data["proof"]["held"] is True
