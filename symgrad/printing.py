@@ -81,7 +81,7 @@ class Printer:
             text, theirs = self._print(part)
             enclosed = _enclosed(template, position)
             mixed = theirs == mine and part.op is not None and part.op.name != t.op.name  # x * y @ z reads badly
-            if not enclosed and (theirs < mine or (theirs == mine and (position > 0 or mixed)) and mine < ATOM - 1):
+            if not enclosed and (theirs < mine or ((theirs == mine and (position > 0 or mixed)) and mine < ATOM - 1)):
                 text = self._wrap(text)
             parts.append(text)
         return template.format(*parts, **describe(t.op, t.attrs, t.inputs)), mine
@@ -102,7 +102,7 @@ def _precedence(value: sympy.Expr) -> int:
 
 def _enclosed(template: str, position: int) -> bool:
     """Whether the template already brackets this argument: ``f({0})``, ``\\sqrt{{{0}}}``, ``g({0}, {1})``."""
-    marker = "{%d}" % position
+    marker = f"{{{position}}}"
     at = template.find(marker)
     if at < 0:
         return True

@@ -21,7 +21,7 @@ from symgrad.tensor import apply
 k, n, m, c, d = sg.dims("k n m c d")
 
 
-def S(name: str, *shape, **kw) -> sg.Tensor:  # noqa: N802 - reads like a declaration
+def S(name: str, *shape, **kw) -> sg.Tensor:
     return sg.symbols(name, shape, **kw)
 
 
@@ -212,8 +212,6 @@ def cube():
 
 @case
 def exp_sum_over_rows():
-    x, V = S("x", n), S("X", k, n)
-    del V
     X, W = S("X", k, n), S("W", n)
     return Case([X.exp().sum(dim=0)], [X], [W], [W * X.exp()])
 

@@ -120,7 +120,7 @@ def test_vector_loss_needs_grad_tensors():
     w, x, _ = seed_tensors()
     loss = sym_torch.mm(w, x)
     assert loss.tolist() == [[5.0, 5.0]]
-    with pytest.raises(RuntimeError, match="^grad can be implicitly created only for scalar outputs$"):
+    with pytest.raises(RuntimeError, match=r"^grad can be implicitly created only for scalar outputs$"):
         loss.backward()
     assert w.grad is None
 
@@ -222,7 +222,7 @@ def test_mismatched_grad_tensor_shape_raises_like_torch():
 def test_list_form_count_mismatch_raises_like_torch():
     w, x, _ = seed_tensors()
     loss = sym_torch.mm(w, x)
-    with pytest.raises(RuntimeError, match="^got 2 tensors and 1 gradients$"):
+    with pytest.raises(RuntimeError, match=r"^got 2 tensors and 1 gradients$"):
         sym_torch.autograd.backward([loss, loss], [sym_torch.ones_like(loss)])
 
 
