@@ -58,7 +58,7 @@ class relu(sympy.Function):  # noqa: N801 - spelled as in torch
     def fdiff(self, argindex=1):
         return sympy.Heaviside(self.args[0], 0)
 
-    def _eval_rewrite_as_Max(self, arg, **kwargs):  # noqa: N802 - SymPy's hook name
+    def _eval_rewrite_as_Max(self, arg, **kwargs):
         return sympy.Max(arg, 0)
 
     def _eval_is_real(self):

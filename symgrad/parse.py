@@ -357,13 +357,13 @@ class _Builder:
             return value
         raise UnsupportedError(f"{what} needs tensors or numbers, not {type(value).__name__}")
 
-    def _visit_Expression(self, node: ast.Expression) -> Any:  # noqa: N802
+    def _visit_Expression(self, node: ast.Expression) -> Any:
         return self.visit(node.body)
 
-    def _visit_Constant(self, node: ast.Constant) -> Any:  # noqa: N802
+    def _visit_Constant(self, node: ast.Constant) -> Any:
         return node.value
 
-    def _visit_Name(self, node: ast.Name) -> Tensor:  # noqa: N802
+    def _visit_Name(self, node: ast.Name) -> Tensor:
         if node.id in self.tensors:
             return self.tensors[node.id]
         if node.id in self.functions:
@@ -372,21 +372,21 @@ class _Builder:
             raise UnsupportedError(f"{node.id} is a module; call its functions, as in torch.tanh(x)")
         raise UnknownNameError(f"unknown name {node.id!r}; known tensors: {self._known()}")
 
-    def _visit_Tuple(self, node: ast.Tuple) -> tuple:  # noqa: N802
+    def _visit_Tuple(self, node: ast.Tuple) -> tuple:
         return tuple(self.visit(e) for e in node.elts)
 
-    def _visit_List(self, node: ast.List) -> list:  # noqa: N802
+    def _visit_List(self, node: ast.List) -> list:
         return [self.visit(e) for e in node.elts]
 
-    def _visit_Slice(self, node: ast.Slice) -> Any:  # noqa: N802
+    def _visit_Slice(self, node: ast.Slice) -> Any:
         raise UnsupportedError(f"a slice is only allowed inside brackets, as in x[1:]{_where(node)}")
 
-    def _visit_UnaryOp(self, node: ast.UnaryOp) -> Any:  # noqa: N802
+    def _visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
         symbol, fn = _UNARY[type(node.op)]
         value = self._operand(self.visit(node.operand), f"operator {symbol}")
         return fn(value)
 
-    def _visit_BinOp(self, node: ast.BinOp) -> Any:  # noqa: N802
+    def _visit_BinOp(self, node: ast.BinOp) -> Any:
         symbol, fn = _BINOPS[type(node.op)]
         left = self._operand(self.visit(node.left), f"operator {symbol}")
         right = self._operand(self.visit(node.right), f"operator {symbol}")
@@ -399,7 +399,7 @@ class _Builder:
         except (ArithmeticError, TypeError) as exc:
             raise ParseError(f"cannot compute {_show(left)} {symbol} {_show(right)}: {exc}") from exc
 
-    def _visit_Attribute(self, node: ast.Attribute) -> Tensor:  # noqa: N802
+    def _visit_Attribute(self, node: ast.Attribute) -> Tensor:
         if node.attr in ("T", "mT"):
             value = self._tensor(self.visit(node.value), f".{node.attr}")
             return value.T if node.attr == "T" else value.mT
@@ -415,7 +415,7 @@ class _Builder:
             f".sign/.logabsdet of slogdet(A){_where(node)}"
         )
 
-    def _visit_Subscript(self, node: ast.Subscript) -> Tensor:  # noqa: N802
+    def _visit_Subscript(self, node: ast.Subscript) -> Tensor:
         base = self.visit(node.value)
         if _is_result(base):  # max(x, 0)[0], slogdet(A)[1]
             position = self._index_item(node.slice)
@@ -437,7 +437,7 @@ class _Builder:
             return value
         raise UnsupportedError(f"indices must be integers, slices, None or ..., not {type(value).__name__}")
 
-    def _visit_Call(self, node: ast.Call) -> Any:  # noqa: N802
+    def _visit_Call(self, node: ast.Call) -> Any:
         fn, label = self._callee(node.func)
         args = [self._argument(self.visit(a), label, position) for position, a in enumerate(node.args)]
         kwargs = {k.arg: self._keyword(k, label) for k in node.keywords}

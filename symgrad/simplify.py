@@ -22,7 +22,6 @@ import sympy
 from .dims import same_dim
 from .tensor import Tensor, _topological, apply, constant
 
-
 SHAPE_ONLY = ("expand", "reshape", "transpose", "permute", "index")
 
 
@@ -198,7 +197,7 @@ def _strip_broadcasts(inputs: list[Tensor], shape: tuple) -> list[Tensor] | None
             result = trial[0].shape
             for other in trial[1:]:
                 result = broadcast_shapes(result, other.shape)
-        except Exception:  # noqa: BLE001 - any shape failure means the broadcast is needed
+        except Exception:
             continue
         if _same_shape(result, shape):
             current, changed = trial, True

@@ -466,11 +466,11 @@ class Tensor:
 
     # ── shape and layout ──────────────────────────────────────────────────
     @property
-    def T(self) -> Tensor:  # noqa: N802 - torch's spelling
+    def T(self) -> Tensor:
         return apply("permute", self, dims=tuple(reversed(range(self.ndim))))
 
     @property
-    def mT(self) -> Tensor:  # noqa: N802 - torch's spelling
+    def mT(self) -> Tensor:
         if self.ndim < 2:
             raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
         return self.transpose(-2, -1)

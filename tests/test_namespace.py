@@ -45,7 +45,7 @@ class Case:
     ints: dict = field(default_factory=dict)  # name -> integer values (class targets; no grad)
 
 
-def F(t):  # noqa: N802 - torch.nn.functional's usual alias
+def F(t):
     return t.nn.functional
 
 

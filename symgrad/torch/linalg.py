@@ -22,15 +22,15 @@ from ..tensor import Tensor, apply
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])  # torch.return_types.linalg_slogdet's fields
 
 
-def inv(A: Tensor) -> Tensor:  # noqa: N803 - torch's spelling
+def inv(A: Tensor) -> Tensor:
     return apply("inv", A)
 
 
-def det(A: Tensor) -> Tensor:  # noqa: N803
+def det(A: Tensor) -> Tensor:
     return apply("det", A)
 
 
-def slogdet(A: Tensor) -> Any:  # noqa: N803
+def slogdet(A: Tensor) -> Any:
     """(sign, logabsdet) of det(A): ``sign`` has no gradient (as in torch); ``logabsdet`` has A⁻ᵀ."""
     return slogdet_result(apply("sign", apply("det", A)), apply("logabsdet", A))
 
@@ -47,7 +47,7 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
     raise UnsupportedError(f"vector_norm with ord={ord!r} is not supported (use 2, 1 or inf)")
 
 
-def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False) -> Tensor:  # noqa: N803
+def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool = False) -> Tensor:
     """The Frobenius norm over the two dims ``dim`` (the only ord supported)."""
     if A.ndim < 2:
         raise ShapeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions. (it has {A.ndim})")
@@ -59,7 +59,7 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: Any = (-2, -1), keepdim: bool 
     return apply("norm", A, dim=axes, keepdim=bool(keepdim))
 
 
-def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: N803
+def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False) -> Tensor:
     """torch.linalg.norm for ord None (2-norm of the flattened entries, or over ``dim``) and 'fro'."""
     if ord is None:
         return vector_norm(A, 2, dim=dim, keepdim=keepdim)
