@@ -42,6 +42,19 @@ def environment() -> jinja2.Environment:
     return env
 
 
+@cache
+def code_environment() -> jinja2.Environment:
+    """The environment for emitted Python: block tags leave no blank lines or indentation behind."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(template_dir()),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
 def _value_suffix(entry: Entry) -> str:
     if entry.value is None:
         return ""

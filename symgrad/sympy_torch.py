@@ -86,3 +86,30 @@ def _fold(values: list, combine) -> Any:
     for v in values[1:]:
         out = combine(out, v)
     return out
+
+
+def python_source(expr: sympy.Expr, names: dict[sympy.Symbol, str]) -> str:
+    """Torch source for a scalar SymPy expression whose symbols stand for the tensors in ``names``.
+
+    >>> t = sympy.Symbol("t")
+    >>> python_source(3 * t**2 + sympy.cos(t), {t: "x"})
+    '((3 * (x ** 2)) + torch.cos(x))'
+    """
+    if expr in names:
+        return names[expr]
+    if expr.is_Integer:
+        return str(int(expr))
+    if expr.is_Number:
+        return repr(float(expr))
+    if expr.is_NumberSymbol:
+        return f"math.{str(expr).lower()}" if str(expr) in ("pi", "E") else repr(float(expr))
+    args = [python_source(a, names) for a in expr.args]
+    if expr.is_Add:
+        return "(" + " + ".join(args) + ")"
+    if expr.is_Mul:
+        return "(" + " * ".join(args) + ")"
+    if expr.is_Pow:
+        return f"({args[0]} ** {args[1]})"
+    if expr.func in _UNARY:
+        return f"torch.{_UNARY[expr.func]}({args[0]})"
+    raise UnsupportedError(f"cannot write {expr.func.__name__} as torch code")
