@@ -726,30 +726,8 @@ def test_matches_real_torch(case: Case, seed: int) -> None:
         assert_close(leaf.grad.tolist(), reference.grad.tolist())
 
 
-# Laws that fail outside the op table (see the report): simplify.py multiplies by a Float factor through
-# ``factor.p`` (law(x * 2.5, [x], V) raises AttributeError), calculus.py cannot write pi (erf', gelu').
-FLOAT_FACTOR = "simplify.py: a Float factor has no .p (law(x * 2.5, [x], V))"
-LAW_KNOWN_FAILURES = {
-    "torch_sub_alpha": FLOAT_FACTOR,
-    "scalar_mul": FLOAT_FACTOR,
-    "scalar_pow_half": FLOAT_FACTOR,
-    "scalar_rpow": FLOAT_FACTOR,
-    "ones_zeros_full_like": FLOAT_FACTOR,
-    "user_function": FLOAT_FACTOR,
-    "addmm": FLOAT_FACTOR,
-    "erf": "calculus.py: cannot express pi with tensor operations (erf' = 2 exp(-x²)/√π)",
-    "activations": "calculus.py: cannot express pi with tensor operations (gelu')",
-}
-LAW_CASES = [
-    pytest.param(case, id=case.name, marks=pytest.mark.xfail(reason=LAW_KNOWN_FAILURES[case.name], strict=False))
-    if case.name in LAW_KNOWN_FAILURES
-    else pytest.param(case, id=case.name)
-    for case in CASES
-]
-
-
 @pytest.mark.parametrize("seed", SEEDS[:2])
-@pytest.mark.parametrize("case", LAW_CASES)
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_gradient_law_matches_real_torch(case: Case, seed: int) -> None:
     """The op rows' VJP rules (symgrad.reverse.law, simplified) give torch's gradients too."""
     rng, shapes, params = draw_case(case, seed)
