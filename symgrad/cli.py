@@ -54,6 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
     derive.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     derive.add_argument("--no-check", action="store_true", help="skip the cross-check against torch.autograd")
 
+    emit = verbs.add_parser("codegen", help="emit a torch module with the closed-form gradient, checked against torch")
+    emit.add_argument("expression")
+    emit.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
+                      help="an input's shape (symbolic names such as k,n or sizes); inputs keep this order")
+    emit.add_argument("--value", action="append", default=[], metavar="NAME=LIST")
+    emit.add_argument("--wrt", required=True, metavar="NAME[,NAME]")
+    emit.add_argument("--style", choices=["function", "autograd-function"], default="autograd-function")
+    emit.add_argument("--name", default="Generated", help="CamelCase name of the autograd.Function (…Function)")
+    emit.add_argument("-o", "--output", default=None, help="write the module here instead of stdout")
+    emit.add_argument("--no-check", action="store_true", help="skip the check against torch.autograd and gradcheck")
+
     verbs.add_parser("repl", help="an interactive console with `torch` bound to symgrad.torch")
 
     catalogue = verbs.add_parser("catalogue", help="regenerate generated/ (run from the repository's root)")
@@ -120,6 +131,44 @@ def _print_law(args: argparse.Namespace, output, wrt) -> int:
     return 0 if result.proof is None or result.proof.held else EXIT_MISMATCH
 
 
+def run_codegen(args: argparse.Namespace, argv: list[str]) -> int:
+    import shlex
+    from pathlib import Path
+
+    from .codegen import check_module, codegen, compile_module
+    from .parse import parse, parse_shape, parse_values
+
+    shapes = {name: parse_shape(text) for name, text in _pairs(args.shape, "--shape").items()}
+    values = {name: parse_values(text) for name, text in _pairs(args.value, "--value").items()}
+    wrt_names = [n.strip() for n in args.wrt.split(",") if n.strip()]
+    output = parse(args.expression, shapes=shapes, values=values, requires_grad=wrt_names)
+    leaves = output.leaves()
+    order = list(shapes) + [n for n in values if n not in shapes] + [n for n in leaves if n not in shapes and
+                                                                    n not in values]
+    missing = [n for n in wrt_names if n not in leaves]
+    if missing:
+        raise SymgradError(f"--wrt names {missing[0]!r}, which is not a tensor of the expression")
+    inputs = [leaves[n] for n in order if n in leaves]
+    wrt = [leaves[n] for n in wrt_names]
+    kept = [a for i, a in enumerate(argv) if a not in ("-o", "--output") and (i == 0 or argv[i - 1] not in
+                                                                               ("-o", "--output"))]
+    style = "autograd_function" if args.style == "autograd-function" else "function"
+    command = shlex.join(["symgrad", *kept])
+    source = codegen(output, wrt, inputs=inputs, style=style, name=args.name, expression=args.expression,
+                     command=command)
+    if args.output:
+        Path(args.output).write_text(source, encoding="utf-8")
+    else:
+        sys.stdout.write(source)
+    if args.no_check:
+        return 0
+    module = compile_module(output, wrt, inputs=inputs, style=style, name=args.name, expression=args.expression,
+                            command=command)
+    result = check_module(module, output, wrt, inputs)
+    print(str(result), file=sys.stderr)
+    return 0 if result.ok else EXIT_MISMATCH
+
+
 def run_catalogue(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -148,6 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run()
         if args.verb == "catalogue":
             return run_catalogue(args)
+        if args.verb == "codegen":
+            return run_codegen(args, list(argv) if argv is not None else sys.argv[1:])
         return run_derive(args)
     except CheckError as error:
         print(f"symgrad: error: {str(error).splitlines()[0]}", file=sys.stderr)

@@ -60,8 +60,9 @@ class CodePrinter(TorchPrinter):
         if value.is_Number:
             text = str(value) if value.is_Integer else f"{value.p} / {value.q}"
             return text, (5 if not value.is_Integer else _precedence(value))
-        self.uses_math = True
-        return sympy.pycode(value, fully_qualified_modules=True), _precedence(value)
+        text = size_source(value)
+        self.uses_math = self.uses_math or "math." in text
+        return text, _precedence(value)
 
     def _print_pow(self, t: Tensor):
         base, exponent = (self._print(part) for part in t.inputs)
@@ -109,6 +110,33 @@ class CodePrinter(TorchPrinter):
         variable = t.attrs["fn"].variables[0]
         self.uses_math = True
         return python_source(t.attrs["fn"].expr, {variable: self._print(x)[0]}), 9
+
+
+def size_source(value: sympy.Expr) -> str:
+    """A number made of sizes as Python, spaced the way ``ruff format`` spaces it: ``1 / math.sqrt(d)``."""
+    if value.is_Integer or value.is_Symbol:
+        return str(value)
+    if value.is_Rational:
+        return f"{value.p} / {value.q}"
+    if value.is_Float:
+        return repr(float(value))
+    if value == sympy.pi:
+        return "math.pi"
+    if value.is_Add:
+        return " + ".join(size_source(a) for a in sympy.Add.make_args(value)).replace("+ -", "- ")
+    if value.is_Pow and value.exp == sympy.S.Half:
+        return f"math.sqrt({size_source(value.base)})"
+    numerator, denominator = sympy.fraction(value)
+    if denominator != 1:
+        top, bottom = size_source(numerator), size_source(denominator)
+        top = top if numerator.is_Atom or numerator.is_Pow else f"({top})"
+        simple_bottom = denominator.is_Atom or (denominator.is_Pow and denominator.exp == sympy.S.Half)
+        return f"{top} / {bottom if simple_bottom else f'({bottom})'}"
+    if value.is_Mul:
+        return " * ".join(size_source(a) if not a.is_Add else f"({size_source(a)})" for a in value.args)
+    if value.is_Pow:
+        return f"{size_source(value.base)}**{size_source(value.exp)}"
+    return sympy.pycode(value, fully_qualified_modules=True)
 
 
 _SIMPLE = re.compile(r"-?[A-Za-z_][A-Za-z_0-9.]*|-?\d+(\.\d+)?")
@@ -226,6 +254,7 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     forward_result = printer.doprint(output)
     names_map[id(output)] = "output"
 
+    printer.like = "grad_output"  # new tensors in the backward follow the incoming gradient's dtype and device
     backward_lines: list[tuple[str, str]] = []
     results: list[str] = []
     law_ids = {id(g) for g in laws}
@@ -281,12 +310,15 @@ def codegen(output: Tensor, wrt: Sequence[Tensor], *, inputs: Sequence[Tensor] |
         "name": name,
         "style": style,
         "expression": _docstring_safe(expression or TorchPrinter().doprint(output)),
-        "shapes": _docstring_safe(shapes),
+        "expression_line": _wrapped("Expression: out = " + _docstring_safe(expression or TorchPrinter().doprint(output)),
+                                    ""),
+        "shapes": _wrapped("Shapes: " + _docstring_safe(shapes), ""),
         "version": VERSION,
-        "command": _docstring_safe(command or "symgrad.codegen(...)"),
+        "command": _wrapped(_docstring_safe(command or "symgrad.codegen(...)"), "    "),
         "wrt": [x.name for x in wrt],
         "wrt_positions": {x.name: i for i, x in enumerate(inputs) if any(x is w for w in wrt)},
-        "gradients": [(n, _docstring_safe(t), _docstring_safe(lt)) for n, t, lt in p.gradients_text],
+        "gradients": [(_wrapped(f"{n} = {_docstring_safe(t)}", "    "), _wrapped(f"LaTeX: {_docstring_safe(lt)}", "    "))
+                      for n, t, lt in p.gradients_text],
         "vjp_forward": _needed_forward(p),
         "vjp_dims": _dims_for(p, _needed_forward(p) + p.backward),
         "dim_names": [d for d, _ in p.backward_dims],
@@ -322,6 +354,14 @@ def _needed_forward(p: Plan) -> list[tuple[str, str]]:
             kept.append((label, body))
             text += " " + body
     return list(reversed(kept))
+
+
+def _wrapped(text: str, indent: str, width: int = 110) -> str:
+    """A long docstring line folded at spaces, continuation lines indented a further four spaces."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + "    ",
+                                    break_long_words=False, break_on_hyphens=False))
 
 
 def _docstring_safe(text: str) -> str:
@@ -387,9 +427,13 @@ def check_module(module: ModuleType, output: Tensor, wrt: Sequence[Tensor], inpu
     wanted = {id(made[id(x)]) for x in wrt}
     graph = _torch_graph(torch, [made[id(output)]], numbers, {}, wanted)
     reference = graph[id(made[id(output)])]
-    args = [graph[id(made[id(t)])] if id(made[id(t)]) in graph else torch.tensor(
-        np.array([float(v) for v in made[id(t)].entries().reshape(-1)]).reshape(made[id(t)].shape))
-        for t in inputs]
+    args = []
+    for t in inputs:
+        leaf = made[id(t)]
+        if leaf.dtype.startswith("int"):  # class targets: the module gets them as torch.long, as users pass them
+            args.append(torch.tensor([int(v) for v in leaf.entries().reshape(-1)]).reshape(leaf.shape))
+        else:
+            args.append(graph[id(leaf)])
     grad_output = torch.randn(reference.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
     torch.autograd.backward([reference], [grad_output])
     plain = [a.detach() for a in args]

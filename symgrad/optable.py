@@ -534,7 +534,7 @@ def _one_hot(y: np.ndarray, num_classes: int) -> np.ndarray:
 row(Op("cross_entropy", lambda z, y, reduction: (),
        _cross_entropy,
        lambda torch, z, y, reduction: torch.nn.functional.cross_entropy(z, y.long(), reduction=reduction),
-       "torch.nn.functional.cross_entropy({0}, {1}, reduction={reduction!r})",
+       'torch.nn.functional.cross_entropy({0}, {1}, reduction="{reduction}")',
        r"\operatorname{{CE}}\left({0}, {1}\right)", "NllLossBackward0",
        vjp=lambda g, out, z, y, reduction: (
            (_apply("softmax", z, dim=1) - _apply("one_hot", y, num_classes=z.shape[1]))
@@ -668,10 +668,10 @@ row(Op("permute", _permute_shape, lambda a, dims: np.transpose(a, dims),
        vjp=lambda g, out, a, dims: (g.permute(*_inverse(dims)),)))
 row(Op("reshape", lambda a, shape: reshape_target(a, shape),
        lambda a, shape: a.reshape(shape), lambda torch, a, shape: a.reshape(shape),
-       "{0}.reshape{shape}", "{0}", "ViewBackward0", saves=False,
+       "{0}.reshape({shape_args})", "{0}", "ViewBackward0", saves=False,
        vjp=lambda g, out, a, shape: (g.reshape(*a.shape),)))
 row(Op("expand", _expand_shape, lambda a, shape: np.broadcast_to(a, shape).copy(),
-       lambda torch, a, shape: a.expand(*shape), "{0}.expand{shape}", "{0}", "ExpandBackward0", saves=False,
+       lambda torch, a, shape: a.expand(*shape), "{0}.expand({shape_args})", "{0}", "ExpandBackward0", saves=False,
        vjp=lambda g, out, a, shape: (unbroadcast(g, a.shape),)))
 row(Op("flip", lambda a, dim: a, lambda a, dim: np.flip(a, dim).copy(), lambda torch, a, dim: a.flip(dim),
        "{0}.flip({dim})", r"\operatorname{{flip}}\left({0}\right)", "FlipBackward0", saves=False,
@@ -703,6 +703,8 @@ def describe(op: Op, attrs: dict, inputs: tuple = ()) -> dict:
     out = dict(attrs)
     if "index" in attrs:
         out["index_text"] = format_index(attrs["index"])
+    if isinstance(attrs.get("shape"), tuple):
+        out["shape_args"] = ", ".join(str(d) for d in attrs["shape"])
     if "keepdim" in attrs and isinstance(attrs.get("dim"), tuple):
         dim, keepdim = attrs["dim"], attrs["keepdim"]
         every = bool(inputs) and len(dim) == len(inputs[0].shape)

@@ -157,3 +157,19 @@ def test_derive_with_symbolic_shapes_as_json(capsys):
     data = json.loads(out)
     assert [law["torch"] for law in data["laws"]] == ["V @ X.T", "W.T @ V"]
     assert data["proof"]["held"] is True
+
+
+def test_codegen_writes_a_checked_module(capsys, tmp_path):
+    target = tmp_path / "layer.py"
+    code, out, err = run(capsys, "codegen", "torch.tanh(W @ X + b)", "--shape", "W=k,n", "--shape", "X=n,m",
+                         "--shape", "b=k,1", "--wrt", "W,b", "--name", "TanhLayer", "-o", str(target))
+    assert code == 0, err
+    assert "gradcheck passed" in err and "OK" in err
+    source = target.read_text()
+    assert "class TanhLayerFunction(torch.autograd.Function):" in source
+    assert "symgrad codegen 'torch.tanh(W @ X + b)' --shape W=k,n" in source
+
+
+def test_codegen_refuses_bad_names(capsys):
+    code, _, err = run(capsys, "codegen", "w * 2", "--shape", "w=2", "--wrt", "w", "--name", "lower case")
+    assert code == 2 and err.startswith("symgrad: error:")
