@@ -9,6 +9,8 @@
 """
 
 from .autograd import backward
+from .codegen import codegen
+from .codegen import compile_module as compile  # noqa: A004 - sg.compile, as the issue names it
 from .derive import jacobian, vjp
 from .dims import dims
 from .errors import (
@@ -29,12 +31,38 @@ from .reverse import law
 from .tensor import Tensor, constant, symbols, symbols_like, tensor
 from .userfunc import function
 from .verify import CheckReport, check
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = [
-    "AutogradError", "CheckError", "CheckReport", "LatexPrinter", "ParseError", "Proof", "ShapeError",
-    "SymbolicShapeError", "SymgradError", "Tensor", "TorchPrinter", "UnknownNameError", "UnsupportedError",
-    "ValuesUnknownError", "__version__", "backward", "check", "constant", "dims", "function", "jacobian", "law",
-    "listing", "parse", "prove", "symbols", "symbols_like", "tensor", "vjp",
+    "AutogradError",
+    "CheckError",
+    "CheckReport",
+    "LatexPrinter",
+    "ParseError",
+    "Proof",
+    "ShapeError",
+    "SymbolicShapeError",
+    "SymgradError",
+    "Tensor",
+    "TorchPrinter",
+    "UnknownNameError",
+    "UnsupportedError",
+    "ValuesUnknownError",
+    "__version__",
+    "backward",
+    "check",
+    "codegen",
+    "compile",
+    "constant",
+    "dims",
+    "function",
+    "jacobian",
+    "law",
+    "listing",
+    "parse",
+    "prove",
+    "symbols",
+    "symbols_like",
+    "tensor",
+    "vjp",
 ]

@@ -83,8 +83,10 @@ def to_tensor(expr: sympy.Expr, bindings: dict[sympy.Symbol, Tensor], like: Tens
     if expr.is_Add:
         negatives = [a for a in expr.args if a.could_extract_minus_sign()]
         positives = [a for a in expr.args if not a.could_extract_minus_sign()]
-        out = _fold([to_tensor(a, bindings, like) for a in positives] or [api.constant(0, python_scalar=True)],
-                    lambda a, b: a + b)
+        out = _fold(
+            [to_tensor(a, bindings, like) for a in positives] or [api.constant(0, python_scalar=True)],
+            lambda a, b: a + b,
+        )
         for term in negatives:
             out = out - to_tensor(-term, bindings, like)
         return out
@@ -160,8 +162,7 @@ def _fold(items: list, combine: Callable) -> Tensor:
     return out
 
 
-def elementwise_derivative(scalar: Callable | sympy.Lambda, x: Tensor, out: Tensor | None = None,
-                           **params) -> Tensor:
+def elementwise_derivative(scalar: Callable | sympy.Lambda, x: Tensor, out: Tensor | None = None, **params) -> Tensor:
     """f'(x) as tensor ops, from SymPy; where f(x) itself appears, the forward result ``out`` is reused."""
     if isinstance(scalar, sympy.Lambda):
         (variable,) = scalar.variables

@@ -35,10 +35,20 @@ class Item:
 
 ITEMS = (
     Item("seed_scalar_loss", "torch.mm(w, x)", {"w": "[[1.0, 2.0]]", "x": "[[1.0], [1.0]]"}, wrt=("w",)),
-    Item("seed_vector_loss_ones", "torch.mm(w, x)", {"w": "[[1.0, 2.0]]", "x": "[[1.0, 1.0], [2.0, 2.0]]"},
-         wrt=("w",), grad_tensor="ones"),
-    Item("seed_vector_loss_symbolic_v", "torch.mm(w, x)", {"w": "[[1.0, 2.0]]", "x": "[[1.0, 1.0], [2.0, 2.0]]"},
-         wrt=("w",), grad_tensor="v"),
+    Item(
+        "seed_vector_loss_ones",
+        "torch.mm(w, x)",
+        {"w": "[[1.0, 2.0]]", "x": "[[1.0, 1.0], [2.0, 2.0]]"},
+        wrt=("w",),
+        grad_tensor="ones",
+    ),
+    Item(
+        "seed_vector_loss_symbolic_v",
+        "torch.mm(w, x)",
+        {"w": "[[1.0, 2.0]]", "x": "[[1.0, 1.0], [2.0, 2.0]]"},
+        wrt=("w",),
+        grad_tensor="v",
+    ),
 )
 
 
@@ -111,8 +121,9 @@ def _attention_scores() -> tuple[Tensor, list[Tensor], list[Tensor]]:
     from .tensor import symbols
 
     n, m, d = dims("n m d")
-    Q, K, V = (symbols(name, shape, requires_grad=True) for name, shape in (("Q", (n, d)), ("K", (m, d)),
-                                                                            ("V", (m, d))))
+    Q, K, V = (
+        symbols(name, shape, requires_grad=True) for name, shape in (("Q", (n, d)), ("K", (m, d)), ("V", (m, d)))
+    )
     return (Q @ K.T * (1 / sympy.sqrt(d))).softmax(1) @ V, [Q, K, V], [Q, K, V]
 
 
@@ -122,12 +133,19 @@ CODE_ITEMS = (
     CodeItem("tanh_layer", "torch.tanh(W @ X + b)", (("W", "k,n"), ("X", "n,m"), ("b", "k,1")), ("W", "b")),
     CodeItem("relu_layer", "torch.relu(W @ X + b)", (("W", "k,n"), ("X", "n,m"), ("b", "k,1")), ("W", "b")),
     CodeItem("sigmoid_layer", "torch.sigmoid(W @ X + b)", (("W", "k,n"), ("X", "n,m"), ("b", "k,1")), ("W", "b")),
-    CodeItem("two_layer_mlp_mse", "F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)",
-             (("W1", "h,n"), ("b1", "h,1"), ("W2", "k,h"), ("b2", "k,1"), ("X", "n,m"), ("Y", "k,m")),
-             ("W1", "b1", "W2", "b2")),
+    CodeItem(
+        "two_layer_mlp_mse",
+        "F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)",
+        (("W1", "h,n"), ("b1", "h,1"), ("W2", "k,h"), ("b2", "k,1"), ("X", "n,m"), ("Y", "k,m")),
+        ("W1", "b1", "W2", "b2"),
+    ),
     CodeItem("softmax_cross_entropy", "F.cross_entropy(X @ W, y)", build=_softmax_cross_entropy),
-    CodeItem("logistic_regression", "F.binary_cross_entropy_with_logits(X @ w, y)",
-             (("X", "m,n"), ("w", "n"), ("y", "m")), ("w",)),
+    CodeItem(
+        "logistic_regression",
+        "F.binary_cross_entropy_with_logits(X @ w, y)",
+        (("X", "m,n"), ("w", "n"), ("y", "m")),
+        ("w",),
+    ),
     CodeItem("quadratic_form", "x.T @ A @ x", (("x", "n,1"), ("A", "n,n")), ("x", "A")),
     CodeItem("attention_scores", "torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V", build=_attention_scores),
 )
@@ -137,8 +155,15 @@ def render_code_item(item: CodeItem) -> dict[str, str]:
     from .codegen import codegen
 
     output, inputs, wrt = item.graph()
-    source = codegen(output, wrt, inputs=inputs, style="autograd_function", name=item.class_name,
-                     expression=item.expression, command=item.command())
+    source = codegen(
+        output,
+        wrt,
+        inputs=inputs,
+        style="autograd_function",
+        name=item.class_name,
+        expression=item.expression,
+        command=item.command(),
+    )
     return {f"{item.stem}.py": source}
 
 

@@ -43,21 +43,40 @@ def build_parser() -> argparse.ArgumentParser:
 
     derive = verbs.add_parser("derive", help="derive the Jacobian and the gradient vᵀJ of an expression")
     derive.add_argument("expression", help='a torch expression, e.g. "torch.tanh(W @ x + b)"')
-    derive.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
-                        help="a tensor's shape, e.g. w=1,2 (names of dims such as k,n make them symbolic)")
-    derive.add_argument("--value", action="append", default=[], metavar="NAME=LIST",
-                        help='a tensor\'s values, e.g. x="[[1,1],[2,2]]"')
-    derive.add_argument("--wrt", default=None, metavar="NAME[,NAME]",
-                        help="the tensors to differentiate with respect to (default: every tensor)")
-    derive.add_argument("--grad-tensor", default=None, metavar="ones|NAME|LIST",
-                        help="the grad_tensor v: ones (as torch.ones_like), a symbol name such as v, or values")
+    derive.add_argument(
+        "--shape",
+        action="append",
+        default=[],
+        metavar="NAME=DIMS",
+        help="a tensor's shape, e.g. w=1,2 (names of dims such as k,n make them symbolic)",
+    )
+    derive.add_argument(
+        "--value", action="append", default=[], metavar="NAME=LIST", help='a tensor\'s values, e.g. x="[[1,1],[2,2]]"'
+    )
+    derive.add_argument(
+        "--wrt",
+        default=None,
+        metavar="NAME[,NAME]",
+        help="the tensors to differentiate with respect to (default: every tensor)",
+    )
+    derive.add_argument(
+        "--grad-tensor",
+        default=None,
+        metavar="ones|NAME|LIST",
+        help="the grad_tensor v: ones (as torch.ones_like), a symbol name such as v, or values",
+    )
     derive.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     derive.add_argument("--no-check", action="store_true", help="skip the cross-check against torch.autograd")
 
     emit = verbs.add_parser("codegen", help="emit a torch module with the closed-form gradient, checked against torch")
     emit.add_argument("expression")
-    emit.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS",
-                      help="an input's shape (symbolic names such as k,n or sizes); inputs keep this order")
+    emit.add_argument(
+        "--shape",
+        action="append",
+        default=[],
+        metavar="NAME=DIMS",
+        help="an input's shape (symbolic names such as k,n or sizes); inputs keep this order",
+    )
     emit.add_argument("--value", action="append", default=[], metavar="NAME=LIST")
     emit.add_argument("--wrt", required=True, metavar="NAME[,NAME]")
     emit.add_argument("--style", choices=["function", "autograd-function"], default="autograd-function")
@@ -84,8 +103,9 @@ def run_derive(args: argparse.Namespace) -> int:
     leaves = output.leaves()
     for name in wrt_names or []:
         if name not in leaves:
-            raise SymgradError(f"--wrt names {name!r}, which is not a tensor of the expression "
-                               f"(tensors: {', '.join(sorted(leaves))})")
+            raise SymgradError(
+                f"--wrt names {name!r}, which is not a tensor of the expression (tensors: {', '.join(sorted(leaves))})"
+            )
     wrt = [leaves[n] for n in wrt_names] if wrt_names else [leaves[n] for n in leaves]
     if not all(is_concrete(t.shape) for t in [output, *leaves.values()]):
         return _print_law(args, output, wrt)
@@ -95,8 +115,10 @@ def run_derive(args: argparse.Namespace) -> int:
     if grad_tensor is None and output.numel() == 1:
         grad_tensor = "ones"
     if grad_tensor is None:
-        raise SymgradError("grad can be implicitly created only for scalar outputs; "
-                           "pass --grad-tensor ones, --grad-tensor v (symbolic) or values")
+        raise SymgradError(
+            "grad can be implicitly created only for scalar outputs; "
+            "pass --grad-tensor ones, --grad-tensor v (symbolic) or values"
+        )
     result = derive(output, wrt, grad_tensor=grad_tensor, expression=args.expression, run_check=not args.no_check)
     if args.format == "json":
         print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
@@ -143,27 +165,35 @@ def run_codegen(args: argparse.Namespace, argv: list[str]) -> int:
     wrt_names = [n.strip() for n in args.wrt.split(",") if n.strip()]
     output = parse(args.expression, shapes=shapes, values=values, requires_grad=wrt_names)
     leaves = output.leaves()
-    order = list(shapes) + [n for n in values if n not in shapes] + [n for n in leaves if n not in shapes and
-                                                                    n not in values]
+    order = (
+        list(shapes)
+        + [n for n in values if n not in shapes]
+        + [n for n in leaves if n not in shapes and n not in values]
+    )
     missing = [n for n in wrt_names if n not in leaves]
     if missing:
         raise SymgradError(f"--wrt names {missing[0]!r}, which is not a tensor of the expression")
     inputs = [leaves[n] for n in order if n in leaves]
     wrt = [leaves[n] for n in wrt_names]
-    kept = [a for i, a in enumerate(argv) if a not in ("-o", "--output") and (i == 0 or argv[i - 1] not in
-                                                                               ("-o", "--output"))]
+    kept = [
+        a
+        for i, a in enumerate(argv)
+        if a not in ("-o", "--output") and (i == 0 or argv[i - 1] not in ("-o", "--output"))
+    ]
     style = "autograd_function" if args.style == "autograd-function" else "function"
     command = shlex.join(["symgrad", *kept])
-    source = codegen(output, wrt, inputs=inputs, style=style, name=args.name, expression=args.expression,
-                     command=command)
+    source = codegen(
+        output, wrt, inputs=inputs, style=style, name=args.name, expression=args.expression, command=command
+    )
     if args.output:
         Path(args.output).write_text(source, encoding="utf-8")
     else:
         sys.stdout.write(source)
     if args.no_check:
         return 0
-    module = compile_module(output, wrt, inputs=inputs, style=style, name=args.name, expression=args.expression,
-                            command=command)
+    module = compile_module(
+        output, wrt, inputs=inputs, style=style, name=args.name, expression=args.expression, command=command
+    )
     result = check_module(module, output, wrt, inputs)
     print(str(result), file=sys.stderr)
     return 0 if result.ok else EXIT_MISMATCH

@@ -23,14 +23,14 @@ from types import ModuleType
 
 import sympy
 
-from . import __version__ as VERSION  # noqa: N812 - a constant
 from .dims import format_shape
 from .errors import SymgradError
-from .printing import LatexPrinter, TorchPrinter, _enclosed, _precedence
+from .printing import LatexPrinter, TorchPrinter, _precedence
 from .render import code_environment
 from .reverse import law
 from .simplify import uniform_constant
 from .tensor import Tensor, _topological, symbols_like
+from .version import __version__
 
 RESERVED = {"torch", "math", "ctx", "grad_output", "output", "forward", "vjp", "inputs", "apply", "self"}
 MAX_INLINE = 72  # longer subexpressions get a name of their own, so every line stays readable
@@ -179,17 +179,22 @@ def _shape_checks(inputs: Sequence[Tensor]) -> tuple[list[str], dict]:
     checks, sources = [], {}
     for t in inputs:
         expected = format_shape(t.shape)
-        checks.append((f"{t.name}.dim() != {len(t.shape)}", f"{t.name} has shape {{tuple({t.name}.shape)}}, "
-                                                             f"expected {expected}"))
+        checks.append(
+            (f"{t.name}.dim() != {len(t.shape)}", f"{t.name} has shape {{tuple({t.name}.shape)}}, expected {expected}")
+        )
         for axis, d in enumerate(t.shape):
             here = f"{t.name}.shape[{axis}]"
             if isinstance(d, int):
                 checks.append((f"{here} != {d}", f"{t.name} has shape {{tuple({t.name}.shape)}}, expected {expected}"))
             elif d in sources:
                 other = sources[d].split(".")[0]
-                checks.append((f"{here} != {sources[d]}",
-                               f"{t.name} has shape {{tuple({t.name}.shape)}} and {other} has shape "
-                               f"{{tuple({other}.shape)}}: their sizes {d} differ"))
+                checks.append(
+                    (
+                        f"{here} != {sources[d]}",
+                        f"{t.name} has shape {{tuple({t.name}.shape)}} and {other} has shape "
+                        f"{{tuple({other}.shape)}}: their sizes {d} differ",
+                    )
+                )
             else:
                 sources[d] = here
     lines = [f'if {cond}:\n        raise ValueError(f"{msg}")' for cond, msg in checks]
@@ -199,8 +204,11 @@ def _shape_checks(inputs: Sequence[Tensor]) -> tuple[list[str], dict]:
 def _dim_lines(sources: dict, statements: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     """``k = W.shape[0]`` for the symbolic sizes the statements use."""
     text = " ".join(body for _, body in statements)
-    return [(str(d), where) for d, where in sorted(sources.items(), key=lambda item: str(item[0]))
-            if re.search(rf"\b{d}\b", text)]
+    return [
+        (str(d), where)
+        for d, where in sorted(sources.items(), key=lambda item: str(item[0]))
+        if re.search(rf"\b{d}\b", text)
+    ]
 
 
 def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Plan:
@@ -290,9 +298,16 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     )
 
 
-def codegen(output: Tensor, wrt: Sequence[Tensor], *, inputs: Sequence[Tensor] | None = None,
-            style: str = "function", name: str = "Generated", expression: str | None = None,
-            command: str | None = None) -> str:
+def codegen(
+    output: Tensor,
+    wrt: Sequence[Tensor],
+    *,
+    inputs: Sequence[Tensor] | None = None,
+    style: str = "function",
+    name: str = "Generated",
+    expression: str | None = None,
+    command: str | None = None,
+) -> str:
     """Python source of a module computing ``output`` and the gradients of ``wrt``.
 
     ``style="function"`` emits ``forward`` and ``vjp``; ``"autograd_function"``
@@ -310,15 +325,18 @@ def codegen(output: Tensor, wrt: Sequence[Tensor], *, inputs: Sequence[Tensor] |
         "name": name,
         "style": style,
         "expression": _docstring_safe(expression or TorchPrinter().doprint(output)),
-        "expression_line": _wrapped("Expression: out = " + _docstring_safe(expression or TorchPrinter().doprint(output)),
-                                    ""),
+        "expression_line": _wrapped(
+            "Expression: out = " + _docstring_safe(expression or TorchPrinter().doprint(output)), ""
+        ),
         "shapes": _wrapped("Shapes: " + _docstring_safe(shapes), ""),
-        "version": VERSION,
+        "version": __version__,
         "command": _wrapped(_docstring_safe(command or "symgrad.codegen(...)"), "    "),
         "wrt": [x.name for x in wrt],
         "wrt_positions": {x.name: i for i, x in enumerate(inputs) if any(x is w for w in wrt)},
-        "gradients": [(_wrapped(f"{n} = {_docstring_safe(t)}", "    "), _wrapped(f"LaTeX: {_docstring_safe(lt)}", "    "))
-                      for n, t, lt in p.gradients_text],
+        "gradients": [
+            (_wrapped(f"{n} = {_docstring_safe(t)}", "    "), _wrapped(f"LaTeX: {_docstring_safe(lt)}", "    "))
+            for n, t, lt in p.gradients_text
+        ],
         "vjp_forward": _needed_forward(p),
         "vjp_dims": _dims_for(p, _needed_forward(p) + p.backward),
         "dim_names": [d for d, _ in p.backward_dims],
@@ -360,8 +378,16 @@ def _wrapped(text: str, indent: str, width: int = 110) -> str:
     """A long docstring line folded at spaces, continuation lines indented a further four spaces."""
     import textwrap
 
-    return "\n".join(textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent + "    ",
-                                    break_long_words=False, break_on_hyphens=False))
+    return "\n".join(
+        textwrap.wrap(
+            text,
+            width=width,
+            initial_indent=indent,
+            subsequent_indent=indent + "    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )
 
 
 def _docstring_safe(text: str) -> str:
@@ -399,12 +425,22 @@ class ModuleCheck:
     def __str__(self) -> str:
         sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items()) or "the declared sizes"
         grad = {None: "not run", True: "passed", False: "FAILED"}[self.gradcheck]
-        return (f"check against torch.autograd at {sizes} (float64): {'OK' if self.ok else 'MISMATCH'}; "
-                f"forward max error {self.forward_error:.3g}, vjp max error {self.vjp_error:.3g}, gradcheck {grad}")
+        return (
+            f"check against torch.autograd at {sizes} (float64): {'OK' if self.ok else 'MISMATCH'}; "
+            f"forward max error {self.forward_error:.3g}, vjp max error {self.vjp_error:.3g}, gradcheck {grad}"
+        )
 
 
-def check_module(module: ModuleType, output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor], *,
-                 sizes: dict | None = None, seed: int = 0, tolerance: float = 1e-10) -> ModuleCheck:
+def check_module(
+    module: ModuleType,
+    output: Tensor,
+    wrt: Sequence[Tensor],
+    inputs: Sequence[Tensor],
+    *,
+    sizes: dict | None = None,
+    seed: int = 0,
+    tolerance: float = 1e-10,
+) -> ModuleCheck:
     """Run the emitted forward, vjp and autograd.Function against torch.autograd on random float64 inputs."""
     import random
 

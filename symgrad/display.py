@@ -50,7 +50,9 @@ def _number_strings(flat: list[float], integer: bool) -> list[str]:
     if all(math.isfinite(v) and float(v).is_integer() for v in flat) and max(finite, default=0) < 1e8:
         return [f"{v:.0f}." for v in flat]
     nonzero = [v for v in finite if v != 0]
-    if nonzero and (max(nonzero) >= 1e8 or min(nonzero) < 1e-4 or (max(nonzero) / min(nonzero) > 1e3 and min(nonzero) < 1e-2)):
+    if nonzero and (
+        max(nonzero) >= 1e8 or min(nonzero) < 1e-4 or (max(nonzero) / min(nonzero) > 1e3 and min(nonzero) < 1e-2)
+    ):
         return [f"{v:.4e}" for v in flat]
     return [f"{v:.4f}" if math.isfinite(v) else str(v) for v in flat]
 

@@ -78,8 +78,16 @@ def _apply(name: str, *args: Any, **attrs: Any):
     return _api().apply(name, *args, **attrs)
 
 
-def unary(name: str, scalar: Callable, latex: str, *, grad_fn: str | None = None, torch_fn: Callable | None = None,
-          code: str | None = None, vjp: Callable | None = None) -> Op:
+def unary(
+    name: str,
+    scalar: Callable,
+    latex: str,
+    *,
+    grad_fn: str | None = None,
+    torch_fn: Callable | None = None,
+    code: str | None = None,
+    vjp: Callable | None = None,
+) -> Op:
     """A row for an elementwise function of one tensor; its VJP is ``g * f'(x)`` with f' from SymPy."""
     return row(
         Op(
@@ -96,8 +104,19 @@ def unary(name: str, scalar: Callable, latex: str, *, grad_fn: str | None = None
     )
 
 
-def binary(name: str, scalar: Callable, torch_fn: Callable, code: str, latex: str, grad_fn, *, saves: bool,
-           precedence: int, vjp: Callable | None = None, differentiable: bool = True) -> Op:
+def binary(
+    name: str,
+    scalar: Callable,
+    torch_fn: Callable,
+    code: str,
+    latex: str,
+    grad_fn,
+    *,
+    saves: bool,
+    precedence: int,
+    vjp: Callable | None = None,
+    differentiable: bool = True,
+) -> Op:
     """A row for a broadcasting elementwise function of two tensors."""
     return row(
         Op(
@@ -136,40 +155,127 @@ def _divide(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
 
 
 # ── elementwise arithmetic (broadcasting) ──────────────────────────────────
-binary("add", lambda a, b: a + b, lambda torch, a, b: a + b, "{0} + {1}", "{0} + {1}", "AddBackward0", saves=False,
-       precedence=4, vjp=lambda g, out, a, b: (unbroadcast(g, a.shape), unbroadcast(g, b.shape)))
-binary("sub", lambda a, b: a - b, lambda torch, a, b: a - b, "{0} - {1}", "{0} - {1}",
-       lambda inputs: "RsubBackward1" if _scalar_kinds(inputs)[0] else "SubBackward0", saves=False, precedence=4,
-       vjp=lambda g, out, a, b: (unbroadcast(g, a.shape), unbroadcast(-g, b.shape)))
-binary("mul", lambda a, b: a * b, lambda torch, a, b: a * b, "{0} * {1}", r"{0} \odot {1}", "MulBackward0", saves=True,
-       precedence=5, vjp=lambda g, out, a, b: (unbroadcast(g * b, a.shape), unbroadcast(g * a, b.shape)))
-binary("div", _divide, lambda torch, a, b: a / b, "{0} / {1}", r"\frac{{{0}}}{{{1}}}", "DivBackward0",
-       saves=True, precedence=5,
-       vjp=lambda g, out, a, b: (unbroadcast(g / b, a.shape), unbroadcast(-g * out / b, b.shape)))
-binary("pow", lambda a, b: a**b, lambda torch, a, b: a**b, "{0} ** {1}", "{0}^{{{1}}}",
-       lambda inputs: {(False, True): "PowBackward0", (True, False): "PowBackward2"}.get(_scalar_kinds(inputs),
-                                                                                          "PowBackward1"),
-       saves=True, precedence=7,
-       vjp=lambda g, out, a, b: (unbroadcast(g * b * a ** (b - 1), a.shape),
-                                 unbroadcast(g * out * _log(a), b.shape)))
-binary("atan2", sympy.atan2, lambda torch, a, b: torch.atan2(a, b), "torch.atan2({0}, {1})",
-       r"\operatorname{{atan2}}\left({0}, {1}\right)", "Atan2Backward0", saves=True, precedence=9,
-       vjp=lambda g, out, a, b: (unbroadcast(g * b / (a**2 + b**2), a.shape),
-                                 unbroadcast(-g * a / (a**2 + b**2), b.shape)))
-binary("maximum", sympy.Max, lambda torch, a, b: torch.maximum(a, b), "torch.maximum({0}, {1})",
-       r"\max\left({0}, {1}\right)", "MaximumBackward0", saves=True, precedence=9,
-       vjp=lambda g, out, a, b: (unbroadcast(g * _apply("step", a - b, at_zero=sympy.S.Half), a.shape),
-                                 unbroadcast(g * _apply("step", b - a, at_zero=sympy.S.Half), b.shape)))
-row(Op("neg", _same, lambda a: elementwise(lambda x: -x, a), lambda torch, a: -a, "-{0}", "-{0}", "NegBackward0",
-       saves=False, scalar=lambda x: -x, precedence=6, vjp=lambda g, out, a: (-g,)))
+binary(
+    "add",
+    lambda a, b: a + b,
+    lambda torch, a, b: a + b,
+    "{0} + {1}",
+    "{0} + {1}",
+    "AddBackward0",
+    saves=False,
+    precedence=4,
+    vjp=lambda g, out, a, b: (unbroadcast(g, a.shape), unbroadcast(g, b.shape)),
+)
+binary(
+    "sub",
+    lambda a, b: a - b,
+    lambda torch, a, b: a - b,
+    "{0} - {1}",
+    "{0} - {1}",
+    lambda inputs: "RsubBackward1" if _scalar_kinds(inputs)[0] else "SubBackward0",
+    saves=False,
+    precedence=4,
+    vjp=lambda g, out, a, b: (unbroadcast(g, a.shape), unbroadcast(-g, b.shape)),
+)
+binary(
+    "mul",
+    lambda a, b: a * b,
+    lambda torch, a, b: a * b,
+    "{0} * {1}",
+    r"{0} \odot {1}",
+    "MulBackward0",
+    saves=True,
+    precedence=5,
+    vjp=lambda g, out, a, b: (unbroadcast(g * b, a.shape), unbroadcast(g * a, b.shape)),
+)
+binary(
+    "div",
+    _divide,
+    lambda torch, a, b: a / b,
+    "{0} / {1}",
+    r"\frac{{{0}}}{{{1}}}",
+    "DivBackward0",
+    saves=True,
+    precedence=5,
+    vjp=lambda g, out, a, b: (unbroadcast(g / b, a.shape), unbroadcast(-g * out / b, b.shape)),
+)
+binary(
+    "pow",
+    lambda a, b: a**b,
+    lambda torch, a, b: a**b,
+    "{0} ** {1}",
+    "{0}^{{{1}}}",
+    lambda inputs: {(False, True): "PowBackward0", (True, False): "PowBackward2"}.get(
+        _scalar_kinds(inputs), "PowBackward1"
+    ),
+    saves=True,
+    precedence=7,
+    vjp=lambda g, out, a, b: (unbroadcast(g * b * a ** (b - 1), a.shape), unbroadcast(g * out * _log(a), b.shape)),
+)
+binary(
+    "atan2",
+    sympy.atan2,
+    lambda torch, a, b: torch.atan2(a, b),
+    "torch.atan2({0}, {1})",
+    r"\operatorname{{atan2}}\left({0}, {1}\right)",
+    "Atan2Backward0",
+    saves=True,
+    precedence=9,
+    vjp=lambda g, out, a, b: (
+        unbroadcast(g * b / (a**2 + b**2), a.shape),
+        unbroadcast(-g * a / (a**2 + b**2), b.shape),
+    ),
+)
+binary(
+    "maximum",
+    sympy.Max,
+    lambda torch, a, b: torch.maximum(a, b),
+    "torch.maximum({0}, {1})",
+    r"\max\left({0}, {1}\right)",
+    "MaximumBackward0",
+    saves=True,
+    precedence=9,
+    vjp=lambda g, out, a, b: (
+        unbroadcast(g * _apply("step", a - b, at_zero=sympy.S.Half), a.shape),
+        unbroadcast(g * _apply("step", b - a, at_zero=sympy.S.Half), b.shape),
+    ),
+)
+row(
+    Op(
+        "neg",
+        _same,
+        lambda a: elementwise(lambda x: -x, a),
+        lambda torch, a: -a,
+        "-{0}",
+        "-{0}",
+        "NegBackward0",
+        saves=False,
+        scalar=lambda x: -x,
+        precedence=6,
+        vjp=lambda g, out, a: (-g,),
+    )
+)
 
 # ── comparisons and masks (no gradient) ────────────────────────────────────
-for _name, _relation, _symbol, _tex in (("gt", sympy.StrictGreaterThan, ">", ">"), ("ge", sympy.GreaterThan, ">=", r"\geq"),
-                                        ("lt", sympy.StrictLessThan, "<", "<"), ("le", sympy.LessThan, "<=", r"\leq"),
-                                        ("eq", sympy.Eq, "==", "=")):
-    binary(_name, _relation, (lambda op: lambda torch, a, b: op(a, b))(getattr(__import__("operator"), _name)),
-           f"{{0}} {_symbol} {{1}}", f"{{0}} {_tex} {{1}}", "none", saves=False, precedence=3,
-           vjp=lambda g, out, a, b: (None, None), differentiable=False)
+for _name, _relation, _symbol, _tex in (
+    ("gt", sympy.StrictGreaterThan, ">", ">"),
+    ("ge", sympy.GreaterThan, ">=", r"\geq"),
+    ("lt", sympy.StrictLessThan, "<", "<"),
+    ("le", sympy.LessThan, "<=", r"\leq"),
+    ("eq", sympy.Eq, "==", "="),
+):
+    binary(
+        _name,
+        _relation,
+        (lambda op: lambda torch, a, b: op(a, b))(getattr(__import__("operator"), _name)),
+        f"{{0}} {_symbol} {{1}}",
+        f"{{0}} {_tex} {{1}}",
+        "none",
+        saves=False,
+        precedence=3,
+        vjp=lambda g, out, a, b: (None, None),
+        differentiable=False,
+    )
 
 
 def _where(c: Any, a: Any, b: Any) -> sympy.Expr:
@@ -180,16 +286,30 @@ def _where(c: Any, a: Any, b: Any) -> sympy.Expr:
     return sympy.Piecewise((a, c), (b, True))
 
 
-row(Op("where", lambda c, a, b: broadcast_shapes(broadcast_shapes(c, a), b),
-       lambda c, a, b: elementwise(_where, c, a, b),
-       lambda torch, c, a, b: torch.where(c.bool(), a, b),
-       "torch.where({0}, {1}, {2})", r"\begin{{cases}} {1} & {0} \\ {2} & \text{{otherwise}} \end{{cases}}",
-       "WhereBackward0",
-       vjp=lambda g, out, c, a, b: (None, unbroadcast(_apply("where", c, g, 0), a.shape),
-                                    unbroadcast(_apply("where", c, 0, g), b.shape))))
-unary("step", lambda t, at_zero: sympy.Heaviside(t, at_zero), r"H\left({0}\right)",
-      torch_fn=lambda torch, a, at_zero: torch.heaviside(a, torch.tensor(float(at_zero), dtype=a.dtype)),
-      code="torch.heaviside({0}, {at_zero})", vjp=lambda g, out, a, at_zero: (None,))
+row(
+    Op(
+        "where",
+        lambda c, a, b: broadcast_shapes(broadcast_shapes(c, a), b),
+        lambda c, a, b: elementwise(_where, c, a, b),
+        lambda torch, c, a, b: torch.where(c.bool(), a, b),
+        "torch.where({0}, {1}, {2})",
+        r"\begin{{cases}} {1} & {0} \\ {2} & \text{{otherwise}} \end{{cases}}",
+        "WhereBackward0",
+        vjp=lambda g, out, c, a, b: (
+            None,
+            unbroadcast(_apply("where", c, g, 0), a.shape),
+            unbroadcast(_apply("where", c, 0, g), b.shape),
+        ),
+    )
+)
+unary(
+    "step",
+    lambda t, at_zero: sympy.Heaviside(t, at_zero),
+    r"H\left({0}\right)",
+    torch_fn=lambda torch, a, at_zero: torch.heaviside(a, torch.tensor(float(at_zero), dtype=a.dtype)),
+    code="torch.heaviside({0}, {at_zero})",
+    vjp=lambda g, out, a, at_zero: (None,),
+)
 unary("sign", functions.sign, r"\operatorname{{sign}}\left({0}\right)", vjp=lambda g, out, a: (None,))
 
 # ── elementwise functions ──────────────────────────────────────────────────
@@ -206,26 +326,59 @@ unary("erf", sympy.erf, r"\operatorname{{erf}}\left({0}\right)")
 unary("log1p", lambda t: sympy.log(1 + t), r"\log\left(1 + {0}\right)")
 unary("reciprocal", lambda t: 1 / t, r"\frac{{1}}{{{0}}}")
 unary("rsqrt", lambda t: 1 / sympy.sqrt(t), r"\frac{{1}}{{\sqrt{{{0}}}}}")
-unary("softplus", functions.softplus, r"\operatorname{{softplus}}\left({0}\right)",
-      torch_fn=lambda torch, a: torch.nn.functional.softplus(a), code="torch.nn.functional.softplus({0})")
-unary("gelu", lambda t: t / 2 * (1 + sympy.erf(t / sympy.sqrt(2))), r"\operatorname{{GELU}}\left({0}\right)",
-      torch_fn=lambda torch, a: torch.nn.functional.gelu(a), code="torch.nn.functional.gelu({0})")
-unary("silu", lambda t: t * functions.sigmoid(t), r"\operatorname{{SiLU}}\left({0}\right)",
-      torch_fn=lambda torch, a: torch.nn.functional.silu(a), code="torch.nn.functional.silu({0})")
-unary("logsigmoid", lambda t: -functions.softplus(-t), r"\log\sigma\left({0}\right)",
-      torch_fn=lambda torch, a: torch.nn.functional.logsigmoid(a), code="torch.nn.functional.logsigmoid({0})",
-      grad_fn="LogSigmoidBackward0")
-unary("clamp", lambda t, min, max: _clamp(t, min, max), r"\operatorname{{clamp}}\left({0}\right)",
-      torch_fn=lambda torch, a, min, max: torch.clamp(a, min=min, max=max),
-      code="torch.clamp({0}, min={min}, max={max})", grad_fn="ClampBackward1")
-unary("leaky_relu", lambda t, negative_slope: sympy.Piecewise((t, t > 0), (negative_slope * t, True)),
-      r"\operatorname{{leaky\_relu}}\left({0}\right)",
-      torch_fn=lambda torch, a, negative_slope: torch.nn.functional.leaky_relu(a, negative_slope),
-      code="torch.nn.functional.leaky_relu({0}, {negative_slope})", grad_fn="LeakyReluBackward0")
-unary("threshold", lambda t, threshold, value: sympy.Piecewise((t, t > threshold), (value, True)),
-      r"\operatorname{{threshold}}\left({0}\right)",
-      torch_fn=lambda torch, a, threshold, value: torch.nn.functional.threshold(a, threshold, value),
-      code="torch.nn.functional.threshold({0}, {threshold}, {value})", grad_fn="ThresholdBackward0")
+unary(
+    "softplus",
+    functions.softplus,
+    r"\operatorname{{softplus}}\left({0}\right)",
+    torch_fn=lambda torch, a: torch.nn.functional.softplus(a),
+    code="torch.nn.functional.softplus({0})",
+)
+unary(
+    "gelu",
+    lambda t: t / 2 * (1 + sympy.erf(t / sympy.sqrt(2))),
+    r"\operatorname{{GELU}}\left({0}\right)",
+    torch_fn=lambda torch, a: torch.nn.functional.gelu(a),
+    code="torch.nn.functional.gelu({0})",
+)
+unary(
+    "silu",
+    lambda t: t * functions.sigmoid(t),
+    r"\operatorname{{SiLU}}\left({0}\right)",
+    torch_fn=lambda torch, a: torch.nn.functional.silu(a),
+    code="torch.nn.functional.silu({0})",
+)
+unary(
+    "logsigmoid",
+    lambda t: -functions.softplus(-t),
+    r"\log\sigma\left({0}\right)",
+    torch_fn=lambda torch, a: torch.nn.functional.logsigmoid(a),
+    code="torch.nn.functional.logsigmoid({0})",
+    grad_fn="LogSigmoidBackward0",
+)
+unary(
+    "clamp",
+    lambda t, min, max: _clamp(t, min, max),
+    r"\operatorname{{clamp}}\left({0}\right)",
+    torch_fn=lambda torch, a, min, max: torch.clamp(a, min=min, max=max),
+    code="torch.clamp({0}, min={min}, max={max})",
+    grad_fn="ClampBackward1",
+)
+unary(
+    "leaky_relu",
+    lambda t, negative_slope: sympy.Piecewise((t, t > 0), (negative_slope * t, True)),
+    r"\operatorname{{leaky\_relu}}\left({0}\right)",
+    torch_fn=lambda torch, a, negative_slope: torch.nn.functional.leaky_relu(a, negative_slope),
+    code="torch.nn.functional.leaky_relu({0}, {negative_slope})",
+    grad_fn="LeakyReluBackward0",
+)
+unary(
+    "threshold",
+    lambda t, threshold, value: sympy.Piecewise((t, t > threshold), (value, True)),
+    r"\operatorname{{threshold}}\left({0}\right)",
+    torch_fn=lambda torch, a, threshold, value: torch.nn.functional.threshold(a, threshold, value),
+    code="torch.nn.functional.threshold({0}, {threshold}, {value})",
+    grad_fn="ThresholdBackward0",
+)
 
 
 def _clamp(t: sympy.Expr, low: Any, high: Any) -> sympy.Expr:
@@ -238,16 +391,18 @@ def _clamp(t: sympy.Expr, low: Any, high: Any) -> sympy.Expr:
     return sympy.Piecewise(*pieces, (t, True)) if pieces else t
 
 
-row(Op(
-    name="map",  # any SymPy-expressible scalar function, given as a Lambda
-    shape=_same,
-    meaning=lambda a, fn, label: elementwise(fn, a),
-    torch=lambda torch, a, fn, label: _evaluate_lambda(torch, fn, a),
-    code="{label}({0})",
-    latex=r"\operatorname{{{label}}}\left({0}\right)",
-    grad_fn=lambda inputs, fn, label: f"{label}Backward",
-    vjp=lambda g, out, a, fn, label: (g * elementwise_derivative(fn, a, out),),
-))
+row(
+    Op(
+        name="map",  # any SymPy-expressible scalar function, given as a Lambda
+        shape=_same,
+        meaning=lambda a, fn, label: elementwise(fn, a),
+        torch=lambda torch, a, fn, label: _evaluate_lambda(torch, fn, a),
+        code="{label}({0})",
+        latex=r"\operatorname{{{label}}}\left({0}\right)",
+        grad_fn=lambda inputs, fn, label: f"{label}Backward",
+        vjp=lambda g, out, a, fn, label: (g * elementwise_derivative(fn, a, out),),
+    )
+)
 
 
 def _evaluate_lambda(torch: Any, fn: sympy.Lambda, a: Any) -> Any:
@@ -276,12 +431,32 @@ def _matmul_vjp(g, out, a, b) -> tuple:
     return ga, gb
 
 
-row(Op("mm", lambda a, b: matmul_shape(a, b, strict_2d=True), matmul, lambda torch, a, b: torch.mm(a, b),
-       "{0} @ {1}", "{0} {1}", "MmBackward0", precedence=5, vjp=_matmul_vjp))
-row(Op("matmul", lambda a, b: matmul_shape(a, b), matmul, lambda torch, a, b: torch.matmul(a, b),
-       "{0} @ {1}", "{0} {1}",
-       lambda inputs: "MmBackward0" if all(len(t.shape) == 2 for t in inputs) else "MatmulBackward",
-       precedence=5, vjp=_matmul_vjp))
+row(
+    Op(
+        "mm",
+        lambda a, b: matmul_shape(a, b, strict_2d=True),
+        matmul,
+        lambda torch, a, b: torch.mm(a, b),
+        "{0} @ {1}",
+        "{0} {1}",
+        "MmBackward0",
+        precedence=5,
+        vjp=_matmul_vjp,
+    )
+)
+row(
+    Op(
+        "matmul",
+        lambda a, b: matmul_shape(a, b),
+        matmul,
+        lambda torch, a, b: torch.matmul(a, b),
+        "{0} @ {1}",
+        "{0} {1}",
+        lambda inputs: "MmBackward0" if all(len(t.shape) == 2 for t in inputs) else "MatmulBackward",
+        precedence=5,
+        vjp=_matmul_vjp,
+    )
+)
 
 
 def _einsum_parts(equation: str) -> tuple[str, str, str]:
@@ -336,8 +511,10 @@ def _einsum(a: np.ndarray, b: np.ndarray, equation: str) -> np.ndarray:
 def _einsum_vjp(g, out, a, b, equation: str) -> tuple:
     left, right, output = _einsum_parts(equation)
     sizes = _einsum_sizes(a.shape, b.shape, equation)
-    return (_einsum_operand_grad(g, b, output, right, left, sizes, a.shape),
-            _einsum_operand_grad(g, a, output, left, right, sizes, b.shape))
+    return (
+        _einsum_operand_grad(g, b, output, right, left, sizes, a.shape),
+        _einsum_operand_grad(g, a, output, left, right, sizes, b.shape),
+    )
 
 
 def _einsum_operand_grad(g, other, output: str, theirs: str, mine: str, sizes: dict, shape: Shape):
@@ -359,10 +536,18 @@ def _einsum_operand_grad(g, other, output: str, theirs: str, mine: str, sizes: d
     return unbroadcast(grad, shape)
 
 
-row(Op("einsum", _einsum_shape, _einsum,
-       lambda torch, a, b, equation: torch.einsum(equation, a, b),
-       'torch.einsum("{equation}", {0}, {1})', r"\operatorname{{einsum}}_{{\mathtt{{{equation}}}}}\left({0}, {1}\right)",
-       "EinsumBackward", vjp=_einsum_vjp))
+row(
+    Op(
+        "einsum",
+        _einsum_shape,
+        _einsum,
+        lambda torch, a, b, equation: torch.einsum(equation, a, b),
+        'torch.einsum("{equation}", {0}, {1})',
+        r"\operatorname{{einsum}}_{{\mathtt{{{equation}}}}}\left({0}, {1}\right)",
+        "EinsumBackward",
+        vjp=_einsum_vjp,
+    )
+)
 
 
 # ── reductions ─────────────────────────────────────────────────────────────
@@ -399,23 +584,49 @@ def _slices(a: np.ndarray, dim: int, fn: Callable) -> np.ndarray:
 
 
 def _reduction_grad_fn(base: str) -> Callable:
-    return lambda inputs, dim, keepdim: f"{base}Backward1" if len(dim) < len(inputs[0].shape) or keepdim \
-        else f"{base}Backward0"
+    return lambda inputs, dim, keepdim: (
+        f"{base}Backward1" if len(dim) < len(inputs[0].shape) or keepdim else f"{base}Backward0"
+    )
 
 
-row(Op("sum", _reduced_shape, lambda a, dim, keepdim: reduce_sum(a, dim, keepdim),
-       lambda torch, a, dim, keepdim: torch.sum(a, dim=list(dim), keepdim=keepdim),
-       "{0}.sum({reduce_args})", r"\textstyle\sum_{{{dims_text}}} {0}", _reduction_grad_fn("Sum"), saves=False,
-       vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim),)))
-row(Op("mean", _reduced_shape, _mean,
-       lambda torch, a, dim, keepdim: torch.mean(a, dim=list(dim), keepdim=keepdim),
-       "{0}.mean({reduce_args})", r"\operatorname{{mean}}_{{{dims_text}}} {0}", _reduction_grad_fn("Mean"),
-       saves=False,
-       vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim) / count(a.shape, dim),)))
-row(Op("amax", _reduced_shape, lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: functions.amax(*r)),
-       lambda torch, a, dim, keepdim: torch.amax(a, dim=list(dim), keepdim=keepdim),
-       "{0}.amax({reduce_args})", r"\max_{{{dims_text}}} {0}", "AmaxBackward0",
-       vjp=lambda g, out, a, dim, keepdim: (_tie_share(g, out, a, dim, keepdim),)))
+row(
+    Op(
+        "sum",
+        _reduced_shape,
+        lambda a, dim, keepdim: reduce_sum(a, dim, keepdim),
+        lambda torch, a, dim, keepdim: torch.sum(a, dim=list(dim), keepdim=keepdim),
+        "{0}.sum({reduce_args})",
+        r"\textstyle\sum_{{{dims_text}}} {0}",
+        _reduction_grad_fn("Sum"),
+        saves=False,
+        vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim),),
+    )
+)
+row(
+    Op(
+        "mean",
+        _reduced_shape,
+        _mean,
+        lambda torch, a, dim, keepdim: torch.mean(a, dim=list(dim), keepdim=keepdim),
+        "{0}.mean({reduce_args})",
+        r"\operatorname{{mean}}_{{{dims_text}}} {0}",
+        _reduction_grad_fn("Mean"),
+        saves=False,
+        vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim) / count(a.shape, dim),),
+    )
+)
+row(
+    Op(
+        "amax",
+        _reduced_shape,
+        lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: functions.amax(*r)),
+        lambda torch, a, dim, keepdim: torch.amax(a, dim=list(dim), keepdim=keepdim),
+        "{0}.amax({reduce_args})",
+        r"\max_{{{dims_text}}} {0}",
+        "AmaxBackward0",
+        vjp=lambda g, out, a, dim, keepdim: (_tie_share(g, out, a, dim, keepdim),),
+    )
+)
 
 
 def _tie_share(g, out, a, dim, keepdim):
@@ -428,22 +639,45 @@ def _first_max(values: list) -> list:
     return [functions.first_max(values)]
 
 
-row(Op("max_dim", lambda a, dim, keepdim: _reduced_shape(a, (dim,), keepdim),
-       lambda a, dim, keepdim: _reduce(a, (dim,), keepdim, functions.first_max),
-       lambda torch, a, dim, keepdim: torch.max(a, dim=dim, keepdim=keepdim).values,
-       "{0}.max(dim={dim}, keepdim={keepdim}).values", r"\max_{{{dim}}} {0}", "MaxBackward0",
-       vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, (dim,), keepdim)
-                                            * _apply("first_max_mask", a, dim=dim),)))
-row(Op("first_max_mask", lambda a, dim: a,
-       lambda a, dim: _slices(a, dim, lambda r: [functions.first_max_indicator(r, i) for i in range(len(r))]),
-       lambda torch, a, dim: torch.nn.functional.one_hot(a.argmax(dim), a.shape[dim]).movedim(-1, dim).to(a.dtype),
-       "torch.nn.functional.one_hot({0}.argmax({dim}), {0}.shape[{dim}]).movedim(-1, {dim})",
-       r"\mathbb{{1}}\left[\operatorname{{argmax}}_{{{dim}}} {0}\right]", "none", differentiable=False,
-       vjp=lambda g, out, a, dim: (None,)))
-row(Op("norm", _reduced_shape, lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: functions.norm2(*r)),
-       lambda torch, a, dim, keepdim: torch.linalg.vector_norm(a, 2, dim=list(dim), keepdim=keepdim),
-       "torch.linalg.vector_norm({0}{reduce_kwargs})", r"\left\|{0}\right\|_{{{dims_text}}}", "NormBackward1",
-       vjp=lambda g, out, a, dim, keepdim: (_norm_vjp(g, out, a, dim, keepdim),)))
+row(
+    Op(
+        "max_dim",
+        lambda a, dim, keepdim: _reduced_shape(a, (dim,), keepdim),
+        lambda a, dim, keepdim: _reduce(a, (dim,), keepdim, functions.first_max),
+        lambda torch, a, dim, keepdim: torch.max(a, dim=dim, keepdim=keepdim).values,
+        "{0}.max(dim={dim}, keepdim={keepdim}).values",
+        r"\max_{{{dim}}} {0}",
+        "MaxBackward0",
+        vjp=lambda g, out, a, dim, keepdim: (
+            expand_back(g, a.shape, (dim,), keepdim) * _apply("first_max_mask", a, dim=dim),
+        ),
+    )
+)
+row(
+    Op(
+        "first_max_mask",
+        lambda a, dim: a,
+        lambda a, dim: _slices(a, dim, lambda r: [functions.first_max_indicator(r, i) for i in range(len(r))]),
+        lambda torch, a, dim: torch.nn.functional.one_hot(a.argmax(dim), a.shape[dim]).movedim(-1, dim).to(a.dtype),
+        "torch.nn.functional.one_hot({0}.argmax({dim}), {0}.shape[{dim}]).movedim(-1, {dim})",
+        r"\mathbb{{1}}\left[\operatorname{{argmax}}_{{{dim}}} {0}\right]",
+        "none",
+        differentiable=False,
+        vjp=lambda g, out, a, dim: (None,),
+    )
+)
+row(
+    Op(
+        "norm",
+        _reduced_shape,
+        lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: functions.norm2(*r)),
+        lambda torch, a, dim, keepdim: torch.linalg.vector_norm(a, 2, dim=list(dim), keepdim=keepdim),
+        "torch.linalg.vector_norm({0}{reduce_kwargs})",
+        r"\left\|{0}\right\|_{{{dims_text}}}",
+        "NormBackward1",
+        vjp=lambda g, out, a, dim, keepdim: (_norm_vjp(g, out, a, dim, keepdim),),
+    )
+)
 
 
 def _norm_vjp(g, out, a, dim, keepdim):
@@ -463,25 +697,51 @@ def _log_softmax(values: list) -> list:
     return [v - lse for v in values]
 
 
-row(Op("softmax", lambda a, dim: a, lambda a, dim: _slices(a, dim, _softmax),
-       lambda torch, a, dim: torch.softmax(a, dim=dim), "torch.softmax({0}, dim={dim})",
-       r"\operatorname{{softmax}}\left({0}\right)", "SoftmaxBackward0",
-       vjp=lambda g, out, a, dim: (out * (g - (g * out).sum(dim=dim, keepdim=True)),)))
-row(Op("log_softmax", lambda a, dim: a, lambda a, dim: _slices(a, dim, _log_softmax),
-       lambda torch, a, dim: torch.log_softmax(a, dim=dim), "torch.log_softmax({0}, dim={dim})",
-       r"\log\operatorname{{softmax}}\left({0}\right)", "LogSoftmaxBackward0",
-       vjp=lambda g, out, a, dim: (g - _apply("softmax", a, dim=dim) * g.sum(dim=dim, keepdim=True),)))
-row(Op("logsumexp", _reduced_shape,
-       lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: sympy.log(sympy.Add(*[sympy.exp(v) for v in r]))),
-       lambda torch, a, dim, keepdim: torch.logsumexp(a, dim=list(dim), keepdim=keepdim),
-       "torch.logsumexp({0}{reduce_kwargs})", r"\operatorname{{logsumexp}}_{{{dims_text}}} {0}", "LogsumexpBackward0",
-       vjp=lambda g, out, a, dim, keepdim: (_logsumexp_vjp(g, out, a, dim, keepdim),)))
+row(
+    Op(
+        "softmax",
+        lambda a, dim: a,
+        lambda a, dim: _slices(a, dim, _softmax),
+        lambda torch, a, dim: torch.softmax(a, dim=dim),
+        "torch.softmax({0}, dim={dim})",
+        r"\operatorname{{softmax}}\left({0}\right)",
+        "SoftmaxBackward0",
+        vjp=lambda g, out, a, dim: (out * (g - (g * out).sum(dim=dim, keepdim=True)),),
+    )
+)
+row(
+    Op(
+        "log_softmax",
+        lambda a, dim: a,
+        lambda a, dim: _slices(a, dim, _log_softmax),
+        lambda torch, a, dim: torch.log_softmax(a, dim=dim),
+        "torch.log_softmax({0}, dim={dim})",
+        r"\log\operatorname{{softmax}}\left({0}\right)",
+        "LogSoftmaxBackward0",
+        vjp=lambda g, out, a, dim: (g - _apply("softmax", a, dim=dim) * g.sum(dim=dim, keepdim=True),),
+    )
+)
+row(
+    Op(
+        "logsumexp",
+        _reduced_shape,
+        lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: sympy.log(sympy.Add(*[sympy.exp(v) for v in r]))),
+        lambda torch, a, dim, keepdim: torch.logsumexp(a, dim=list(dim), keepdim=keepdim),
+        "torch.logsumexp({0}{reduce_kwargs})",
+        r"\operatorname{{logsumexp}}_{{{dims_text}}} {0}",
+        "LogsumexpBackward0",
+        vjp=lambda g, out, a, dim, keepdim: (_logsumexp_vjp(g, out, a, dim, keepdim),),
+    )
+)
 
 
 def _logsumexp_vjp(g, out, a, dim: tuple, keepdim: bool):
     """g times the softmax over ``dim`` (written as a softmax when ``dim`` is one dimension)."""
-    weights = _apply("softmax", a, dim=dim[0]) if len(dim) == 1 else \
-        _apply("exp", a - expand_back(out, a.shape, dim, keepdim))
+    weights = (
+        _apply("softmax", a, dim=dim[0])
+        if len(dim) == 1
+        else _apply("exp", a - expand_back(out, a.shape, dim, keepdim))
+    )
     return expand_back(g, a.shape, dim, keepdim) * weights
 
 
@@ -490,24 +750,42 @@ def _variance(values: list, correction: int) -> sympy.Expr:
     return sympy.Add(*[(v - mean) ** 2 for v in values]) / (len(values) - correction)
 
 
-row(Op("var", lambda a, dim, keepdim, correction: _reduced_shape(a, dim, keepdim),
-       lambda a, dim, keepdim, correction: _reduce(a, dim, keepdim, lambda r: _variance(r, correction)),
-       lambda torch, a, dim, keepdim, correction: torch.var(a, dim=list(dim), correction=correction, keepdim=keepdim),
-       "torch.var({0}{reduce_kwargs}, correction={correction})", r"\operatorname{{Var}}_{{{dims_text}}} {0}",
-       "VarBackward0",
-       vjp=lambda g, out, a, dim, keepdim, correction: (
-           expand_back(g, a.shape, dim, keepdim) * 2 * (a - a.mean(dim=dim, keepdim=True))
-           / (count(a.shape, dim) - correction),)))
+row(
+    Op(
+        "var",
+        lambda a, dim, keepdim, correction: _reduced_shape(a, dim, keepdim),
+        lambda a, dim, keepdim, correction: _reduce(a, dim, keepdim, lambda r: _variance(r, correction)),
+        lambda torch, a, dim, keepdim, correction: torch.var(a, dim=list(dim), correction=correction, keepdim=keepdim),
+        "torch.var({0}{reduce_kwargs}, correction={correction})",
+        r"\operatorname{{Var}}_{{{dims_text}}} {0}",
+        "VarBackward0",
+        vjp=lambda g, out, a, dim, keepdim, correction: (
+            expand_back(g, a.shape, dim, keepdim)
+            * 2
+            * (a - a.mean(dim=dim, keepdim=True))
+            / (count(a.shape, dim) - correction),
+        ),
+    )
+)
 
 
 def _cumsum(values: list) -> list:
     return [sympy.Add(*values[: i + 1]) for i in range(len(values))]
 
 
-row(Op("cumsum", lambda a, dim: a, lambda a, dim: _slices(a, dim, _cumsum),
-       lambda torch, a, dim: torch.cumsum(a, dim=dim), "torch.cumsum({0}, dim={dim})",
-       r"\operatorname{{cumsum}}_{{{dim}}} {0}", "CumsumBackward0", saves=False,
-       vjp=lambda g, out, a, dim: (_apply("cumsum", g.flip(dim), dim=dim).flip(dim),)))
+row(
+    Op(
+        "cumsum",
+        lambda a, dim: a,
+        lambda a, dim: _slices(a, dim, _cumsum),
+        lambda torch, a, dim: torch.cumsum(a, dim=dim),
+        "torch.cumsum({0}, dim={dim})",
+        r"\operatorname{{cumsum}}_{{{dim}}} {0}",
+        "CumsumBackward0",
+        saves=False,
+        vjp=lambda g, out, a, dim: (_apply("cumsum", g.flip(dim), dim=dim).flip(dim),),
+    )
+)
 
 
 # ── losses with a closed-form gradient ─────────────────────────────────────
@@ -531,18 +809,35 @@ def _one_hot(y: np.ndarray, num_classes: int) -> np.ndarray:
     return out
 
 
-row(Op("cross_entropy", lambda z, y, reduction: (),
-       _cross_entropy,
-       lambda torch, z, y, reduction: torch.nn.functional.cross_entropy(z, y.long(), reduction=reduction),
-       'torch.nn.functional.cross_entropy({0}, {1}, reduction="{reduction}")',
-       r"\operatorname{{CE}}\left({0}, {1}\right)", "NllLossBackward0",
-       vjp=lambda g, out, z, y, reduction: (
-           (_apply("softmax", z, dim=1) - _apply("one_hot", y, num_classes=z.shape[1]))
-           * (g / z.shape[0] if reduction == "mean" else g), None)))
-row(Op("one_hot", lambda y, num_classes: tuple(y) + (num_classes,), _one_hot,
-       lambda torch, y, num_classes: torch.nn.functional.one_hot(y.long(), int(num_classes)).to(torch.float64),
-       "torch.nn.functional.one_hot({0}, {num_classes})", r"\operatorname{{onehot}}\left({0}\right)", "none",
-       differentiable=False, vjp=lambda g, out, y, num_classes: (None,)))
+row(
+    Op(
+        "cross_entropy",
+        lambda z, y, reduction: (),
+        _cross_entropy,
+        lambda torch, z, y, reduction: torch.nn.functional.cross_entropy(z, y.long(), reduction=reduction),
+        'torch.nn.functional.cross_entropy({0}, {1}, reduction="{reduction}")',
+        r"\operatorname{{CE}}\left({0}, {1}\right)",
+        "NllLossBackward0",
+        vjp=lambda g, out, z, y, reduction: (
+            (_apply("softmax", z, dim=1) - _apply("one_hot", y, num_classes=z.shape[1]))
+            * (g / z.shape[0] if reduction == "mean" else g),
+            None,
+        ),
+    )
+)
+row(
+    Op(
+        "one_hot",
+        lambda y, num_classes: tuple(y) + (num_classes,),
+        _one_hot,
+        lambda torch, y, num_classes: torch.nn.functional.one_hot(y.long(), int(num_classes)).to(torch.float64),
+        "torch.nn.functional.one_hot({0}, {num_classes})",
+        r"\operatorname{{onehot}}\left({0}\right)",
+        "none",
+        differentiable=False,
+        vjp=lambda g, out, y, num_classes: (None,),
+    )
+)
 
 
 # ── linear algebra (square matrices) ───────────────────────────────────────
@@ -579,27 +874,81 @@ def _trace_vjp(g, out, a):
     return (g * diagonal,)
 
 
-row(Op("trace", _trace_shape, lambda a: np.array(sympy.Add(*np.diagonal(a)), dtype=object),
-       lambda torch, a: torch.trace(a), "torch.trace({0})", r"\operatorname{{tr}}\left({0}\right)", "TraceBackward0",
-       saves=False, vjp=_trace_vjp))
-row(Op("eye", lambda n: (n, n), lambda n: np.array(sympy.eye(n).tolist(), dtype=object),
-       lambda torch, n: torch.eye(n, dtype=torch.float64), "torch.eye({n})", "I", "none", differentiable=False,
-       vjp=lambda g, out, n: ()))
-row(Op("det", lambda a: (_square(a, "linalg.det"), ())[1], lambda a: np.array(_as_matrix(a).det(), dtype=object),
-       lambda torch, a: torch.linalg.det(a), "torch.linalg.det({0})", r"\det\left({0}\right)", "LinalgDetBackward0",
-       vjp=lambda g, out, a: (g * out * _apply("inv", a).mT,)))
-row(Op("logdet", lambda a: (_square(a, "logdet"), ())[1],
-       lambda a: np.array(sympy.log(_as_matrix(a).det()), dtype=object),
-       lambda torch, a: torch.logdet(a), "torch.logdet({0})", r"\log\det\left({0}\right)", "LogdetBackward0",
-       vjp=lambda g, out, a: (g * _apply("inv", a).mT,)))
-row(Op("logabsdet", lambda a: (_square(a, "linalg.slogdet"), ())[1],
-       lambda a: np.array(sympy.log(sympy.Abs(_as_matrix(a).det())), dtype=object),
-       lambda torch, a: torch.linalg.slogdet(a)[1], "torch.linalg.slogdet({0}).logabsdet",
-       r"\log\left|\det\left({0}\right)\right|", "LinalgSlogdetBackward0",
-       vjp=lambda g, out, a: (g * _apply("inv", a).mT,)))
-row(Op("inv", lambda a: _square(a, "linalg.inv"), lambda a: np.array(_as_matrix(a).inv().tolist(), dtype=object),
-       lambda torch, a: torch.linalg.inv(a), "torch.linalg.inv({0})", "{0}^{{-1}}", "LinalgInvExBackward0",
-       precedence=8, vjp=lambda g, out, a: (-(out.mT @ g @ out.mT),)))
+row(
+    Op(
+        "trace",
+        _trace_shape,
+        lambda a: np.array(sympy.Add(*np.diagonal(a)), dtype=object),
+        lambda torch, a: torch.trace(a),
+        "torch.trace({0})",
+        r"\operatorname{{tr}}\left({0}\right)",
+        "TraceBackward0",
+        saves=False,
+        vjp=_trace_vjp,
+    )
+)
+row(
+    Op(
+        "eye",
+        lambda n: (n, n),
+        lambda n: np.array(sympy.eye(n).tolist(), dtype=object),
+        lambda torch, n: torch.eye(n, dtype=torch.float64),
+        "torch.eye({n})",
+        "I",
+        "none",
+        differentiable=False,
+        vjp=lambda g, out, n: (),
+    )
+)
+row(
+    Op(
+        "det",
+        lambda a: (_square(a, "linalg.det"), ())[1],
+        lambda a: np.array(_as_matrix(a).det(), dtype=object),
+        lambda torch, a: torch.linalg.det(a),
+        "torch.linalg.det({0})",
+        r"\det\left({0}\right)",
+        "LinalgDetBackward0",
+        vjp=lambda g, out, a: (g * out * _apply("inv", a).mT,),
+    )
+)
+row(
+    Op(
+        "logdet",
+        lambda a: (_square(a, "logdet"), ())[1],
+        lambda a: np.array(sympy.log(_as_matrix(a).det()), dtype=object),
+        lambda torch, a: torch.logdet(a),
+        "torch.logdet({0})",
+        r"\log\det\left({0}\right)",
+        "LogdetBackward0",
+        vjp=lambda g, out, a: (g * _apply("inv", a).mT,),
+    )
+)
+row(
+    Op(
+        "logabsdet",
+        lambda a: (_square(a, "linalg.slogdet"), ())[1],
+        lambda a: np.array(sympy.log(sympy.Abs(_as_matrix(a).det())), dtype=object),
+        lambda torch, a: torch.linalg.slogdet(a)[1],
+        "torch.linalg.slogdet({0}).logabsdet",
+        r"\log\left|\det\left({0}\right)\right|",
+        "LinalgSlogdetBackward0",
+        vjp=lambda g, out, a: (g * _apply("inv", a).mT,),
+    )
+)
+row(
+    Op(
+        "inv",
+        lambda a: _square(a, "linalg.inv"),
+        lambda a: np.array(_as_matrix(a).inv().tolist(), dtype=object),
+        lambda torch, a: torch.linalg.inv(a),
+        "torch.linalg.inv({0})",
+        "{0}^{{-1}}",
+        "LinalgInvExBackward0",
+        precedence=8,
+        vjp=lambda g, out, a: (-(out.mT @ g @ out.mT),),
+    )
+)
 
 
 # ── shape and layout ───────────────────────────────────────────────────────
@@ -637,12 +986,16 @@ def _inverse(order: tuple[int, ...]) -> tuple[int, ...]:
 def _expand_shape(a: Shape, shape: tuple) -> Shape:
     target = tuple(shape)
     if len(target) < len(a):
-        raise ShapeError(f"expand: the number of sizes provided ({len(target)}) must be greater or equal to the number "
-                         f"of dimensions in the tensor ({len(a)}) (shape {format_shape(a)})")
+        raise ShapeError(
+            f"expand: the number of sizes provided ({len(target)}) must be greater or equal to the number "
+            f"of dimensions in the tensor ({len(a)}) (shape {format_shape(a)})"
+        )
     broadcast = broadcast_shapes(a, target)
     if broadcast != target:
-        raise ShapeError(f"The expanded size of the tensor must match the existing size (shapes {format_shape(a)} and "
-                         f"{format_shape(target)})")
+        raise ShapeError(
+            f"The expanded size of the tensor must match the existing size (shapes {format_shape(a)} and "
+            f"{format_shape(target)})"
+        )
     return target
 
 
@@ -658,30 +1011,84 @@ def _torch_index_backward(torch: Any, g: Any, shape: tuple, index: tuple) -> Any
     return out
 
 
-row(Op("transpose", _transpose_shape, _transpose,
-       lambda torch, a, dim0, dim1: a.transpose(dim0, dim1),
-       "{0}{transpose_text}", "{0}^{{\\top}}", "TransposeBackward0", saves=False,
-       vjp=lambda g, out, a, dim0, dim1: (g if dim0 == dim1 else g.transpose(dim0, dim1),)))  # 0-d: dim0 == dim1
-row(Op("permute", _permute_shape, lambda a, dims: np.transpose(a, dims),
-       lambda torch, a, dims: a.permute(tuple(dims)),  # a.permute() (no dims) fails for 0-d tensors
-       "{0}{permute_text}", "{0}^{{\\top}}", "PermuteBackward0", saves=False,
-       vjp=lambda g, out, a, dims: (g.permute(*_inverse(dims)),)))
-row(Op("reshape", lambda a, shape: reshape_target(a, shape),
-       lambda a, shape: a.reshape(shape), lambda torch, a, shape: a.reshape(shape),
-       "{0}.reshape({shape_args})", "{0}", "ViewBackward0", saves=False,
-       vjp=lambda g, out, a, shape: (g.reshape(*a.shape),)))
-row(Op("expand", _expand_shape, lambda a, shape: np.broadcast_to(a, shape).copy(),
-       lambda torch, a, shape: a.expand(*shape), "{0}.expand({shape_args})", "{0}", "ExpandBackward0", saves=False,
-       vjp=lambda g, out, a, shape: (unbroadcast(g, a.shape),)))
-row(Op("flip", lambda a, dim: a, lambda a, dim: np.flip(a, dim).copy(), lambda torch, a, dim: a.flip(dim),
-       "{0}.flip({dim})", r"\operatorname{{flip}}\left({0}\right)", "FlipBackward0", saves=False,
-       vjp=lambda g, out, a, dim: (g.flip(dim),)))
-row(Op("index", lambda a, index, via: index_shape(a, index),
-       lambda a, index, via: apply_index(a, index),
-       lambda torch, a, index, via: a[index],
-       "{0}[{index_text}]", "{0}_{{{index_text}}}",
-       lambda inputs, index, via: "UnbindBackward0" if via == "unbind" else index_grad_fn(index),
-       saves=False, vjp=lambda g, out, a, index, via: (_index_vjp(g, a, index),)))
+row(
+    Op(
+        "transpose",
+        _transpose_shape,
+        _transpose,
+        lambda torch, a, dim0, dim1: a.transpose(dim0, dim1),
+        "{0}{transpose_text}",
+        "{0}^{{\\top}}",
+        "TransposeBackward0",
+        saves=False,
+        vjp=lambda g, out, a, dim0, dim1: (g if dim0 == dim1 else g.transpose(dim0, dim1),),
+    )
+)  # 0-d: dim0 == dim1
+row(
+    Op(
+        "permute",
+        _permute_shape,
+        lambda a, dims: np.transpose(a, dims),
+        lambda torch, a, dims: a.permute(tuple(dims)),  # a.permute() (no dims) fails for 0-d tensors
+        "{0}{permute_text}",
+        "{0}^{{\\top}}",
+        "PermuteBackward0",
+        saves=False,
+        vjp=lambda g, out, a, dims: (g.permute(*_inverse(dims)),),
+    )
+)
+row(
+    Op(
+        "reshape",
+        lambda a, shape: reshape_target(a, shape),
+        lambda a, shape: a.reshape(shape),
+        lambda torch, a, shape: a.reshape(shape),
+        "{0}.reshape({shape_args})",
+        "{0}",
+        "ViewBackward0",
+        saves=False,
+        vjp=lambda g, out, a, shape: (g.reshape(*a.shape),),
+    )
+)
+row(
+    Op(
+        "expand",
+        _expand_shape,
+        lambda a, shape: np.broadcast_to(a, shape).copy(),
+        lambda torch, a, shape: a.expand(*shape),
+        "{0}.expand({shape_args})",
+        "{0}",
+        "ExpandBackward0",
+        saves=False,
+        vjp=lambda g, out, a, shape: (unbroadcast(g, a.shape),),
+    )
+)
+row(
+    Op(
+        "flip",
+        lambda a, dim: a,
+        lambda a, dim: np.flip(a, dim).copy(),
+        lambda torch, a, dim: a.flip(dim),
+        "{0}.flip({dim})",
+        r"\operatorname{{flip}}\left({0}\right)",
+        "FlipBackward0",
+        saves=False,
+        vjp=lambda g, out, a, dim: (g.flip(dim),),
+    )
+)
+row(
+    Op(
+        "index",
+        lambda a, index, via: index_shape(a, index),
+        lambda a, index, via: apply_index(a, index),
+        lambda torch, a, index, via: a[index],
+        "{0}[{index_text}]",
+        "{0}_{{{index_text}}}",
+        lambda inputs, index, via: "UnbindBackward0" if via == "unbind" else index_grad_fn(index),
+        saves=False,
+        vjp=lambda g, out, a, index, via: (_index_vjp(g, a, index),),
+    )
+)
 
 
 def _index_vjp(g, a, index: tuple):
@@ -689,13 +1096,34 @@ def _index_vjp(g, a, index: tuple):
     if all(i is None or i is Ellipsis or i == slice(None) for i in index):
         return g[tuple(0 if i is None else i for i in index)]
     return _apply("index_backward", g, shape=a.shape, index=index)
-row(Op("index_backward", lambda g, shape, index: tuple(shape), _index_backward, _torch_index_backward,
-       "index_backward({0}, {shape}, [{index_text}])", r"\operatorname{{scatter}}\left({0}\right)", "none",
-       saves=False, vjp=lambda g, out, x, shape, index: (x[index],)))
-row(Op("full", lambda shape, value: tuple(shape),
-       lambda shape, value: np.full(shape, sympy.sympify(value), dtype=object),
-       lambda torch, shape, value: torch.full(tuple(shape), float(value), dtype=torch.float64),
-       "torch.full({shape}, {value})", r"{value}", "none", differentiable=False, vjp=lambda g, out, shape, value: ()))
+
+
+row(
+    Op(
+        "index_backward",
+        lambda g, shape, index: tuple(shape),
+        _index_backward,
+        _torch_index_backward,
+        "index_backward({0}, {shape}, [{index_text}])",
+        r"\operatorname{{scatter}}\left({0}\right)",
+        "none",
+        saves=False,
+        vjp=lambda g, out, x, shape, index: (x[index],),
+    )
+)
+row(
+    Op(
+        "full",
+        lambda shape, value: tuple(shape),
+        lambda shape, value: np.full(shape, sympy.sympify(value), dtype=object),
+        lambda torch, shape, value: torch.full(tuple(shape), float(value), dtype=torch.float64),
+        "torch.full({shape}, {value})",
+        r"{value}",
+        "none",
+        differentiable=False,
+        vjp=lambda g, out, shape, value: (),
+    )
+)
 
 
 def describe(op: Op, attrs: dict, inputs: tuple = ()) -> dict:
@@ -714,7 +1142,9 @@ def describe(op: Op, attrs: dict, inputs: tuple = ()) -> dict:
         out["dims_text"] = "" if every else ",".join(map(str, dim))
     if op.name == "permute":
         dims = tuple(attrs["dims"])
-        out["permute_text"] = ".T" if dims == tuple(reversed(range(len(dims)))) and len(dims) == 2 else f".permute{dims}"
+        out["permute_text"] = (
+            ".T" if dims == tuple(reversed(range(len(dims)))) and len(dims) == 2 else f".permute{dims}"
+        )
     if op.name == "transpose" and inputs:
         ndim, pair = len(inputs[0].shape), sorted((attrs["dim0"], attrs["dim1"]))
         if ndim == 2 and pair == [0, 1]:

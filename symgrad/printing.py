@@ -172,8 +172,13 @@ def shared_nodes(roots: Sequence[Tensor]) -> list[Tensor]:
     return [n for i, n in nodes.items() if uses[i] > 1 and n.op is not None and n.op.name not in cheap]
 
 
-def listing(results: Sequence[tuple[str, Tensor]], *, printer: type[Printer] = TorchPrinter,
-            forward: Sequence[tuple[str, Tensor]] = (), prefix: str = "t") -> Listing:
+def listing(
+    results: Sequence[tuple[str, Tensor]],
+    *,
+    printer: type[Printer] = TorchPrinter,
+    forward: Sequence[tuple[str, Tensor]] = (),
+    prefix: str = "t",
+) -> Listing:
     """Name shared subexpressions once (forward outputs keep their own names) and print everything."""
     names: dict[int, str] = {}
     definitions: list[tuple[str, str]] = []

@@ -92,8 +92,12 @@ def _instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
         if not any(sympy.sympify(e).free_symbols & sizes.keys() for e in entries.reshape(-1)):
             return node
         values = np.array([sympy.sympify(sympy.sympify(e).xreplace(sizes)) for e in entries.reshape(-1)], dtype=object)
-        return Tensor(shape=entries.shape, entries=values.reshape(entries.shape), dtype=node.dtype,
-                      is_python_scalar=node.is_python_scalar)
+        return Tensor(
+            shape=entries.shape,
+            entries=values.reshape(entries.shape),
+            dtype=node.dtype,
+            is_python_scalar=node.is_python_scalar,
+        )
     classes = getattr(node, "classes", None)
     if classes is not None:
         bound = int(_concrete(classes, sizes))
@@ -106,8 +110,16 @@ def _instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
 
 
 # Functions that split into cases: exact on rational arguments, so they stay in the rational form.
-CASE_SPLITS = (sympy.Piecewise, sympy.Heaviside, sympy.sign, sympy.Abs, sympy.Max, sympy.Min, functions.relu,
-               functions.amax)
+CASE_SPLITS = (
+    sympy.Piecewise,
+    sympy.Heaviside,
+    sympy.sign,
+    sympy.Abs,
+    sympy.Max,
+    sympy.Min,
+    functions.relu,
+    functions.amax,
+)
 SYMBOLIC_BUDGET = 400  # operations above which SymPy's cancellation is replaced by exact evaluation
 
 
@@ -144,8 +156,11 @@ def zero_by(expr: sympy.Expr) -> str | None:
         if _zero_at_rational_points(plain):
             return "exact evaluation"
     elif sympy.count_ops(expr) <= SYMBOLIC_BUDGET:
-        for attempt in (lambda e: sympy.cancel(sympy.together(e)), sympy.simplify,
-                        lambda e: sympy.simplify(e.rewrite(sympy.exp))):
+        for attempt in (
+            lambda e: sympy.cancel(sympy.together(e)),
+            sympy.simplify,
+            lambda e: sympy.simplify(e.rewrite(sympy.exp)),
+        ):
             if attempt(expr) == 0:
                 return "symbolic"
     if _zero_to_digits(expr):
@@ -232,18 +247,30 @@ class Proof:
         for e in self.exact:
             sizes = ", ".join(f"{k}={v}" for k, v in e["sizes"].items())
             how = ", ".join(f"{n} {m}" for m, n in sorted(e.get("methods", {}).items()))
-            lines.append(f"exact at {sizes or 'the given sizes'}: {'held' if e['held'] else 'FAILED'}"
-                         f" ({e['entries']} entries{'; ' + how if how else ''})")
+            lines.append(
+                f"exact at {sizes or 'the given sizes'}: {'held' if e['held'] else 'FAILED'}"
+                f" ({e['entries']} entries{'; ' + how if how else ''})"
+            )
         for n in self.numeric:
             sizes = ", ".join(f"{k}={v}" for k, v in n["sizes"].items())
-            lines.append(f"torch at {sizes or 'the given sizes'}: {'held' if n['held'] else 'FAILED'}"
-                         f" (max abs error {n['max_abs_error']:.3g})")
+            lines.append(
+                f"torch at {sizes or 'the given sizes'}: {'held' if n['held'] else 'FAILED'}"
+                f" (max abs error {n['max_abs_error']:.3g})"
+            )
         return "\n".join(lines)
 
 
-def prove(outputs: Tensor | Sequence[Tensor], wrt: Tensor | Sequence[Tensor], grads: Any = None, *,
-          laws: Sequence[Tensor] | None = None, sizes: Sequence[Sizes] | None = None,
-          torch_sizes: Sizes | None = None, numeric: bool = True, raise_on_failure: bool = False) -> Proof:
+def prove(
+    outputs: Tensor | Sequence[Tensor],
+    wrt: Tensor | Sequence[Tensor],
+    grads: Any = None,
+    *,
+    laws: Sequence[Tensor] | None = None,
+    sizes: Sequence[Sizes] | None = None,
+    torch_sizes: Sizes | None = None,
+    numeric: bool = True,
+    raise_on_failure: bool = False,
+) -> Proof:
     """Prove the laws for ``outputs`` (derived with :func:`law` unless given) both ways."""
     outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     targets = [wrt] if isinstance(wrt, Tensor) else list(wrt)
@@ -259,8 +286,10 @@ def prove(outputs: Tensor | Sequence[Tensor], wrt: Tensor | Sequence[Tensor], gr
         from .derive import as_grad_tensor
         from .tensor import constant
 
-        grads_here = [as_grad_tensor(g if g is not None else constant(1, shape=made[id(o)].shape), made[id(o)], p)
-                      for p, (o, g) in enumerate(zip(outs, concrete_grads))]
+        grads_here = [
+            as_grad_tensor(g if g is not None else constant(1, shape=made[id(o)].shape), made[id(o)], p)
+            for p, (o, g) in enumerate(zip(outs, concrete_grads))
+        ]
         held, count, methods = True, 0, {}
         for x, rule in zip(targets, laws):
             expected = vjp_entries([made[id(o)] for o in outs], made[id(x)], grads_here)
@@ -274,8 +303,9 @@ def prove(outputs: Tensor | Sequence[Tensor], wrt: Tensor | Sequence[Tensor], gr
                 held = held and method is not None
                 if method is not None:
                     methods[method] = methods.get(method, 0) + 1
-        proof.exact.append({"sizes": {str(k): v for k, v in assignment.items()}, "held": held, "entries": count,
-                            "methods": methods})
+        proof.exact.append(
+            {"sizes": {str(k): v for k, v in assignment.items()}, "held": held, "entries": count, "methods": methods}
+        )
     if numeric:
         big = torch_sizes or dict(zip(dims, range(5, 5 + len(dims))))
         proof.numeric.append(check_numerically(outs, targets, vs, laws, big))
@@ -284,8 +314,9 @@ def prove(outputs: Tensor | Sequence[Tensor], wrt: Tensor | Sequence[Tensor], gr
     return proof
 
 
-def check_numerically(outs: list[Tensor], targets: list[Tensor], vs: list[Tensor | None], laws: list[Tensor],
-                      sizes: Sizes, seed: int = 0) -> dict[str, Any]:
+def check_numerically(
+    outs: list[Tensor], targets: list[Tensor], vs: list[Tensor | None], laws: list[Tensor], sizes: Sizes, seed: int = 0
+) -> dict[str, Any]:
     """Evaluate the laws with torch and compare with torch.autograd.backward at ``sizes``."""
     import torch
 
@@ -319,7 +350,9 @@ def check_numerically(outs: list[Tensor], targets: list[Tensor], vs: list[Tensor
         if tuple(ours.shape) != tuple(theirs.shape):
             raise SymgradError(f"law has shape {tuple(ours.shape)}, torch's gradient {tuple(theirs.shape)}")
         worst = max(worst, float((ours - theirs).abs().max()) if ours.numel() else 0.0)
-    scale = max(float(leaf.grad.abs().max()) if leaf.grad is not None and leaf.grad.numel() else 0.0
-                for leaf in leaves)
-    return {"sizes": {str(k): v for k, v in sizes.items()}, "held": worst <= 1e-9 * max(1.0, scale),
-            "max_abs_error": worst}
+    scale = max(float(leaf.grad.abs().max()) if leaf.grad is not None and leaf.grad.numel() else 0.0 for leaf in leaves)
+    return {
+        "sizes": {str(k): v for k, v in sizes.items()},
+        "held": worst <= 1e-9 * max(1.0, scale),
+        "max_abs_error": worst,
+    }

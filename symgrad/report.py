@@ -48,7 +48,11 @@ class TensorReport:
     latex_name: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "shape": [str(d) for d in self.shape], "entries": [e.as_dict() for e in self.entries]}
+        return {
+            "name": self.name,
+            "shape": [str(d) for d in self.shape],
+            "entries": [e.as_dict() for e in self.entries],
+        }
 
 
 @dataclass
@@ -138,16 +142,29 @@ def make_grad_tensor(output: Tensor, spec: str | Tensor | None) -> tuple[Tensor,
     return tensor(spec, name="v"), "values"
 
 
-def derive(output: Tensor, wrt: list[Tensor], *, grad_tensor: str | Tensor | None = None, expression: str = "",
-           run_check: bool = True) -> Derivation:
+def derive(
+    output: Tensor,
+    wrt: list[Tensor],
+    *,
+    grad_tensor: str | Tensor | None = None,
+    expression: str = "",
+    run_check: bool = True,
+) -> Derivation:
     """Everything ``symgrad derive`` shows for ``output`` with respect to ``wrt``."""
     v, kind = make_grad_tensor(output, grad_tensor)
     gradients = vjp(output, wrt, v)
     inputs = []
     for leaf in output.leaves().values():
         values = leaf.tolist() if leaf._values is not None else None
-        inputs.append({"name": leaf.name, "latex_name": latex_name(leaf.name), "shape": format_shape(leaf.shape),
-                       "values": values, "requires_grad": leaf.requires_grad})
+        inputs.append(
+            {
+                "name": leaf.name,
+                "latex_name": latex_name(leaf.name),
+                "shape": format_shape(leaf.shape),
+                "values": values,
+                "requires_grad": leaf.requires_grad,
+            }
+        )
     check = None
     if run_check:
         from .verify import check as torch_check
@@ -194,19 +211,32 @@ def as_text(d: Derivation, *, max_matrix_columns: int = 12) -> str:
         lines.append(f"  {info['name']}: {info['shape']}, {values}{grad}")
     lines += ["", f"forward, entry by entry (out has shape {format_shape(d.output.shape)}):", *_entry_lines(d.output)]
     for j in d.jacobians:
-        lines += ["", f"Jacobian d out / d {j.wrt} (shape {format_shape(j.shape)}; "
-                      f"{len(j.nonzeros)} non-zero entries; rows: out entries, columns: {j.wrt} entries):"]
+        lines += [
+            "",
+            f"Jacobian d out / d {j.wrt} (shape {format_shape(j.shape)}; "
+            f"{len(j.nonzeros)} non-zero entries; rows: out entries, columns: {j.wrt} entries):",
+        ]
         if j.matrix.cols <= max_matrix_columns and j.matrix.rows <= 24:
             lines += ["  " + line for line in sympy.pretty(j.matrix, use_unicode=True).split("\n")]
         else:
-            lines += [f"  d out[{_format_index(e.index[: len(d.output.shape)])}] / d {j.wrt}"
-                      f"[{_format_index(e.index[len(d.output.shape):])}] = {e.formula}" for e in j.nonzeros]
-    described = {"ones": "ones (as torch.ones_like(out))", "symbolic": "symbolic", "values": "given values",
-                 "given": "given"}[d.grad_tensor_kind]
+            lines += [
+                f"  d out[{_format_index(e.index[: len(d.output.shape)])}] / d {j.wrt}"
+                f"[{_format_index(e.index[len(d.output.shape) :])}] = {e.formula}"
+                for e in j.nonzeros
+            ]
+    described = {
+        "ones": "ones (as torch.ones_like(out))",
+        "symbolic": "symbolic",
+        "values": "given values",
+        "given": "given",
+    }[d.grad_tensor_kind]
     lines += ["", f"grad_tensor v: {described}", *_entry_lines(d.grad_tensor)]
     for g in d.gradients:
-        lines += ["", f"gradient {g.name} = vᵀJ (each entry: Σ over out entries of v · d out / d input):",
-                  *_entry_lines(g)]
+        lines += [
+            "",
+            f"gradient {g.name} = vᵀJ (each entry: Σ over out entries of v · d out / d input):",
+            *_entry_lines(g),
+        ]
     if d.check is not None:
         lines += ["", str(d.check)]
     return "\n".join(lines)
@@ -237,8 +267,9 @@ class LawDerivation:
         }
 
 
-def derive_law(output: Tensor, wrt: list[Tensor], *, grad_tensor: str | None = None, expression: str = "",
-               run_proof: bool = True) -> LawDerivation:
+def derive_law(
+    output: Tensor, wrt: list[Tensor], *, grad_tensor: str | None = None, expression: str = "", run_proof: bool = True
+) -> LawDerivation:
     """What ``symgrad derive`` shows for symbolic shapes: the laws, named shared parts, and the proofs."""
     from .printing import LatexPrinter, TorchPrinter, listing
     from .prove import prove
@@ -254,12 +285,19 @@ def derive_law(output: Tensor, wrt: list[Tensor], *, grad_tensor: str | None = N
     forward = [("out", output)]
     torch_listing = listing(named, forward=forward, printer=TorchPrinter)
     latex_listing = listing(named, forward=forward, printer=LatexPrinter)
-    inputs = [{"name": leaf.name, "shape": format_shape(leaf.shape), "requires_grad": leaf.requires_grad}
-              for leaf in output.leaves().values()]
+    inputs = [
+        {"name": leaf.name, "shape": format_shape(leaf.shape), "requires_grad": leaf.requires_grad}
+        for leaf in output.leaves().values()
+    ]
     proof = prove(output, wrt, [v] if v is not None else None, laws=laws) if run_proof else None
-    return LawDerivation(expression or output.name, inputs, described,
-                         torch_listing.definitions + torch_listing.results,
-                         latex_listing.definitions + latex_listing.results, proof)
+    return LawDerivation(
+        expression or output.name,
+        inputs,
+        described,
+        torch_listing.definitions + torch_listing.results,
+        latex_listing.definitions + latex_listing.results,
+        proof,
+    )
 
 
 def law_as_text(d: LawDerivation) -> str:

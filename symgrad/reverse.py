@@ -45,8 +45,9 @@ def _zeros_like(x: Tensor) -> Tensor:
     return apply("full", shape=x.shape, value=0)
 
 
-def law(outputs: Tensor | Sequence[Tensor], wrt: Tensor | Sequence[Tensor], grads: Any = None, *,
-        simplified: bool = True) -> tuple[Tensor, ...]:
+def law(
+    outputs: Tensor | Sequence[Tensor], wrt: Tensor | Sequence[Tensor], grads: Any = None, *, simplified: bool = True
+) -> tuple[Tensor, ...]:
     """The gradient of ``outputs`` contracted with ``grads`` (vᵀJ), one tensor expression per ``wrt``.
 
     Works for symbolic dimensions; ``grads`` may be symbolic tensors such as ``V``.

@@ -62,7 +62,11 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
     folded = _fold_constants(name, inputs, consts, attrs, shape)
     if folded is not None:
         return folded
-    if name in SHAPE_ONLY and consts[0] is not None and not (inputs[0].op is None and _same_shape(inputs[0].shape, shape)):
+    if (
+        name in SHAPE_ONLY
+        and consts[0] is not None
+        and not (inputs[0].op is None and _same_shape(inputs[0].shape, shape))
+    ):
         return _fill(consts[0], shape)  # a broadcast or reshaped constant is just that constant
     if name in BROADCASTING:
         stripped = _strip_broadcasts(inputs, shape)
@@ -339,8 +343,14 @@ def _as_permutation(name: str, attrs: dict, ndim: int) -> tuple[int, ...]:
 
 def _simplify_layout(name: str, x: Tensor, order: tuple[int, ...]) -> Tensor | None:
     """Compose stacked transposes/permutes, drop the identity, and write a swap of two dims as a transpose."""
-    if len(order) == 2 and order == (1, 0) and x.op is not None and x.op.name == "index" and \
-            len(x.inputs[0].shape) == 1 and x.attrs["index"] in ((slice(None), None), (None, slice(None)), (None,)):
+    if (
+        len(order) == 2
+        and order == (1, 0)
+        and x.op is not None
+        and x.op.name == "index"
+        and len(x.inputs[0].shape) == 1
+        and x.attrs["index"] in ((slice(None), None), (None, slice(None)), (None,))
+    ):
         flipped = (slice(None), None) if x.attrs["index"] != (slice(None), None) else (None, slice(None))
         return x.inputs[0][flipped]  # a column's transpose is the row, and back
     if len(order) == 2 and order == (1, 0) and x.op is not None and x.op.name in ("matmul", "mm"):
@@ -421,4 +431,3 @@ def _canonical_tree(t: Tensor, memo: dict[tuple, Tensor], depth: int = 0) -> Ten
 def op_count(t: Tensor) -> int:
     """Distinct operations in the expression DAG (shared subexpressions count once)."""
     return sum(1 for node in _topological(t) if node.op is not None and node.op.name != "full")
-

@@ -290,13 +290,20 @@ class Tensor:
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
+                )
             if value.shape != self.shape:
                 raise RuntimeError("assigned grad has data of a different size")
         self._grad = value
 
-    def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False,
-                 inputs: Sequence[Tensor] | None = None) -> None:
+    def backward(
+        self,
+        gradient: Any = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Sequence[Tensor] | None = None,
+    ) -> None:
         """Accumulate d(self)/d(leaf), contracted with ``gradient``, into each leaf's ``.grad``."""
         from . import autograd
 
@@ -304,13 +311,19 @@ class Tensor:
         arguments = ["gradient"] if gradient is not None else []
         arguments += ["retain_graph=True"] if retain_graph else []
         call = f"{target}.backward({', '.join(arguments)})"
-        autograd.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs,
-                          _call=call)
+        autograd.backward(
+            self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs, _call=call
+        )
 
     def detach(self) -> Tensor:
         """The same formulas, cut from the graph (no grad_fn, no requires_grad)."""
-        return Tensor(shape=self.shape, name=_auto_name(f"{self.name}_detached"), entries=self.entries(),
-                      sources=tuple(self._leaves.values()), dtype=self.dtype)
+        return Tensor(
+            shape=self.shape,
+            name=_auto_name(f"{self.name}_detached"),
+            entries=self.entries(),
+            sources=tuple(self._leaves.values()),
+            dtype=self.dtype,
+        )
 
     def zero_(self) -> Tensor:
         return self._inplace(lambda t: t * 0)
@@ -318,8 +331,13 @@ class Tensor:
     def _snapshot(self) -> Tensor:
         if self._kind == "symbol":
             return Tensor(shape=self.shape, name=self.name, values=self._values, dtype=self.dtype)
-        return Tensor(shape=self.shape, name=_auto_name("old"), entries=self.entries(),
-                      sources=tuple(self._leaves.values()), dtype=self.dtype)
+        return Tensor(
+            shape=self.shape,
+            name=_auto_name("old"),
+            entries=self.entries(),
+            sources=tuple(self._leaves.values()),
+            dtype=self.dtype,
+        )
 
     def _inplace(self, compute) -> Tensor:
         if self.requires_grad:
@@ -472,7 +490,9 @@ class Tensor:
     @property
     def mT(self) -> Tensor:
         if self.ndim < 2:
-            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
+            raise RuntimeError(
+                f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor."
+            )
         return self.transpose(-2, -1)
 
     def t(self) -> Tensor:
@@ -567,15 +587,27 @@ class Tensor:
     def cumsum(self, dim: int) -> Tensor:
         return apply("cumsum", self, dim=normalize_dim(dim, self.ndim))
 
-    def var(self, dim: int | Sequence[int] | None = None, *, correction: int = 1, keepdim: bool = False,
-            unbiased: bool | None = None) -> Tensor:
+    def var(
+        self,
+        dim: int | Sequence[int] | None = None,
+        *,
+        correction: int = 1,
+        keepdim: bool = False,
+        unbiased: bool | None = None,
+    ) -> Tensor:
         """Σ (x − mean)² / (N − correction), as torch.var."""
         if unbiased is not None:
             correction = int(unbiased)
         return apply("var", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim), correction=int(correction))
 
-    def std(self, dim: int | Sequence[int] | None = None, *, correction: int = 1, keepdim: bool = False,
-            unbiased: bool | None = None) -> Tensor:
+    def std(
+        self,
+        dim: int | Sequence[int] | None = None,
+        *,
+        correction: int = 1,
+        keepdim: bool = False,
+        unbiased: bool | None = None,
+    ) -> Tensor:
         return self.var(dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
 
     def erf(self) -> Tensor:
@@ -650,8 +682,18 @@ def _result_dtype(inputs: Sequence[Tensor], op: Op) -> str:
     tensors = [t for t in inputs if not t.is_python_scalar] or list(inputs)
     if not tensors:
         return "float32"
-    if any(t.dtype.startswith("float") for t in inputs) or op.name in {"div", "mean", "exp", "log", "sin", "cos", "tanh",
-                                                                         "sigmoid", "sqrt", "map"}:
+    if any(t.dtype.startswith("float") for t in inputs) or op.name in {
+        "div",
+        "mean",
+        "exp",
+        "log",
+        "sin",
+        "cos",
+        "tanh",
+        "sigmoid",
+        "sqrt",
+        "map",
+    }:
         floats = [t.dtype for t in tensors if t.dtype.startswith("float")]
         return max(floats) if floats else "float32"
     return tensors[0].dtype
@@ -729,8 +771,15 @@ def _dtype_name(dtype: Any) -> str | None:
     return aliases.get(text, text)
 
 
-def symbols(name: str, shape: Any, *, requires_grad: bool = False, values: Any = None, dtype: str = "float32",
-            classes: Any = None) -> Tensor:
+def symbols(
+    name: str,
+    shape: Any,
+    *,
+    requires_grad: bool = False,
+    values: Any = None,
+    dtype: str = "float32",
+    classes: Any = None,
+) -> Tensor:
     """A leaf tensor of symbols, possibly with symbolic dimensions.
 
     Integer tensors of class targets declare ``classes`` (their number of classes,
@@ -743,8 +792,10 @@ def symbols(name: str, shape: Any, *, requires_grad: bool = False, values: Any =
     shape = as_shape(shape)
     arr = None
     if values is not None:
-        arr = object_array([sympy.Float(float(v)) for v in as_object_array(_numbers_only(values)).reshape(-1)],
-                           np.shape(np.array(values, dtype=object)))
+        arr = object_array(
+            [sympy.Float(float(v)) for v in as_object_array(_numbers_only(values)).reshape(-1)],
+            np.shape(np.array(values, dtype=object)),
+        )
     out = Tensor(shape=shape, name=check_name(name), values=arr, dtype=_dtype_name(dtype) or "float32")
     out.classes = classes
     if requires_grad:
@@ -757,8 +808,14 @@ def symbols_like(t: Tensor, name: str, *, values: Any = None) -> Tensor:
     return symbols(name, t.shape, values=values)
 
 
-def constant(value: Any, *, shape: Shape | None = None, dtype: str = "float32", python_scalar: bool = False,
-             name: str | None = None) -> Tensor:
+def constant(
+    value: Any,
+    *,
+    shape: Shape | None = None,
+    dtype: str = "float32",
+    python_scalar: bool = False,
+    name: str | None = None,
+) -> Tensor:
     """A tensor of known numbers with no symbols of its own (``ones_like``, Python scalars)."""
     arr = as_object_array(_numbers_only(value))
     if shape is not None:
@@ -769,13 +826,16 @@ def constant(value: Any, *, shape: Shape | None = None, dtype: str = "float32", 
     return out
 
 
-def formula(entries: np.ndarray, *, sources: Sequence[Tensor], name: str | None = None, dtype: str = "float32") -> Tensor:
+def formula(
+    entries: np.ndarray, *, sources: Sequence[Tensor], name: str | None = None, dtype: str = "float32"
+) -> Tensor:
     """A tensor given by explicit entry formulas (gradients); ``sources`` supply the symbols' values."""
     leaves: dict[str, Tensor] = {}
     for source in sources:
         leaves.update(source._leaves)
-    return Tensor(shape=entries.shape, name=name or _auto_name("f"), entries=entries,
-                  sources=tuple(leaves.values()), dtype=dtype)
+    return Tensor(
+        shape=entries.shape, name=name or _auto_name("f"), entries=entries, sources=tuple(leaves.values()), dtype=dtype
+    )
 
 
 def full_like(t: Tensor, value: float) -> Tensor:

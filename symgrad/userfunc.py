@@ -18,8 +18,9 @@ from .tensor import Tensor, apply, check_name
 VARIABLE = sympy.Symbol("t", real=True)
 
 
-def function(label: str | sympy.FunctionClass, body: Callable[[sympy.Symbol], sympy.Expr] | sympy.Lambda | None = None
-             ) -> Callable[[Tensor], Tensor]:
+def function(
+    label: str | sympy.FunctionClass, body: Callable[[sympy.Symbol], sympy.Expr] | sympy.Lambda | None = None
+) -> Callable[[Tensor], Tensor]:
     """An elementwise function from a SymPy body: ``function("f", lambda t: t**3 + sympy.sin(t))``.
 
     A SymPy function class alone also works: ``function(sympy.erf)``.

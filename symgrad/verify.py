@@ -58,11 +58,15 @@ class CheckReport:
 
     def __str__(self) -> str:
         verdict = "OK" if self.ok else "MISMATCH"
-        lines = [f"torch.autograd cross-check (float64): {verdict}, max abs error {self.max_abs_error:.3g}, "
-                 f"max rel error {self.max_rel_error:.3g}"]
+        lines = [
+            f"torch.autograd cross-check (float64): {verdict}, max abs error {self.max_abs_error:.3g}, "
+            f"max rel error {self.max_rel_error:.3g}"
+        ]
         for c in self.comparisons:
-            lines.append(f"  {c.label}: {c.entries} entries, max abs error {c.max_abs_error:.3g}"
-                         f"{'' if c.ok else '  <-- MISMATCH'}")
+            lines.append(
+                f"  {c.label}: {c.entries} entries, max abs error {c.max_abs_error:.3g}"
+                f"{'' if c.ok else '  <-- MISMATCH'}"
+            )
         return "\n".join(lines)
 
 
@@ -82,8 +86,9 @@ def _substitute(entries: np.ndarray, subs: dict) -> np.ndarray:
     return np.array(flat, dtype=float).reshape(entries.shape)
 
 
-def _torch_graph(torch: Any, outputs: Sequence[Tensor], numbers: dict[Tensor, np.ndarray], subs: dict,
-                 wanted: set[int]) -> dict[int, Any]:
+def _torch_graph(
+    torch: Any, outputs: Sequence[Tensor], numbers: dict[Tensor, np.ndarray], subs: dict, wanted: set[int]
+) -> dict[int, Any]:
     """Evaluate the symgrad graph node by node with torch (float64)."""
     made: dict[int, Any] = {}
     for out in outputs:
@@ -107,8 +112,9 @@ def _compare(label: str, ours: np.ndarray, theirs: np.ndarray, rtol: float, atol
     diff = np.where(np.isnan(diff), math.inf, diff)
     rel = diff / np.maximum(np.abs(theirs), 1e-300)
     ok = bool(np.all(diff <= atol + rtol * np.abs(np.nan_to_num(theirs))))
-    return Comparison(label, float(diff.max(initial=0.0)), float(np.where(diff == 0, 0.0, rel).max(initial=0.0)),
-                      int(ours.size), ok)
+    return Comparison(
+        label, float(diff.max(initial=0.0)), float(np.where(diff == 0, 0.0, rel).max(initial=0.0)), int(ours.size), ok
+    )
 
 
 def check(

@@ -139,8 +139,17 @@ def test_repl_names_tensors_after_variables():
 
 def test_derive_with_symbolic_shapes_prints_the_proved_law(capsys):
     code, out, err = run(
-        capsys, "derive", "torch.tanh(W @ X + b)", "--shape", "W=k,n", "--shape", "X=n,m", "--shape", "b=k,1",
-        "--wrt", "W,b",
+        capsys,
+        "derive",
+        "torch.tanh(W @ X + b)",
+        "--shape",
+        "W=k,n",
+        "--shape",
+        "X=n,m",
+        "--shape",
+        "b=k,1",
+        "--wrt",
+        "W,b",
     )
     assert code == 0, err
     assert "t1 = V * (1 - out ** 2)" in out
@@ -151,8 +160,21 @@ def test_derive_with_symbolic_shapes_prints_the_proved_law(capsys):
 
 
 def test_derive_with_symbolic_shapes_as_json(capsys):
-    code, out, _ = run(capsys, "derive", "W @ X", "--shape", "W=k,n", "--shape", "X=n,m", "--wrt", "W,X",
-                       "--grad-tensor", "V", "--format", "json")
+    code, out, _ = run(
+        capsys,
+        "derive",
+        "W @ X",
+        "--shape",
+        "W=k,n",
+        "--shape",
+        "X=n,m",
+        "--wrt",
+        "W,X",
+        "--grad-tensor",
+        "V",
+        "--format",
+        "json",
+    )
     assert code == 0
     data = json.loads(out)
     assert [law["torch"] for law in data["laws"]] == ["V @ X.T", "W.T @ V"]
@@ -161,8 +183,23 @@ def test_derive_with_symbolic_shapes_as_json(capsys):
 
 def test_codegen_writes_a_checked_module(capsys, tmp_path):
     target = tmp_path / "layer.py"
-    code, out, err = run(capsys, "codegen", "torch.tanh(W @ X + b)", "--shape", "W=k,n", "--shape", "X=n,m",
-                         "--shape", "b=k,1", "--wrt", "W,b", "--name", "TanhLayer", "-o", str(target))
+    code, _, err = run(
+        capsys,
+        "codegen",
+        "torch.tanh(W @ X + b)",
+        "--shape",
+        "W=k,n",
+        "--shape",
+        "X=n,m",
+        "--shape",
+        "b=k,1",
+        "--wrt",
+        "W,b",
+        "--name",
+        "TanhLayer",
+        "-o",
+        str(target),
+    )
     assert code == 0, err
     assert "gradcheck passed" in err and "OK" in err
     source = target.read_text()

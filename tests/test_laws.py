@@ -99,8 +99,9 @@ def mlp_with_mse_loss():
     loss = ((out - Y) ** 2).mean()
     r = 2 * (out - Y) / (d * m)
     gh = (W2.T @ r) * (1 - h**2)
-    return Case([loss], [W1, b1, W2, b2], None,
-                [gh @ X.T, gh.sum(dim=1, keepdim=True), r @ h.T, r.sum(dim=1, keepdim=True)])
+    return Case(
+        [loss], [W1, b1, W2, b2], None, [gh @ X.T, gh.sum(dim=1, keepdim=True), r @ h.T, r.sum(dim=1, keepdim=True)]
+    )
 
 
 @case
@@ -269,8 +270,12 @@ def linear_layer():
 @case
 def einsum_matmul():
     A, B, V = S("A", k, n), S("B", n, m), S("V", k, m)
-    return Case([apply("einsum", A, B, equation="ij,jk->ik")], [A, B], [V],
-                [apply("einsum", V, B, equation="ik,jk->ij"), apply("einsum", V, A, equation="ik,ij->jk")])
+    return Case(
+        [apply("einsum", A, B, equation="ij,jk->ik")],
+        [A, B],
+        [V],
+        [apply("einsum", V, B, equation="ik,jk->ij"), apply("einsum", V, A, equation="ik,ij->jk")],
+    )
 
 
 @case
