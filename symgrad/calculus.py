@@ -67,7 +67,9 @@ def count(shape: Shape, dim: tuple[int, ...]):
 def _function_ops() -> dict:
     from .optable import OPS
 
-    return {op.scalar: name for name, op in OPS.items() if isinstance(op.scalar, sympy.FunctionClass)}
+    table = {op.scalar: name for name, op in OPS.items() if isinstance(op.scalar, sympy.FunctionClass)}
+    table.setdefault(sympy.sign, "sign")  # SymPy's own sign (from Abs') is the sign op, whose gradient is torch's 0
+    return table
 
 
 def to_tensor(expr: sympy.Expr, bindings: dict[sympy.Symbol, Tensor], like: Tensor) -> Tensor:
