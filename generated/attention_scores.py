@@ -27,8 +27,8 @@ import math
 import torch
 
 
-def forward(Q, K, V):
-    """Return out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V."""
+def _check_shapes(Q, K, V):
+    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
     if Q.dim() != 2:
         raise ValueError(f"Q has shape {tuple(Q.shape)}, expected n×d")
     if K.dim() != 2:
@@ -41,6 +41,11 @@ def forward(Q, K, V):
         raise ValueError(f"V has shape {tuple(V.shape)} and K has shape {tuple(K.shape)}: their sizes m differ")
     if V.shape[1] != Q.shape[1]:
         raise ValueError(f"V has shape {tuple(V.shape)} and Q has shape {tuple(Q.shape)}: their sizes d differ")
+
+
+def forward(Q, K, V):
+    """Return out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V."""
+    _check_shapes(Q, K, V)
     d = Q.shape[1]
     t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
     return t_1 @ V
@@ -48,18 +53,7 @@ def forward(Q, K, V):
 
 def vjp(Q, K, V, grad_output):
     """Return (grad_Q, grad_K, grad_V): the gradients of out contracted with grad_output."""
-    if Q.dim() != 2:
-        raise ValueError(f"Q has shape {tuple(Q.shape)}, expected n×d")
-    if K.dim() != 2:
-        raise ValueError(f"K has shape {tuple(K.shape)}, expected m×d")
-    if K.shape[1] != Q.shape[1]:
-        raise ValueError(f"K has shape {tuple(K.shape)} and Q has shape {tuple(Q.shape)}: their sizes d differ")
-    if V.dim() != 2:
-        raise ValueError(f"V has shape {tuple(V.shape)}, expected m×d")
-    if V.shape[0] != K.shape[0]:
-        raise ValueError(f"V has shape {tuple(V.shape)} and K has shape {tuple(K.shape)}: their sizes m differ")
-    if V.shape[1] != Q.shape[1]:
-        raise ValueError(f"V has shape {tuple(V.shape)} and Q has shape {tuple(Q.shape)}: their sizes d differ")
+    _check_shapes(Q, K, V)
     d = Q.shape[1]
     t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
     t_2 = grad_output @ V.T
@@ -78,18 +72,7 @@ class AttentionScoresFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(Q, K, V):
-        if Q.dim() != 2:
-            raise ValueError(f"Q has shape {tuple(Q.shape)}, expected n×d")
-        if K.dim() != 2:
-            raise ValueError(f"K has shape {tuple(K.shape)}, expected m×d")
-        if K.shape[1] != Q.shape[1]:
-            raise ValueError(f"K has shape {tuple(K.shape)} and Q has shape {tuple(Q.shape)}: their sizes d differ")
-        if V.dim() != 2:
-            raise ValueError(f"V has shape {tuple(V.shape)}, expected m×d")
-        if V.shape[0] != K.shape[0]:
-            raise ValueError(f"V has shape {tuple(V.shape)} and K has shape {tuple(K.shape)}: their sizes m differ")
-        if V.shape[1] != Q.shape[1]:
-            raise ValueError(f"V has shape {tuple(V.shape)} and Q has shape {tuple(Q.shape)}: their sizes d differ")
+        _check_shapes(Q, K, V)
         d = Q.shape[1]
         t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
         output = t_1 @ V

@@ -16,8 +16,8 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 import torch
 
 
-def forward(W, X, b):
-    """Return out = W @ X + b."""
+def _check_shapes(W, X, b):
+    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
     if W.dim() != 2:
         raise ValueError(f"W has shape {tuple(W.shape)}, expected k×n")
     if X.dim() != 2:
@@ -30,23 +30,17 @@ def forward(W, X, b):
         raise ValueError(f"b has shape {tuple(b.shape)} and W has shape {tuple(W.shape)}: their sizes k differ")
     if b.shape[1] != 1:
         raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
+
+
+def forward(W, X, b):
+    """Return out = W @ X + b."""
+    _check_shapes(W, X, b)
     return W @ X + b
 
 
 def vjp(W, X, b, grad_output):
     """Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
-    if W.dim() != 2:
-        raise ValueError(f"W has shape {tuple(W.shape)}, expected k×n")
-    if X.dim() != 2:
-        raise ValueError(f"X has shape {tuple(X.shape)}, expected n×m")
-    if X.shape[0] != W.shape[1]:
-        raise ValueError(f"X has shape {tuple(X.shape)} and W has shape {tuple(W.shape)}: their sizes n differ")
-    if b.dim() != 2:
-        raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
-    if b.shape[0] != W.shape[0]:
-        raise ValueError(f"b has shape {tuple(b.shape)} and W has shape {tuple(W.shape)}: their sizes k differ")
-    if b.shape[1] != 1:
-        raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
+    _check_shapes(W, X, b)
     grad_W = grad_output @ X.T
     grad_b = grad_output.sum(dim=1, keepdim=True)
     return (grad_W, grad_b)
@@ -60,18 +54,7 @@ class LinearLayerFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(W, X, b):
-        if W.dim() != 2:
-            raise ValueError(f"W has shape {tuple(W.shape)}, expected k×n")
-        if X.dim() != 2:
-            raise ValueError(f"X has shape {tuple(X.shape)}, expected n×m")
-        if X.shape[0] != W.shape[1]:
-            raise ValueError(f"X has shape {tuple(X.shape)} and W has shape {tuple(W.shape)}: their sizes n differ")
-        if b.dim() != 2:
-            raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
-        if b.shape[0] != W.shape[0]:
-            raise ValueError(f"b has shape {tuple(b.shape)} and W has shape {tuple(W.shape)}: their sizes k differ")
-        if b.shape[1] != 1:
-            raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
+        _check_shapes(W, X, b)
         return W @ X + b
 
     @staticmethod

@@ -16,8 +16,8 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 import torch
 
 
-def forward(X, w, y):
-    """Return out = F.binary_cross_entropy_with_logits(X @ w, y)."""
+def _check_shapes(X, w, y):
+    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
     if X.dim() != 2:
         raise ValueError(f"X has shape {tuple(X.shape)}, expected m×n")
     if w.dim() != 1:
@@ -28,22 +28,18 @@ def forward(X, w, y):
         raise ValueError(f"y has shape {tuple(y.shape)}, expected m")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"y has shape {tuple(y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+
+
+def forward(X, w, y):
+    """Return out = F.binary_cross_entropy_with_logits(X @ w, y)."""
+    _check_shapes(X, w, y)
     t_1 = X @ w
     return (torch.nn.functional.softplus(t_1) - y * t_1).mean()
 
 
 def vjp(X, w, y, grad_output):
     """Return (grad_w): the gradients of out contracted with grad_output."""
-    if X.dim() != 2:
-        raise ValueError(f"X has shape {tuple(X.shape)}, expected m×n")
-    if w.dim() != 1:
-        raise ValueError(f"w has shape {tuple(w.shape)}, expected n")
-    if w.shape[0] != X.shape[1]:
-        raise ValueError(f"w has shape {tuple(w.shape)} and X has shape {tuple(X.shape)}: their sizes n differ")
-    if y.dim() != 1:
-        raise ValueError(f"y has shape {tuple(y.shape)}, expected m")
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y has shape {tuple(y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+    _check_shapes(X, w, y)
     m = X.shape[0]
     t_1 = X @ w
     t_2 = grad_output[None].expand(m) / m
@@ -59,16 +55,7 @@ class LogisticRegressionFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(X, w, y):
-        if X.dim() != 2:
-            raise ValueError(f"X has shape {tuple(X.shape)}, expected m×n")
-        if w.dim() != 1:
-            raise ValueError(f"w has shape {tuple(w.shape)}, expected n")
-        if w.shape[0] != X.shape[1]:
-            raise ValueError(f"w has shape {tuple(w.shape)} and X has shape {tuple(X.shape)}: their sizes n differ")
-        if y.dim() != 1:
-            raise ValueError(f"y has shape {tuple(y.shape)}, expected m")
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"y has shape {tuple(y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+        _check_shapes(X, w, y)
         t_1 = X @ w
         output = (torch.nn.functional.softplus(t_1) - y * t_1).mean()
         return output, t_1

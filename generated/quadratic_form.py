@@ -17,8 +17,8 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 import torch
 
 
-def forward(x, A):
-    """Return out = x.T @ A @ x."""
+def _check_shapes(x, A):
+    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
     if x.dim() != 2:
         raise ValueError(f"x has shape {tuple(x.shape)}, expected n×1")
     if x.shape[1] != 1:
@@ -29,21 +29,17 @@ def forward(x, A):
         raise ValueError(f"A has shape {tuple(A.shape)} and x has shape {tuple(x.shape)}: their sizes n differ")
     if A.shape[1] != x.shape[0]:
         raise ValueError(f"A has shape {tuple(A.shape)} and x has shape {tuple(x.shape)}: their sizes n differ")
+
+
+def forward(x, A):
+    """Return out = x.T @ A @ x."""
+    _check_shapes(x, A)
     return x.T @ A @ x
 
 
 def vjp(x, A, grad_output):
     """Return (grad_x, grad_A): the gradients of out contracted with grad_output."""
-    if x.dim() != 2:
-        raise ValueError(f"x has shape {tuple(x.shape)}, expected n×1")
-    if x.shape[1] != 1:
-        raise ValueError(f"x has shape {tuple(x.shape)}, expected n×1")
-    if A.dim() != 2:
-        raise ValueError(f"A has shape {tuple(A.shape)}, expected n×n")
-    if A.shape[0] != x.shape[0]:
-        raise ValueError(f"A has shape {tuple(A.shape)} and x has shape {tuple(x.shape)}: their sizes n differ")
-    if A.shape[1] != x.shape[0]:
-        raise ValueError(f"A has shape {tuple(A.shape)} and x has shape {tuple(x.shape)}: their sizes n differ")
+    _check_shapes(x, A)
     t_1 = grad_output * x.T
     grad_x = (A.T @ x) * grad_output + A @ t_1.T
     grad_A = x * t_1
@@ -58,16 +54,7 @@ class QuadraticFormFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(x, A):
-        if x.dim() != 2:
-            raise ValueError(f"x has shape {tuple(x.shape)}, expected n×1")
-        if x.shape[1] != 1:
-            raise ValueError(f"x has shape {tuple(x.shape)}, expected n×1")
-        if A.dim() != 2:
-            raise ValueError(f"A has shape {tuple(A.shape)}, expected n×n")
-        if A.shape[0] != x.shape[0]:
-            raise ValueError(f"A has shape {tuple(A.shape)} and x has shape {tuple(x.shape)}: their sizes n differ")
-        if A.shape[1] != x.shape[0]:
-            raise ValueError(f"A has shape {tuple(A.shape)} and x has shape {tuple(x.shape)}: their sizes n differ")
+        _check_shapes(x, A)
         return x.T @ A @ x
 
     @staticmethod

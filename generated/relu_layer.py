@@ -16,8 +16,8 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 import torch
 
 
-def forward(W, X, b):
-    """Return out = torch.relu(W @ X + b)."""
+def _check_shapes(W, X, b):
+    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
     if W.dim() != 2:
         raise ValueError(f"W has shape {tuple(W.shape)}, expected k×n")
     if X.dim() != 2:
@@ -30,24 +30,18 @@ def forward(W, X, b):
         raise ValueError(f"b has shape {tuple(b.shape)} and W has shape {tuple(W.shape)}: their sizes k differ")
     if b.shape[1] != 1:
         raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
+
+
+def forward(W, X, b):
+    """Return out = torch.relu(W @ X + b)."""
+    _check_shapes(W, X, b)
     t_1 = W @ X + b
     return torch.relu(t_1)
 
 
 def vjp(W, X, b, grad_output):
     """Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
-    if W.dim() != 2:
-        raise ValueError(f"W has shape {tuple(W.shape)}, expected k×n")
-    if X.dim() != 2:
-        raise ValueError(f"X has shape {tuple(X.shape)}, expected n×m")
-    if X.shape[0] != W.shape[1]:
-        raise ValueError(f"X has shape {tuple(X.shape)} and W has shape {tuple(W.shape)}: their sizes n differ")
-    if b.dim() != 2:
-        raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
-    if b.shape[0] != W.shape[0]:
-        raise ValueError(f"b has shape {tuple(b.shape)} and W has shape {tuple(W.shape)}: their sizes k differ")
-    if b.shape[1] != 1:
-        raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
+    _check_shapes(W, X, b)
     t_1 = W @ X + b
     t_2 = grad_output * (t_1 > 0).to(grad_output.dtype)
     grad_W = t_2 @ X.T
@@ -63,18 +57,7 @@ class ReluLayerFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(W, X, b):
-        if W.dim() != 2:
-            raise ValueError(f"W has shape {tuple(W.shape)}, expected k×n")
-        if X.dim() != 2:
-            raise ValueError(f"X has shape {tuple(X.shape)}, expected n×m")
-        if X.shape[0] != W.shape[1]:
-            raise ValueError(f"X has shape {tuple(X.shape)} and W has shape {tuple(W.shape)}: their sizes n differ")
-        if b.dim() != 2:
-            raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
-        if b.shape[0] != W.shape[0]:
-            raise ValueError(f"b has shape {tuple(b.shape)} and W has shape {tuple(W.shape)}: their sizes k differ")
-        if b.shape[1] != 1:
-            raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
+        _check_shapes(W, X, b)
         t_1 = W @ X + b
         output = torch.relu(t_1)
         return output, t_1

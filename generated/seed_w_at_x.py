@@ -13,8 +13,8 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 import torch
 
 
-def forward(w, x):
-    """Return out = w @ x."""
+def _check_shapes(w, x):
+    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
     if w.dim() != 2:
         raise ValueError(f"w has shape {tuple(w.shape)}, expected 1×n")
     if w.shape[0] != 1:
@@ -23,19 +23,17 @@ def forward(w, x):
         raise ValueError(f"x has shape {tuple(x.shape)}, expected n×m")
     if x.shape[0] != w.shape[1]:
         raise ValueError(f"x has shape {tuple(x.shape)} and w has shape {tuple(w.shape)}: their sizes n differ")
+
+
+def forward(w, x):
+    """Return out = w @ x."""
+    _check_shapes(w, x)
     return w @ x
 
 
 def vjp(w, x, grad_output):
     """Return (grad_w): the gradients of out contracted with grad_output."""
-    if w.dim() != 2:
-        raise ValueError(f"w has shape {tuple(w.shape)}, expected 1×n")
-    if w.shape[0] != 1:
-        raise ValueError(f"w has shape {tuple(w.shape)}, expected 1×n")
-    if x.dim() != 2:
-        raise ValueError(f"x has shape {tuple(x.shape)}, expected n×m")
-    if x.shape[0] != w.shape[1]:
-        raise ValueError(f"x has shape {tuple(x.shape)} and w has shape {tuple(w.shape)}: their sizes n differ")
+    _check_shapes(w, x)
     grad_w = grad_output @ x.T
     return (grad_w,)
 
@@ -48,14 +46,7 @@ class SeedWAtXFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(w, x):
-        if w.dim() != 2:
-            raise ValueError(f"w has shape {tuple(w.shape)}, expected 1×n")
-        if w.shape[0] != 1:
-            raise ValueError(f"w has shape {tuple(w.shape)}, expected 1×n")
-        if x.dim() != 2:
-            raise ValueError(f"x has shape {tuple(x.shape)}, expected n×m")
-        if x.shape[0] != w.shape[1]:
-            raise ValueError(f"x has shape {tuple(x.shape)} and w has shape {tuple(w.shape)}: their sizes n differ")
+        _check_shapes(w, x)
         return w @ x
 
     @staticmethod

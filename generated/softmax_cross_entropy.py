@@ -14,8 +14,8 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 import torch
 
 
-def forward(X, W, y):
-    """Return out = F.cross_entropy(X @ W, y)."""
+def _check_shapes(X, W, y):
+    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
     if X.dim() != 2:
         raise ValueError(f"X has shape {tuple(X.shape)}, expected m×n")
     if W.dim() != 2:
@@ -26,22 +26,18 @@ def forward(X, W, y):
         raise ValueError(f"y has shape {tuple(y.shape)}, expected m")
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"y has shape {tuple(y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+
+
+def forward(X, W, y):
+    """Return out = F.cross_entropy(X @ W, y)."""
+    _check_shapes(X, W, y)
     t_1 = X @ W
     return torch.nn.functional.cross_entropy(t_1, y, reduction="mean")
 
 
 def vjp(X, W, y, grad_output):
     """Return (grad_W): the gradients of out contracted with grad_output."""
-    if X.dim() != 2:
-        raise ValueError(f"X has shape {tuple(X.shape)}, expected m×n")
-    if W.dim() != 2:
-        raise ValueError(f"W has shape {tuple(W.shape)}, expected n×c")
-    if W.shape[0] != X.shape[1]:
-        raise ValueError(f"W has shape {tuple(W.shape)} and X has shape {tuple(X.shape)}: their sizes n differ")
-    if y.dim() != 1:
-        raise ValueError(f"y has shape {tuple(y.shape)}, expected m")
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y has shape {tuple(y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+    _check_shapes(X, W, y)
     c = W.shape[1]
     m = X.shape[0]
     t_1 = X @ W
@@ -58,16 +54,7 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(X, W, y):
-        if X.dim() != 2:
-            raise ValueError(f"X has shape {tuple(X.shape)}, expected m×n")
-        if W.dim() != 2:
-            raise ValueError(f"W has shape {tuple(W.shape)}, expected n×c")
-        if W.shape[0] != X.shape[1]:
-            raise ValueError(f"W has shape {tuple(W.shape)} and X has shape {tuple(X.shape)}: their sizes n differ")
-        if y.dim() != 1:
-            raise ValueError(f"y has shape {tuple(y.shape)}, expected m")
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"y has shape {tuple(y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+        _check_shapes(X, W, y)
         t_1 = X @ W
         output = torch.nn.functional.cross_entropy(t_1, y, reduction="mean")
         return output, t_1

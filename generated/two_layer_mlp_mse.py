@@ -35,8 +35,8 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 import torch
 
 
-def forward(W1, b1, W2, b2, X, Y):
-    """Return out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)."""
+def _check_shapes(W1, b1, W2, b2, X, Y):
+    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
     if W1.dim() != 2:
         raise ValueError(f"W1 has shape {tuple(W1.shape)}, expected h×n")
     if b1.dim() != 2:
@@ -65,6 +65,11 @@ def forward(W1, b1, W2, b2, X, Y):
         raise ValueError(f"Y has shape {tuple(Y.shape)} and W2 has shape {tuple(W2.shape)}: their sizes k differ")
     if Y.shape[1] != X.shape[1]:
         raise ValueError(f"Y has shape {tuple(Y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+
+
+def forward(W1, b1, W2, b2, X, Y):
+    """Return out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)."""
+    _check_shapes(W1, b1, W2, b2, X, Y)
     t_1 = torch.tanh(W1 @ X + b1)
     t_2 = (W2 @ t_1 + b2) - Y
     return (t_2**2).mean()
@@ -72,34 +77,7 @@ def forward(W1, b1, W2, b2, X, Y):
 
 def vjp(W1, b1, W2, b2, X, Y, grad_output):
     """Return (grad_W1, grad_b1, grad_W2, grad_b2): the gradients of out contracted with grad_output."""
-    if W1.dim() != 2:
-        raise ValueError(f"W1 has shape {tuple(W1.shape)}, expected h×n")
-    if b1.dim() != 2:
-        raise ValueError(f"b1 has shape {tuple(b1.shape)}, expected h×1")
-    if b1.shape[0] != W1.shape[0]:
-        raise ValueError(f"b1 has shape {tuple(b1.shape)} and W1 has shape {tuple(W1.shape)}: their sizes h differ")
-    if b1.shape[1] != 1:
-        raise ValueError(f"b1 has shape {tuple(b1.shape)}, expected h×1")
-    if W2.dim() != 2:
-        raise ValueError(f"W2 has shape {tuple(W2.shape)}, expected k×h")
-    if W2.shape[1] != W1.shape[0]:
-        raise ValueError(f"W2 has shape {tuple(W2.shape)} and W1 has shape {tuple(W1.shape)}: their sizes h differ")
-    if b2.dim() != 2:
-        raise ValueError(f"b2 has shape {tuple(b2.shape)}, expected k×1")
-    if b2.shape[0] != W2.shape[0]:
-        raise ValueError(f"b2 has shape {tuple(b2.shape)} and W2 has shape {tuple(W2.shape)}: their sizes k differ")
-    if b2.shape[1] != 1:
-        raise ValueError(f"b2 has shape {tuple(b2.shape)}, expected k×1")
-    if X.dim() != 2:
-        raise ValueError(f"X has shape {tuple(X.shape)}, expected n×m")
-    if X.shape[0] != W1.shape[1]:
-        raise ValueError(f"X has shape {tuple(X.shape)} and W1 has shape {tuple(W1.shape)}: their sizes n differ")
-    if Y.dim() != 2:
-        raise ValueError(f"Y has shape {tuple(Y.shape)}, expected k×m")
-    if Y.shape[0] != W2.shape[0]:
-        raise ValueError(f"Y has shape {tuple(Y.shape)} and W2 has shape {tuple(W2.shape)}: their sizes k differ")
-    if Y.shape[1] != X.shape[1]:
-        raise ValueError(f"Y has shape {tuple(Y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+    _check_shapes(W1, b1, W2, b2, X, Y)
     k = W2.shape[0]
     m = X.shape[1]
     t_1 = torch.tanh(W1 @ X + b1)
@@ -121,34 +99,7 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(W1, b1, W2, b2, X, Y):
-        if W1.dim() != 2:
-            raise ValueError(f"W1 has shape {tuple(W1.shape)}, expected h×n")
-        if b1.dim() != 2:
-            raise ValueError(f"b1 has shape {tuple(b1.shape)}, expected h×1")
-        if b1.shape[0] != W1.shape[0]:
-            raise ValueError(f"b1 has shape {tuple(b1.shape)} and W1 has shape {tuple(W1.shape)}: their sizes h differ")
-        if b1.shape[1] != 1:
-            raise ValueError(f"b1 has shape {tuple(b1.shape)}, expected h×1")
-        if W2.dim() != 2:
-            raise ValueError(f"W2 has shape {tuple(W2.shape)}, expected k×h")
-        if W2.shape[1] != W1.shape[0]:
-            raise ValueError(f"W2 has shape {tuple(W2.shape)} and W1 has shape {tuple(W1.shape)}: their sizes h differ")
-        if b2.dim() != 2:
-            raise ValueError(f"b2 has shape {tuple(b2.shape)}, expected k×1")
-        if b2.shape[0] != W2.shape[0]:
-            raise ValueError(f"b2 has shape {tuple(b2.shape)} and W2 has shape {tuple(W2.shape)}: their sizes k differ")
-        if b2.shape[1] != 1:
-            raise ValueError(f"b2 has shape {tuple(b2.shape)}, expected k×1")
-        if X.dim() != 2:
-            raise ValueError(f"X has shape {tuple(X.shape)}, expected n×m")
-        if X.shape[0] != W1.shape[1]:
-            raise ValueError(f"X has shape {tuple(X.shape)} and W1 has shape {tuple(W1.shape)}: their sizes n differ")
-        if Y.dim() != 2:
-            raise ValueError(f"Y has shape {tuple(Y.shape)}, expected k×m")
-        if Y.shape[0] != W2.shape[0]:
-            raise ValueError(f"Y has shape {tuple(Y.shape)} and W2 has shape {tuple(W2.shape)}: their sizes k differ")
-        if Y.shape[1] != X.shape[1]:
-            raise ValueError(f"Y has shape {tuple(Y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+        _check_shapes(W1, b1, W2, b2, X, Y)
         t_1 = torch.tanh(W1 @ X + b1)
         t_2 = (W2 @ t_1 + b2) - Y
         output = (t_2**2).mean()
