@@ -7,10 +7,9 @@ Expression: out = F.binary_cross_entropy_with_logits(X @ w, y)
 Shapes: X: m×n, w: n, y: m
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_w = X.T @ ((grad_output[None].expand(m) / m) * torch.sigmoid(X @ w) - (grad_output[None].expand(m) /
-        m) * y)
-    LaTeX: X^{\top} \left(\left(\frac{\mathrm{grad\_output}_{None}}{m}\right) \odot \sigma\left(X w\right) -
-        \left(\frac{\mathrm{grad\_output}_{None}}{m}\right) \odot y\right)
+    grad_w = X.T @ ((grad_output / m) * torch.sigmoid(X @ w) - (grad_output / m) * y)
+    LaTeX: X^{\top} \left(\frac{\mathrm{grad\_output}}{m} \sigma\left(X w\right) -
+        \frac{\mathrm{grad\_output}}{m} y\right)
 """
 
 import torch
@@ -42,9 +41,20 @@ def vjp(X, w, y, grad_output):
     _check_shapes(X, w, y)
     m = X.shape[0]
     t_1 = X @ w
-    t_2 = grad_output[None].expand(m) / m
+    t_2 = grad_output / m
     grad_w = X.T @ (t_2 * torch.sigmoid(t_1) - t_2 * y)
     return (grad_w,)
+
+
+def forward_and_vjp(X, w, y, grad_output):
+    """Return (out, (grad_w)) in one pass: the forward values are computed once."""
+    _check_shapes(X, w, y)
+    m = X.shape[0]
+    t_1 = X @ w
+    output = (torch.nn.functional.softplus(t_1) - y * t_1).mean()
+    t_2 = grad_output / m
+    grad_w = X.T @ (t_2 * torch.sigmoid(t_1) - t_2 * y)
+    return output, (grad_w,)
 
 
 class LogisticRegressionFunction(torch.autograd.Function):
@@ -73,7 +83,7 @@ class LogisticRegressionFunction(torch.autograd.Function):
     def backward(ctx, grad_output, *_):
         X, y, t_1 = ctx.saved_tensors
         (m,) = ctx.sizes
-        t_2 = grad_output[None].expand(m) / m
+        t_2 = grad_output / m
         grad_w = X.T @ (t_2 * torch.sigmoid(t_1) - t_2 * y)
         return None, grad_w, None
 

@@ -46,6 +46,16 @@ def vjp(x, A, grad_output):
     return (grad_x, grad_A)
 
 
+def forward_and_vjp(x, A, grad_output):
+    """Return (out, (grad_x, grad_A)) in one pass: the forward values are computed once."""
+    _check_shapes(x, A)
+    output = x.T @ A @ x
+    t_1 = grad_output * x.T
+    grad_x = (A.T @ x) * grad_output + A @ t_1.T
+    grad_A = x * t_1
+    return output, (grad_x, grad_A)
+
+
 class QuadraticFormFunction(torch.autograd.Function):
     """out = x.T @ A @ x, with the closed-form backward above.
 

@@ -8,28 +8,25 @@ Expression: out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)
 Shapes: W1: h×n, b1: h×1, W2: k×h, b2: k×1, X: n×m, Y: k×m
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_W1 = ((W2.T @ (2 * (grad_output[None][:, None].expand(k, m) / (k*m)) * ((W2 @ torch.tanh(W1 @ X + b1)
-        + b2) - Y))) * (1 - torch.tanh(W1 @ X + b1) ** 2)) @ X.T
+    grad_W1 = ((W2.T @ (2 * (grad_output[None][:, None] / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y))) *
+        (1 - torch.tanh(W1 @ X + b1) ** 2)) @ X.T
     LaTeX: \left(\left(\mathrm{W2}^{\top} \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot
-        \left(\left(\mathrm{W2} \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2}\right) -
-        Y\right)\right)\right) \odot \left(1 - \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right)
-        X^{\top}
-    grad_b1 = ((W2.T @ (2 * (grad_output[None][:, None].expand(k, m) / (k*m)) * ((W2 @ torch.tanh(W1 @ X + b1)
-        + b2) - Y))) * (1 - torch.tanh(W1 @ X + b1) ** 2)).sum(dim=1, keepdim=True)
+        \left(\mathrm{W2} \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right)\right)
+        \odot \left(1 - \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right) X^{\top}
+    grad_b1 = ((W2.T @ (2 * (grad_output[None][:, None] / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y))) *
+        (1 - torch.tanh(W1 @ X + b1) ** 2)).sum(dim=1, keepdim=True)
     LaTeX: \textstyle\sum_{1} \left(\left(\mathrm{W2}^{\top} \left(2 \frac{\mathrm{grad\_output}_{None}_{:,
-        None}}{k m} \odot \left(\left(\mathrm{W2} \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) +
-        \mathrm{b2}\right) - Y\right)\right)\right) \odot \left(1 - \tanh\left(\mathrm{W1} X +
-        \mathrm{b1}\right)^{2}\right)\right)
-    grad_W2 = (2 * (grad_output[None][:, None].expand(k, m) / (k*m)) * ((W2 @ torch.tanh(W1 @ X + b1) + b2) -
-        Y)) @ torch.tanh(W1 @ X + b1).T
-    LaTeX: \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot \left(\left(\mathrm{W2}
-        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2}\right) - Y\right)\right)
-        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{\top}
-    grad_b2 = (2 * (grad_output[None][:, None].expand(k, m) / (k*m)) * ((W2 @ torch.tanh(W1 @ X + b1) + b2) -
-        Y)).sum(dim=1, keepdim=True)
+        None}}{k m} \odot \left(\mathrm{W2} \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} -
+        Y\right)\right)\right) \odot \left(1 - \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right)
+    grad_W2 = (2 * (grad_output[None][:, None] / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y)) @
+        torch.tanh(W1 @ X + b1).T
+    LaTeX: \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot \left(\mathrm{W2}
+        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right) \tanh\left(\mathrm{W1} X
+        + \mathrm{b1}\right)^{\top}
+    grad_b2 = (2 * (grad_output[None][:, None] / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y)).sum(dim=1,
+        keepdim=True)
     LaTeX: \textstyle\sum_{1} \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot
-        \left(\left(\mathrm{W2} \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2}\right) -
-        Y\right)\right)
+        \left(\mathrm{W2} \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right)
 """
 
 import torch
@@ -71,7 +68,7 @@ def forward(W1, b1, W2, b2, X, Y):
     """Return out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)."""
     _check_shapes(W1, b1, W2, b2, X, Y)
     t_1 = torch.tanh(W1 @ X + b1)
-    t_2 = (W2 @ t_1 + b2) - Y
+    t_2 = W2 @ t_1 + b2 - Y
     return (t_2**2).mean()
 
 
@@ -81,14 +78,31 @@ def vjp(W1, b1, W2, b2, X, Y, grad_output):
     k = W2.shape[0]
     m = X.shape[1]
     t_1 = torch.tanh(W1 @ X + b1)
-    t_2 = (W2 @ t_1 + b2) - Y
-    t_3 = 2 * (grad_output[None][:, None].expand(k, m) / (k * m)) * t_2
+    t_2 = W2 @ t_1 + b2 - Y
+    t_3 = 2 * (grad_output[None][:, None] / (k * m)) * t_2
     t_4 = (W2.T @ t_3) * (1 - t_1**2)
     grad_W1 = t_4 @ X.T
     grad_b1 = t_4.sum(dim=1, keepdim=True)
     grad_W2 = t_3 @ t_1.T
     grad_b2 = t_3.sum(dim=1, keepdim=True)
     return (grad_W1, grad_b1, grad_W2, grad_b2)
+
+
+def forward_and_vjp(W1, b1, W2, b2, X, Y, grad_output):
+    """Return (out, (grad_W1, grad_b1, grad_W2, grad_b2)) in one pass: the forward values are computed once."""
+    _check_shapes(W1, b1, W2, b2, X, Y)
+    k = W2.shape[0]
+    m = X.shape[1]
+    t_1 = torch.tanh(W1 @ X + b1)
+    t_2 = W2 @ t_1 + b2 - Y
+    output = (t_2**2).mean()
+    t_3 = 2 * (grad_output[None][:, None] / (k * m)) * t_2
+    t_4 = (W2.T @ t_3) * (1 - t_1**2)
+    grad_W1 = t_4 @ X.T
+    grad_b1 = t_4.sum(dim=1, keepdim=True)
+    grad_W2 = t_3 @ t_1.T
+    grad_b2 = t_3.sum(dim=1, keepdim=True)
+    return output, (grad_W1, grad_b1, grad_W2, grad_b2)
 
 
 class TwoLayerMlpMseFunction(torch.autograd.Function):
@@ -101,7 +115,7 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
     def forward(W1, b1, W2, b2, X, Y):
         _check_shapes(W1, b1, W2, b2, X, Y)
         t_1 = torch.tanh(W1 @ X + b1)
-        t_2 = (W2 @ t_1 + b2) - Y
+        t_2 = W2 @ t_1 + b2 - Y
         output = (t_2**2).mean()
         return output, t_1, t_2
 
@@ -119,7 +133,7 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
     def backward(ctx, grad_output, *_):
         W2, X, t_1, t_2 = ctx.saved_tensors
         k, m = ctx.sizes
-        t_3 = 2 * (grad_output[None][:, None].expand(k, m) / (k * m)) * t_2
+        t_3 = 2 * (grad_output[None][:, None] / (k * m)) * t_2
         t_4 = (W2.T @ t_3) * (1 - t_1**2)
         grad_W1 = t_4 @ X.T
         grad_b1 = t_4.sum(dim=1, keepdim=True)

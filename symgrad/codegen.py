@@ -310,7 +310,8 @@ def codegen(
 ) -> str:
     """Python source of a module computing ``output`` and the gradients of ``wrt``.
 
-    ``style="function"`` emits ``forward`` and ``vjp``; ``"autograd_function"``
+    ``style="function"`` emits ``forward``, ``vjp`` and ``forward_and_vjp`` (one pass that computes
+    the forward values once); ``"autograd_function"``
     adds ``class <name>Function(torch.autograd.Function)`` and ``apply``.
     """
     if style not in ("function", "autograd_function"):
@@ -339,6 +340,7 @@ def codegen(
         ],
         "vjp_forward": _needed_forward(p),
         "vjp_dims": _dims_for(p, _needed_forward(p) + p.backward),
+        "fused_dims": _dims_for(p, [*p.forward, ("", p.forward_result), *p.backward]),
         "dim_names": [d for d, _ in p.backward_dims],
         "plan_intermediates": [t for t in p.saved_intermediates if t != "output"],
         "saved": p.saved_inputs + p.saved_intermediates,
@@ -479,6 +481,11 @@ def check_module(
     for x, g in zip(wrt, ours):
         theirs = graph[id(made[id(x)])].grad
         vjp_error = max(vjp_error, float((g - theirs).abs().max()) if g.numel() else 0.0)
+    if hasattr(module, "forward_and_vjp"):
+        fused_out, fused = module.forward_and_vjp(*plain, grad_output)
+        forward_error = max(forward_error, float((fused_out - reference.detach()).abs().max()))
+        for x, g in zip(wrt, fused):
+            vjp_error = max(vjp_error, float((g - graph[id(made[id(x)])].grad).abs().max()) if g.numel() else 0.0)
     gradcheck = None
     if hasattr(module, "apply"):
         wrt_ids = {id(made[id(x)]) for x in wrt}

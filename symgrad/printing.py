@@ -80,7 +80,8 @@ class Printer:
         for position, part in enumerate(t.inputs):
             text, theirs = self._print(part)
             enclosed = _enclosed(template, position)
-            mixed = theirs == mine and part.op is not None and part.op.name != t.op.name  # x * y @ z reads badly
+            # x * y @ z reads badly; a + b - c does not
+            mixed = theirs == mine == 5 and part.op is not None and part.op.name != t.op.name
             if not enclosed and (theirs < mine or ((theirs == mine and (position > 0 or mixed)) and mine < ATOM - 1)):
                 text = self._wrap(text)
             parts.append(text)

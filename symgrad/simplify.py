@@ -72,6 +72,9 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
         stripped = _strip_broadcasts(inputs, shape)
         if stripped is not None:
             return apply(name, *stripped, **attrs)
+        hoisted = _hoist_broadcast(name, inputs, attrs, shape)
+        if hoisted is not None:
+            return hoisted
     if name in ("matmul", "mm"):
         return _simplify_matmul(inputs, consts, shape)
     if name == "index":
@@ -206,6 +209,18 @@ def _strip_broadcasts(inputs: list[Tensor], shape: tuple) -> list[Tensor] | None
         if _same_shape(result, shape):
             current, changed = trial, True
     return current if changed else None
+
+
+def _hoist_broadcast(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tensor | None:
+    """``f(x.expand(s), c)`` with scalars ``c`` → ``f(x, c).expand(s)``: work on the small tensor, then
+    let the consumer's broadcasting (or one expand) make it big. A scalar gradient stays a scalar."""
+    views = [i for i, t in enumerate(inputs) if t.shape and _unbroadcast_view(t) is not None]
+    if len(views) != 1 or any(t.shape for i, t in enumerate(inputs) if i != views[0]):
+        return None
+    position = views[0]
+    inner = _unbroadcast_view(inputs[position])
+    small = apply(name, *(inner if i == position else t for i, t in enumerate(inputs)), **attrs)
+    return small if _same_shape(small.shape, shape) else small.expand(*shape)
 
 
 def _scaled(t: Tensor) -> tuple[sympy.Expr, Tensor]:
