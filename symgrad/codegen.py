@@ -216,6 +216,15 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     names = [check_identifier(t.name, "input name") for t in inputs]
     if len(set(names)) != len(names):
         raise SymgradError("two inputs share a name")
+    from .prove import _dims_of
+
+    sizes = {str(d) for d in _dims_of([output, *inputs])}
+    for name in names:
+        if name in sizes:
+            raise SymgradError(f"input name {name!r} is also a dimension name; rename one of them")
+    missing = [leaf for leaf in output.leaves().values() if not any(leaf is t for t in inputs)]
+    if missing:
+        raise SymgradError(f"the expression uses {missing[0].name!r}, which is not among the inputs")
     for x in wrt:
         if not any(x is t for t in inputs):
             raise SymgradError(f"wrt names {x.name!r}, which is not an input")
@@ -345,9 +354,12 @@ def codegen(
         "plan_intermediates": [t for t in p.saved_intermediates if t != "output"],
         "saved": p.saved_inputs + p.saved_intermediates,
         "unpack_inputs": _unpack_targets(p),
+        "uses_torch": style == "autograd_function"
+        or "torch." in " ".join(body for _, body in [*p.forward, ("", p.forward_result), *p.backward]),
         "backward_returns": [f"grad_{t.name}" if any(t is x for x in wrt) else "None" for t in inputs],
     }
-    return code_environment().get_template("module.py.j2").render(**context).rstrip() + "\n"
+    source = code_environment().get_template("module.py.j2").render(**context)
+    return re.sub(r"\n{4,}", "\n\n\n", source).rstrip() + "\n"  # at most two blank lines, as ruff format keeps
 
 
 def _unpack_targets(p: Plan) -> list[str]:

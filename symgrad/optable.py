@@ -1139,6 +1139,8 @@ def describe(op: Op, attrs: dict, inputs: tuple = ()) -> dict:
         args = [] if every and not keepdim else [f"dim={dim[0] if len(dim) == 1 else dim}"]
         out["reduce_args"] = ", ".join(args + (["keepdim=True"] if keepdim else []))
         out["reduce_kwargs"] = ", " + out["reduce_args"] if out["reduce_args"] else ""
+        if op.name == "logsumexp" and not args:  # torch.logsumexp has no default dim
+            out["reduce_kwargs"] = f", dim={dim[0] if len(dim) == 1 else dim}" + (", keepdim=True" if keepdim else "")
         out["dims_text"] = "" if every else ",".join(map(str, dim))
     if op.name == "permute":
         dims = tuple(attrs["dims"])

@@ -82,7 +82,10 @@ class Printer:
             enclosed = _enclosed(template, position)
             # x * y @ z reads badly; a + b - c does not
             mixed = theirs == mine == 5 and part.op is not None and part.op.name != t.op.name
-            if not enclosed and (theirs < mine or ((theirs == mine and (position > 0 or mixed)) and mine < ATOM - 1)):
+            prefix = template.startswith("-")  # -(-x) and -(x ** 2) keep their parentheses, as ruff writes them
+            nested_prefix = prefix and part.op is not None and (theirs <= mine or part.op.name == "pow")
+            same_level = (theirs == mine and (position > 0 or mixed)) and mine < ATOM - 1
+            if not enclosed and (nested_prefix or theirs < mine or same_level):
                 text = self._wrap(text)
             parts.append(text)
         return template.format(*parts, **describe(t.op, t.attrs, t.inputs)), mine

@@ -277,14 +277,17 @@ def _simplify_sum(x: Tensor, attrs: dict, shape: tuple) -> Tensor | None:
         return None
     (axis,) = attrs["dim"]
     for m, v in (x.inputs, tuple(reversed(x.inputs))):
-        if axis == 1 and len(m.shape) == 2 and len(v.shape) == 1:  # (M * v).sum(1), v broadcast along rows
-            return apply("matmul", m, v)
-        if len(m.shape) != 2 or v.op is None or v.op.name != "index" or len(v.inputs[0].shape) != 1:
+        if len(m.shape) != 2 or not _same_shape(m.shape, x.shape):
             continue
-        if axis == 1 and v.attrs["index"] in ((None, slice(None)), (None,)):
-            return apply("matmul", m, v.inputs[0])
-        if axis == 0 and v.attrs["index"] == (slice(None), None):
-            return apply("matmul", v.inputs[0], m)
+        if axis == 1 and len(v.shape) == 1 and same_dim(v.shape[0], m.shape[1]):  # (M * v).sum(1) = M @ v
+            return apply("matmul", m, v)
+        if v.op is None or v.op.name != "index" or len(v.inputs[0].shape) != 1:
+            continue
+        vector = v.inputs[0]
+        if axis == 1 and v.attrs["index"] in ((None, slice(None)), (None,)) and same_dim(vector.shape[0], m.shape[1]):
+            return apply("matmul", m, vector)
+        if axis == 0 and v.attrs["index"] == (slice(None), None) and same_dim(vector.shape[0], m.shape[0]):
+            return apply("matmul", vector, m)
     return None
 
 
