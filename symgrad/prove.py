@@ -89,9 +89,12 @@ def _instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
     shape = _concrete(tuple(node.shape), sizes)
     if node._kind != "symbol":
         entries = node.entries()
-        if not any(sympy.sympify(e).free_symbols & sizes.keys() for e in entries.reshape(-1)):
+        flat = [sympy.sympify(e) for e in entries.reshape(-1)]
+        if not any(e.free_symbols & sizes.keys() or e.has(sympy.Float) for e in flat):
             return node
-        values = np.array([sympy.sympify(sympy.sympify(e).xreplace(sizes)) for e in entries.reshape(-1)], dtype=object)
+        # Float literals become the exact binary fractions they stand for: SymPy's float arithmetic
+        # would leave rounding residues (~1e-17) in the entrywise side that look like differences.
+        values = np.array([_exact(e.xreplace(sizes)) for e in flat], dtype=object)
         return Tensor(
             shape=entries.shape,
             entries=values.reshape(entries.shape),
@@ -107,6 +110,11 @@ def _instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
     new = Tensor(shape=shape, name=node.name, values=None, dtype=node.dtype)
     new._requires_grad = node.requires_grad
     return new
+
+
+def _exact(expr: sympy.Expr) -> sympy.Expr:
+    expr = sympy.sympify(expr)
+    return expr.xreplace({f: sympy.Rational(f) for f in expr.atoms(sympy.Float)})
 
 
 # Functions that split into cases: exact on rational arguments, so they stay in the rational form.
@@ -332,7 +340,8 @@ def check_numerically(
                 size = int(np.prod(node.shape, dtype=int))
                 numbers[node] = np.array([rng.uniform(0.25, 1.5) for _ in range(size)]).reshape(node.shape)
     wanted = {id(made[id(x)]) for x in targets}
-    forward = _torch_graph(torch, [made[id(o)] for o in outs], numbers, {}, wanted)
+    # Targets as roots too: a target the outputs do not depend on still gets a (zero) gradient.
+    forward = _torch_graph(torch, [made[id(o)] for o in outs + targets], numbers, {}, wanted)
     grads = []
     for o, v in zip(outs, vs):
         if v is None:

@@ -100,7 +100,9 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
             return apply("neg", apply("mul", a, b.inputs[0]))
         for x, y in ((a, b), (b, a)):  # x * (1 / c) → x / c
             if y.op is not None and y.op.name == "div" and uniform_constant(y.inputs[0]) == 1:
-                return apply("div", x, y.inputs[1])
+                quotient = apply("div", x, y.inputs[1])
+                if _same_shape(quotient.shape, shape):  # the 1 may have carried a broadcast
+                    return quotient
     if name == "div":
         if consts[1] == 1 and _same_shape(inputs[0].shape, shape):
             return inputs[0]

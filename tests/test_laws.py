@@ -391,3 +391,28 @@ def test_law_is_proved_and_as_short_as_the_hand_written_form(name):
 
 def test_at_least_forty_laws():
     assert len(CASES) >= 40
+
+
+def test_a_float_literal_is_proved_exactly_not_left_as_a_rounding_residue():
+    (m,) = sg.dims("m")
+    x = sg.symbols("x", (m, 1))
+    proof = sg.prove((x / 9 + 2.5).log_softmax(1).sum(), [x])
+    assert proof.held, str(proof)
+
+
+def test_the_law_for_an_input_the_output_does_not_use_is_zero_and_proved():
+    k, n = sg.dims("k n")
+    x, y = sg.symbols("x", (k, n)), sg.symbols("y", (k, n))
+    out = x.tanh().sum()
+    laws = sg.law(out, [x, y])
+    assert sg.TorchPrinter().doprint(laws[1]) == "torch.full((k, n), 0)"
+    assert sg.prove(out, [x, y], laws=laws).held
+
+
+def test_dividing_by_a_broadcast_keeps_the_broadcast_shape():
+    (m,) = sg.dims("m")
+    a, x = sg.symbols("a", (m,)), sg.symbols("x", (m, 1))
+    out = (a * x / a).sum()
+    (rule,) = sg.law(out, [x])
+    assert tuple(rule.shape) == (m, 1)
+    assert sg.prove(out, [x], laws=[rule]).held
