@@ -9,15 +9,15 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
     grad_Q = ((torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1) * (grad_output @ V.T - ((grad_output @ V.T) *
         torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1)).sum(dim=1, keepdim=True))) / sqrt(d)) @ K
     LaTeX: \left(\frac{\operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right) \odot
-        \left(\mathrm{grad\_output} V^{\top} - \textstyle\sum_{1} \left(\left(\mathrm{grad\_output}
-        V^{\top}\right) \odot \operatorname{softmax}\left(Q K^{\top}
-        \frac{1}{\sqrt{d}}\right)\right)\right)}{\sqrt{d}}\right) K
+        \left(\mathrm{grad\_output} V^{\top} - \left(\left(\mathrm{grad\_output} V^{\top}\right) \odot
+        \operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right)\right)
+        \mathbf{1}\right)}{\sqrt{d}}\right) K
     grad_K = ((torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1) * (grad_output @ V.T - ((grad_output @ V.T) *
         torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1)).sum(dim=1, keepdim=True))) / sqrt(d)).T @ Q
     LaTeX: \left(\frac{\operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right) \odot
-        \left(\mathrm{grad\_output} V^{\top} - \textstyle\sum_{1} \left(\left(\mathrm{grad\_output}
-        V^{\top}\right) \odot \operatorname{softmax}\left(Q K^{\top}
-        \frac{1}{\sqrt{d}}\right)\right)\right)}{\sqrt{d}}\right)^{\top} Q
+        \left(\mathrm{grad\_output} V^{\top} - \left(\left(\mathrm{grad\_output} V^{\top}\right) \odot
+        \operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right)\right)
+        \mathbf{1}\right)}{\sqrt{d}}\right)^{\top} Q
     grad_V = torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1).T @ grad_output
     LaTeX: \operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right)^{\top} \mathrm{grad\_output}
 """

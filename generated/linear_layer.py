@@ -10,7 +10,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
     grad_W = grad_output @ X.T
     LaTeX: \mathrm{grad\_output} X^{\top}
     grad_b = grad_output.sum(dim=1, keepdim=True)
-    LaTeX: \textstyle\sum_{1} \mathrm{grad\_output}
+    LaTeX: \mathrm{grad\_output} \mathbf{1}
 """
 
 import torch

@@ -10,7 +10,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
     grad_W = (grad_output * torch.heaviside(W @ X + b, 0)) @ X.T
     LaTeX: \left(\mathrm{grad\_output} \odot H\left(W X + b\right)\right) X^{\top}
     grad_b = (grad_output * torch.heaviside(W @ X + b, 0)).sum(dim=1, keepdim=True)
-    LaTeX: \textstyle\sum_{1} \left(\mathrm{grad\_output} \odot H\left(W X + b\right)\right)
+    LaTeX: \left(\mathrm{grad\_output} \odot H\left(W X + b\right)\right) \mathbf{1}
 """
 
 import torch

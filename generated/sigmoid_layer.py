@@ -12,8 +12,8 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
         + b\right)\right)\right)\right) X^{\top}
     grad_b = (grad_output * (torch.sigmoid(W @ X + b) * (1 - torch.sigmoid(W @ X + b)))).sum(dim=1,
         keepdim=True)
-    LaTeX: \textstyle\sum_{1} \left(\mathrm{grad\_output} \odot \left(\sigma\left(W X + b\right) \odot \left(1
-        - \sigma\left(W X + b\right)\right)\right)\right)
+    LaTeX: \left(\mathrm{grad\_output} \odot \left(\sigma\left(W X + b\right) \odot \left(1 - \sigma\left(W X
+        + b\right)\right)\right)\right) \mathbf{1}
 """
 
 import torch

@@ -10,8 +10,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
     grad_W = (grad_output * (1 - torch.tanh(W @ X + b) ** 2)) @ X.T
     LaTeX: \left(\mathrm{grad\_output} \odot \left(1 - \tanh\left(W X + b\right)^{2}\right)\right) X^{\top}
     grad_b = (grad_output * (1 - torch.tanh(W @ X + b) ** 2)).sum(dim=1, keepdim=True)
-    LaTeX: \textstyle\sum_{1} \left(\mathrm{grad\_output} \odot \left(1 - \tanh\left(W X +
-        b\right)^{2}\right)\right)
+    LaTeX: \left(\mathrm{grad\_output} \odot \left(1 - \tanh\left(W X + b\right)^{2}\right)\right) \mathbf{1}
 """
 
 import torch

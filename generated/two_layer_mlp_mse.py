@@ -15,9 +15,9 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
         \odot \left(1 - \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right) X^{\top}
     grad_b1 = ((W2.T @ (2 * (grad_output[None][:, None] / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y))) *
         (1 - torch.tanh(W1 @ X + b1) ** 2)).sum(dim=1, keepdim=True)
-    LaTeX: \textstyle\sum_{1} \left(\left(\mathrm{W2}^{\top} \left(2 \frac{\mathrm{grad\_output}_{None}_{:,
-        None}}{k m} \odot \left(\mathrm{W2} \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} -
-        Y\right)\right)\right) \odot \left(1 - \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right)
+    LaTeX: \left(\left(\mathrm{W2}^{\top} \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot
+        \left(\mathrm{W2} \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right)\right)
+        \odot \left(1 - \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right) \mathbf{1}
     grad_W2 = (2 * (grad_output[None][:, None] / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y)) @
         torch.tanh(W1 @ X + b1).T
     LaTeX: \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot \left(\mathrm{W2}
@@ -25,8 +25,8 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
         + \mathrm{b1}\right)^{\top}
     grad_b2 = (2 * (grad_output[None][:, None] / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y)).sum(dim=1,
         keepdim=True)
-    LaTeX: \textstyle\sum_{1} \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot
-        \left(\mathrm{W2} \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right)
+    LaTeX: \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot \left(\mathrm{W2}
+        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right) \mathbf{1}
 """
 
 import torch

@@ -1,6 +1,8 @@
-"""The ``symgrad`` command: ``derive`` a gradient formula, or start a ``repl``.
+"""The ``symgrad`` command: ``derive`` a gradient formula, ``explain`` it as a document,
+``codegen`` a module, or start a ``repl``.
 
     symgrad derive "w @ x" --value w="[[1.0, 2.0]]" --value x="[[1,1],[2,2]]" --wrt w
+    symgrad explain "w @ x" --value w="[[1.0, 2.0]]" --value x="[[1,1],[2,2]]" --wrt w --format pdf -o w.pdf
 
 Bad input never shows a traceback: one line on stderr and exit code 2.
 """
@@ -11,9 +13,13 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .dims import is_concrete
 from .errors import CheckError, SymgradError
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 EXIT_MISMATCH = 1
 EXIT_USAGE = 2
@@ -37,37 +43,50 @@ def _pairs(items: Sequence[str], option: str) -> dict[str, str]:
     return out
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="symgrad", description="What torch.autograd computes, as formulas.")
-    verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
-
-    derive = verbs.add_parser("derive", help="derive the Jacobian and the gradient vᵀJ of an expression")
-    derive.add_argument("expression", help='a torch expression, e.g. "torch.tanh(W @ x + b)"')
-    derive.add_argument(
+def _expression_arguments(parser: argparse.ArgumentParser) -> None:
+    """The expression and its tensors, as ``derive`` and ``explain`` take them."""
+    parser.add_argument("expression", help='a torch expression, e.g. "torch.tanh(W @ x + b)"')
+    parser.add_argument(
         "--shape",
         action="append",
         default=[],
         metavar="NAME=DIMS",
         help="a tensor's shape, e.g. w=1,2 (names of dims such as k,n make them symbolic)",
     )
-    derive.add_argument(
+    parser.add_argument(
         "--value", action="append", default=[], metavar="NAME=LIST", help='a tensor\'s values, e.g. x="[[1,1],[2,2]]"'
     )
-    derive.add_argument(
+    parser.add_argument(
         "--wrt",
         default=None,
         metavar="NAME[,NAME]",
         help="the tensors to differentiate with respect to (default: every tensor)",
     )
-    derive.add_argument(
+    parser.add_argument(
         "--grad-tensor",
         default=None,
         metavar="ones|NAME|LIST",
         help="the grad_tensor v: ones (as torch.ones_like), a symbol name such as v, or values",
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="symgrad", description="What torch.autograd computes, as formulas.")
+    verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
+
+    derive = verbs.add_parser("derive", help="derive the Jacobian and the gradient vᵀJ of an expression")
+    _expression_arguments(derive)
     derive.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     derive.add_argument("--no-check", action="store_true", help="skip the cross-check against torch.autograd")
 
+    explain = verbs.add_parser(
+        "explain", help="a LaTeX, Markdown or PDF document explaining what backward() computes for an expression"
+    )
+    _expression_arguments(explain)
+    explain.add_argument("--format", choices=["tex", "md", "pdf"], default="md")
+    explain.add_argument("--lang", choices=["en", "zh"], default="en", help="English or Chinese (default: en)")
+    explain.add_argument("-o", "--output", default=None, help="write the document here (required for pdf)")
+    explain.add_argument("--no-check", action="store_true", help="skip the checks against torch and the proofs")
     emit = verbs.add_parser("codegen", help="emit a torch module with the closed-form gradient, checked against torch")
     emit.add_argument("expression")
     emit.add_argument(
@@ -92,9 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_derive(args: argparse.Namespace) -> int:
+def _expression_and_wrt(args: argparse.Namespace) -> tuple[Tensor, list[Tensor]]:
+    """The parsed expression (``--shape``, ``--value``) and the tensors named by ``--wrt`` (default: all)."""
     from .parse import parse, parse_shape, parse_values
-    from .report import as_text, derive
 
     shapes = {name: parse_shape(text) for name, text in _pairs(args.shape, "--shape").items()}
     values = {name: parse_values(text) for name, text in _pairs(args.value, "--value").items()}
@@ -107,13 +126,27 @@ def run_derive(args: argparse.Namespace) -> int:
                 f"--wrt names {name!r}, which is not a tensor of the expression (tensors: {', '.join(sorted(leaves))})"
             )
     wrt = [leaves[n] for n in wrt_names] if wrt_names else [leaves[n] for n in leaves]
-    if not all(is_concrete(t.shape) for t in [output, *leaves.values()]):
+    return output, wrt
+
+
+def _grad_tensor_option(text: str | None, output: Tensor) -> Any:
+    """``--grad-tensor``: ones, a symbol name, or values; None keeps torch's rule for scalar outputs."""
+    from .parse import parse_values
+
+    if text is not None and text != "ones" and not text.isidentifier():
+        return parse_values(text)
+    if text is None and output.numel() == 1:
+        return "ones"
+    return text
+
+
+def run_derive(args: argparse.Namespace) -> int:
+    from .report import as_text, derive
+
+    output, wrt = _expression_and_wrt(args)
+    if not all(is_concrete(t.shape) for t in [output, *output.leaves().values()]):
         return _print_law(args, output, wrt)
-    grad_tensor = args.grad_tensor
-    if grad_tensor is not None and grad_tensor != "ones" and not grad_tensor.isidentifier():
-        grad_tensor = parse_values(grad_tensor)
-    if grad_tensor is None and output.numel() == 1:
-        grad_tensor = "ones"
+    grad_tensor = _grad_tensor_option(args.grad_tensor, output)
     if grad_tensor is None:
         raise SymgradError(
             "grad can be implicitly created only for scalar outputs; "
@@ -151,6 +184,37 @@ def _print_law(args: argparse.Namespace, output, wrt) -> int:
     else:
         print(law_as_text(result))
     return 0 if result.proof is None or result.proof.held else EXIT_MISMATCH
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .explain import explain
+    from .render import render_explanation
+
+    output, wrt = _expression_and_wrt(args)
+    concrete = all(is_concrete(t.shape) for t in [output, *output.leaves().values()])
+    grad_tensor = _grad_tensor_option(args.grad_tensor, output) if concrete else None
+    if args.format == "pdf" and not args.output:
+        raise SymgradError("--format pdf writes a binary file: give its name with -o FILE")
+    result = explain(
+        output, wrt, grad_tensor=grad_tensor, expression=args.expression, lang=args.lang, run_check=not args.no_check
+    )
+    if args.format == "pdf":
+        from .tex import compile_pdf
+
+        Path(args.output).write_bytes(compile_pdf(render_explanation(result, "tex"), args.lang))
+    else:
+        text = render_explanation(result, args.format)
+        if args.output:
+            Path(args.output).write_text(text, encoding="utf-8")
+        else:
+            print(text, end="")
+    law_failed = result.law is not None and result.law.proved is False
+    if (result.check is not None and not result.check["ok"]) or law_failed:
+        print("symgrad: error: the formulas disagree with torch.autograd", file=sys.stderr)
+        return EXIT_MISMATCH
+    return 0
 
 
 def run_codegen(args: argparse.Namespace, argv: list[str]) -> int:
@@ -227,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run()
         if args.verb == "catalogue":
             return run_catalogue(args)
+        if args.verb == "explain":
+            return run_explain(args)
         if args.verb == "codegen":
             return run_codegen(args, list(argv) if argv is not None else sys.argv[1:])
         return run_derive(args)

@@ -147,14 +147,17 @@ def tensor_repr(t: Tensor) -> str:
 
 
 def tensor_latex(t: Tensor) -> str:
-    """``$w = \\left[\\begin{matrix}…\\end{matrix}\\right]$`` for notebooks."""
+    """``$w = \\begin{pmatrix}…\\end{pmatrix}$`` for notebooks; a symbolic shape shows the expression
+    (``$W X + b \\in \\mathbb{R}^{k \\times 1}$``), a large tensor keeps its corners."""
+    from .dims import is_concrete
+    from .latex import matrix_latex, shape_latex
     from .symbols import latex_name
 
+    if not is_concrete(t.shape):
+        from .printing import LatexPrinter
+
+        body = latex_name(t.name) if t.op is None else LatexPrinter().doprint(t)
+        return rf"${body} \in \mathbb{{R}}^{{{shape_latex(t.shape)}}}$" if t.shape else f"${body}$"
     arr = t.entries()
-    if arr.ndim == 0:
-        body = sympy.latex(arr.item())
-    elif arr.ndim <= 2:
-        body = sympy.latex(sympy.Matrix(arr.reshape(arr.shape[0], -1)))
-    else:
-        body = sympy.latex(sympy.Array(arr.tolist()))
-    return f"${latex_name(t.name)} = {body}$"
+    cells = np.array([sympy.latex(sympy.sympify(e)) for e in arr.reshape(-1)], dtype=object).reshape(arr.shape)
+    return f"${latex_name(t.name)} = {matrix_latex(cells)}$"

@@ -596,7 +596,7 @@ row(
         lambda a, dim, keepdim: reduce_sum(a, dim, keepdim),
         lambda torch, a, dim, keepdim: torch.sum(a, dim=list(dim), keepdim=keepdim),
         "{0}.sum({reduce_args})",
-        r"\textstyle\sum_{{{dims_text}}} {0}",
+        "{sum_before}{0}{sum_after}",
         _reduction_grad_fn("Sum"),
         saves=False,
         vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim),),
@@ -1126,6 +1126,15 @@ row(
 )
 
 
+def _sum_latex(dim: tuple, keepdim: bool, shape: tuple | None) -> tuple[str, str]:
+    """A sum as a paper writes it: row sums of a matrix are ``X 1``, column sums ``1ᵀ X``."""
+    if shape is not None and len(shape) == 2 and keepdim and len(dim) == 1:
+        return ("", r" \mathbf{1}") if dim[0] in (1, -1) else (r"\mathbf{1}^{\top} ", "")
+    if shape is not None and len(dim) == len(shape):
+        return r"\textstyle\sum ", ""
+    return r"\textstyle\sum_{\mathrm{dim}\," + ",".join(map(str, dim)) + "} ", ""
+
+
 def describe(op: Op, attrs: dict, inputs: tuple = ()) -> dict:
     """Attributes as they appear in the code and LaTeX templates."""
     out = dict(attrs)
@@ -1142,6 +1151,7 @@ def describe(op: Op, attrs: dict, inputs: tuple = ()) -> dict:
         if op.name == "logsumexp" and not args:  # torch.logsumexp has no default dim
             out["reduce_kwargs"] = f", dim={dim[0] if len(dim) == 1 else dim}" + (", keepdim=True" if keepdim else "")
         out["dims_text"] = "" if every else ",".join(map(str, dim))
+        out["sum_before"], out["sum_after"] = _sum_latex(dim, keepdim, inputs[0].shape if inputs else None)
     if op.name == "permute":
         dims = tuple(attrs["dims"])
         out["permute_text"] = (

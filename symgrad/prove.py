@@ -250,6 +250,11 @@ class Proof:
     def held(self) -> bool:
         return all(e["held"] for e in self.exact) and all(n["held"] for n in self.numeric)
 
+    def _repr_markdown_(self) -> str:
+        """In a notebook: the verdict, then one line per proof."""
+        lines = str(self).split("\n")
+        return f"**proof {'held' if self.held else 'FAILED'}**\n\n" + "\n".join(f"- `{line}`" for line in lines)
+
     def __str__(self) -> str:
         lines = []
         for e in self.exact:

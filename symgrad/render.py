@@ -9,6 +9,7 @@ editable install they are read from the repository's ``templates/``.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -72,3 +73,34 @@ def render_markdown(d: Derivation) -> str:
 
 def render(template: str, **context: Any) -> str:
     return environment().get_template(template).render(**context)
+
+
+@cache
+def document_environment() -> jinja2.Environment:
+    """The environment for explanations, LaTeX and Markdown alike: TeX-safe delimiters
+    (``((* block *))``, ``((( variable )))``, ``((# comment #))``) so that TeX's braces and
+    ``{%`` never clash with Jinja's."""
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(template_dir()),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+        block_start_string="((*",
+        block_end_string="*))",
+        variable_start_string="(((",
+        variable_end_string=")))",
+        comment_start_string="((#",
+        comment_end_string="#))",
+    )
+
+
+def render_explanation(explanation: Any, fmt: str) -> str:
+    """An :class:`symgrad.explain.Explanation` as a Markdown (``md``) or standalone LaTeX (``tex``) document."""
+    from .formats import FORMATS
+
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    text = document_environment().get_template(f"explain.{fmt}.j2").render(e=explanation, f=FORMATS[fmt])
+    return re.sub(r"\n{3,}", "\n\n", text)  # the templates' optional sections leave runs of blank lines

@@ -81,6 +81,11 @@ class Derivation:
     check: Any = None
     notes: list[str] = field(default_factory=list)
 
+    def _repr_markdown_(self) -> str:
+        from .render import render_markdown
+
+        return render_markdown(self)
+
     def as_dict(self) -> dict[str, Any]:
         check = None
         if self.check is not None:

@@ -38,15 +38,24 @@ class EntrySymbol(sympy.Symbol):
         return prettyForm(str(self))
 
 
+GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "theta", "lambda", "mu", "sigma", "tau", "phi", "omega"}
+
+
 def latex_name(name: str) -> str:
-    """A tensor name as LaTeX: one letter as is, a longer name upright."""
-    escaped = name.replace("_", r"\_")
-    if len(name) == 1:
-        return escaped
-    greek = {"alpha", "beta", "gamma", "delta", "epsilon", "theta", "lambda", "mu", "sigma", "tau", "phi", "omega"}
-    if name in greek:
+    """A tensor name as LaTeX math: one ASCII letter as is, a Greek letter's name as the letter,
+    anything longer upright, with every TeX special character escaped (names can be labels such
+    as ``(w @ x).sum()``, and nothing in a name may start a command or close a group).
+
+    >>> latex_name("w"), latex_name("alpha"), latex_name("w_1"), latex_name("x}$")
+    ('w', '\\\\alpha', '\\\\mathrm{w\\\\_1}', '\\\\mathrm{x\\\\}\\\\$}')
+    """
+    if len(name) == 1 and name.isascii() and name.isalpha():
+        return name
+    if name in GREEK:
         return "\\" + name
-    return rf"\mathrm{{{escaped}}}"
+    from .latex import text_latex
+
+    return rf"\mathrm{{{text_latex(name, math=True)}}}"
 
 
 def entry_symbol(tensor_name: str, index: tuple[int, ...]) -> EntrySymbol:
