@@ -94,7 +94,7 @@ def _instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
             return node
         # Float literals become the exact binary fractions they stand for: SymPy's float arithmetic
         # would leave rounding residues (~1e-17) in the entrywise side that look like differences.
-        values = np.array([_exact(e.xreplace(sizes)) for e in flat], dtype=object)
+        values = np.array([_exact(e).xreplace(sizes) for e in flat], dtype=object)
         return Tensor(
             shape=entries.shape,
             entries=values.reshape(entries.shape),

@@ -416,3 +416,11 @@ def test_dividing_by_a_broadcast_keeps_the_broadcast_shape():
     (rule,) = sg.law(out, [x])
     assert tuple(rule.shape) == (m, 1)
     assert sg.prove(out, [x], laws=[rule]).held
+
+
+def test_a_float_factor_over_a_symbolic_size_is_proved_exactly():
+    # -0.5 / k at k = 3 must become -1/6 exactly, not the float -0.1666666666666667
+    (k, n) = sg.dims("k n")
+    x = sg.symbols("x", (k, n))
+    out = (1.25 - x.tanh().softmax(0).tanh() * 0.5).mean(dim=0).sum()
+    assert sg.prove(out, [x]).held
