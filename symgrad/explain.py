@@ -27,15 +27,16 @@ import sympy
 
 from .derive import vjp
 from .dims import is_concrete
+from .display import to_number
 from .errors import SymgradError, ValuesUnknownError
 from .formats import Step
 from .latex import ELIDE_AFTER, elided, formula_latex, matrix_latex, number_latex, shape_latex, text_latex
 from .report import jacobian_report, make_grad_tensor
 from .symbols import latex_name
-from .tensor import Tensor, _topological, constant, symbols
+from .tensor import Tensor, _topological, symbols
 
 # Jacobians with more cells than this are not derived entry by entry: the document gives the law.
-ENTRYWISE_LIMIT = 4096
+ENTRYWISE_LIMIT = 1024
 PER_ELEMENT_LIMIT = 16  # outputs with more entries get the per-element picture from the Jacobian's rows
 LANGUAGES = ("en", "zh")
 
@@ -90,8 +91,9 @@ class Law:
     code: list[tuple[str, str]]  # torch spelling: (name, expression)
     grad_tensor: str  # LaTeX name of V, or "" for an implicit 1
     sum_agrees: bool | None  # law of (V * out).sum() proved equal to the VJP law
-    proof_lines: list[str]
+    proof_lines: list[dict[str, Any]]  # one per proof: kind (exact/torch), sizes, held, entries, methods, difference
     proved: bool | None
+    concrete: bool = False  # sizes given: checked against torch at those sizes only
 
 
 @dataclass
@@ -108,11 +110,21 @@ class Explanation:
     leads_with_law: bool
     check: dict[str, Any] | None = None
     too_big: int | None = None  # Jacobian entries, when too many to show entry by entry
+    per_element_call: str = "out[i].backward(v[i], retain_graph=True)"
 
     def _repr_markdown_(self) -> str:
         from .render import render_explanation
 
         return render_explanation(self, "md")
+
+
+def _fresh(base: str, taken: Any) -> str:
+    """``base``, or ``base1``, ``base2``, … : a name no tensor of the expression has."""
+    name, counter = base, 0
+    while name in taken:
+        counter += 1
+        name = f"{base}{counter}"
+    return name
 
 
 def _input_info(t: Tensor) -> InputInfo:
@@ -137,10 +149,12 @@ def _entry_latex(name: str, index: tuple[int, ...]) -> str:
 
 
 def _values_or_none(t: Tensor) -> np.ndarray | None:
+    """The numbers (nan where SymPy finds no real value, as ``symgrad derive`` shows it); None when symbolic."""
     try:
-        return np.asarray(t.values(), dtype=float)
-    except (ValuesUnknownError, TypeError):
+        raw = np.asarray(t.values(), dtype=object)
+    except ValuesUnknownError:
         return None
+    return np.array([to_number(value) for value in raw.reshape(-1)], dtype=float).reshape(raw.shape)
 
 
 def _implicit_error(output: Tensor) -> str | None:
@@ -174,6 +188,7 @@ def _entrywise(output: Tensor, wrt: list[Tensor], grad_tensor: Any) -> Entrywise
         forward.append(Step(_entry_latex(r"\mathrm{out}", index), rhs))
     v_entries = v.entries()
     v_flat = list(v_entries.reshape(-1))
+    v_cells = v.reshape(-1) if v.shape else v
     gradients = []
     for x in wrt:
         (grad,) = vjp(output, [x], v)
@@ -191,7 +206,7 @@ def _entrywise(output: Tensor, wrt: list[Tensor], grad_tensor: Any) -> Entrywise
         grad_values = _values_or_none(grad)
         weighted = (v * output).sum()
         (sum_grad,) = vjp(weighted, [x])
-        per_element, exact, agrees = _per_element(output, x, v_flat, rows, grad_entries)
+        per_element, exact, agrees = _per_element(output, x, v_cells, v_flat, rows, grad_entries)
         gradients.append(
             GradientEntrywise(
                 name=latex_name(x.name),
@@ -235,9 +250,9 @@ def _jacobian_rows(matrix: sympy.Matrix, x_shape: tuple[int, ...]) -> list[np.nd
 
 
 def _per_element(
-    output: Tensor, x: Tensor, weights: list[Any], rows: list[np.ndarray], grad_entries: np.ndarray
+    output: Tensor, x: Tensor, v_cells: Tensor, weights: list[Any], rows: list[np.ndarray], grad_entries: np.ndarray
 ) -> tuple[list[Step | None], bool, bool]:
-    """Running totals of ``out[i].backward(v[i], retain_graph=True)`` into ``x.grad``."""
+    """Running totals of ``out.flatten()[i].backward(v.flatten()[i], retain_graph=True)`` into ``x.grad``."""
     flat = output.reshape(-1) if output.shape else output
     exact = len(weights) <= PER_ELEMENT_LIMIT
     total = np.zeros(rows[0].shape if rows else (), dtype=object) if rows else np.array(0, dtype=object)
@@ -246,7 +261,7 @@ def _per_element(
     for i, weight in enumerate(weights):
         if exact:
             element = flat[i] if output.shape else flat
-            (row,) = vjp(element, [x], constant(weight, shape=()))
+            (row,) = vjp(element, [x], v_cells[i] if output.shape else v_cells)
             contribution = row.entries()
         else:
             contribution = rows[i] * weight
@@ -268,6 +283,8 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
 
     needed = _needed([output], wrt)
     order = [n for n in _topological(output) if n.op is not None]
+    leaves = output.leaves()
+    letter = next(c for c in "ZHUTQ" if c not in leaves)  # intermediates must not look like an input
     names: dict[int, str] = {}
     bars: dict[int, str] = {}
     counter = 0
@@ -276,7 +293,7 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
             names[id(node)], bars[id(node)] = r"\mathrm{out}", r"\overline{\mathrm{out}}"
         else:
             counter += 1
-            names[id(node)], bars[id(node)] = f"Z_{{{counter}}}", rf"\bar{{Z}}_{{{counter}}}"
+            names[id(node)], bars[id(node)] = f"{letter}_{{{counter}}}", rf"\bar{{{letter}}}_{{{counter}}}"
     forward = []
     for node in order:
         inner = LatexPrinter({k: n for k, n in names.items() if k != id(node)})
@@ -291,7 +308,7 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
     for node in reversed(order):
         if id(node) not in needed:
             continue
-        g = symbols("g_bar", node.shape)
+        g = symbols(_fresh("g_bar", leaves), node.shape)
         printer_names[id(g)] = bar(node)
         pieces = node.op.vjp(g, node, *node.inputs, **node.attrs)
         printer = LatexPrinter(printer_names)
@@ -309,11 +326,11 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
 
 def _law(output: Tensor, wrt: list[Tensor], run_proof: bool) -> Law:
     from .printing import LatexPrinter, TorchPrinter, listing
-    from .prove import prove
+    from .prove import Proof, check_numerically, prove
     from .reverse import law
 
     scalar = all(d == 1 for d in output.shape)
-    v = None if scalar else symbols("V", output.shape)
+    v = None if scalar else symbols(_fresh("V", output.leaves()), output.shape)
     laws = law(output, wrt, [v] if v is not None else None)
     named = [(f"grad_{x.name}", g) for x, g in zip(wrt, laws)]
     latex_listing = listing(named, forward=[("out", output)], printer=LatexPrinter)
@@ -321,12 +338,15 @@ def _law(output: Tensor, wrt: list[Tensor], run_proof: bool) -> Law:
     results = [Step(rf"\bar{{{latex_name(x.name)}}}", body) for x, (_, body) in zip(wrt, latex_listing.results)]
     forward, backward = _chain(output, wrt, v)
     sum_agrees = None
-    proof_lines: list[str] = []
+    proof_lines: list[dict[str, Any]] = []
     proved = None
-    if run_proof:
+    concrete = all(is_concrete(t.shape) for t in [output, *output.leaves().values()])
+    if run_proof and concrete:  # sizes too large to prove entry by entry: torch at these sizes only
+        numeric = check_numerically([output], wrt, [v], list(laws), {})
+        proof_lines, proved = _proof_lines(Proof(list(laws), numeric=[numeric])), numeric["held"]
+    elif run_proof:
         proof = prove(output, wrt, [v] if v is not None else None, laws=laws)
-        proof_lines = _proof_lines(proof)
-        proved = proof.held
+        proof_lines, proved = _proof_lines(proof), proof.held
         if v is not None:
             sum_agrees = prove((v * output).sum(), wrt, laws=laws, numeric=False).held
     return Law(
@@ -339,6 +359,7 @@ def _law(output: Tensor, wrt: list[Tensor], run_proof: bool) -> Law:
         sum_agrees=sum_agrees,
         proof_lines=proof_lines,
         proved=proved,
+        concrete=concrete,
     )
 
 
@@ -347,17 +368,27 @@ def _difference_text(error: float) -> str:
     return "at most 1e-12" if error <= 1e-12 else f"{error:.3g}"
 
 
-def _proof_lines(proof: Any) -> list[str]:
+def _proof_lines(proof: Any) -> list[dict[str, Any]]:
+    """The proofs as data for the wording files (which name the methods in their language)."""
     lines = []
     for e in proof.exact:
-        sizes = ", ".join(f"{k}={v}" for k, v in e["sizes"].items())
-        how = "; ".join(f"{count} {method}" for method, count in sorted(e["methods"].items()))
-        lines.append(f"exact at {sizes}: {'held' if e['held'] else 'FAILED'} ({e['entries']} entries; {how})")
-    for n in proof.numeric:
-        sizes = ", ".join(f"{k}={v}" for k, v in n["sizes"].items())
         lines.append(
-            f"torch at {sizes}: {'held' if n['held'] else 'FAILED'}"
-            f" (largest difference {_difference_text(n['max_abs_error'])})"
+            {
+                "kind": "exact",
+                "sizes": ", ".join(f"{k}={v}" for k, v in e["sizes"].items()),
+                "held": e["held"],
+                "entries": e["entries"],
+                "methods": [(count, method) for method, count in sorted(e["methods"].items())],
+            }
+        )
+    for n in proof.numeric:
+        lines.append(
+            {
+                "kind": "torch",
+                "sizes": ", ".join(f"{k}={v}" for k, v in n["sizes"].items()),
+                "held": n["held"],
+                "difference": _difference_text(n["max_abs_error"]),
+            }
         )
     return lines
 
@@ -376,6 +407,8 @@ def explain(
     ``grad_tensor`` as in :func:`symgrad.report.derive` (``ones`` by default for
     concrete shapes; symbolic shapes use a symbolic ``V``).
     """
+    if any(d == 0 for t in [output, *output.leaves().values()] for d in t.shape):
+        raise SymgradError("empty tensors (a dimension of size 0) are not supported")
     if lang not in LANGUAGES:
         raise SymgradError(f"unknown language {lang!r}: choose one of {', '.join(LANGUAGES)}")
     leaves = output.leaves()
@@ -393,7 +426,7 @@ def explain(
     big = concrete and (cells > ENTRYWISE_LIMIT or any(d > ELIDE_AFTER for t in leaves.values() for d in t.shape))
     law = _law(output, targets, run_proof=run_check) if (not concrete or big) else None
     return Explanation(
-        expression=expression or output.name,
+        expression=" ".join((expression or output.name).split()),
         lang=lang,
         inputs=[_input_info(t) for t in leaves.values()],
         wrt=[_input_info(t) for t in targets],
@@ -405,6 +438,11 @@ def explain(
         leads_with_law=law is not None,
         check=check,
         too_big=cells if concrete and entrywise is None else None,
+        per_element_call=(
+            "out[i].backward(v[i], retain_graph=True)"
+            if len(output.shape) == 1
+            else "out.flatten()[i].backward(v.flatten()[i], retain_graph=True)"
+        ),
     )
 
 

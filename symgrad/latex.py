@@ -44,7 +44,8 @@ def text_latex(text: str, *, math: bool = False) -> str:
     """``text`` for TeX's text mode (``\\texttt{…}``, prose), or inside ``\\mathrm{}`` with ``math=True``:
     every special character escaped.
 
-    Characters outside printable ASCII become ``?``: pdflatex has no glyph for most of them.
+    Characters outside printable ASCII are spelled by their code point (``ω`` → ``u3c9``): pdflatex
+    has no glyph for most of them, and distinct names must stay distinct.
     """
     escapes = _MATH_ESCAPES if math else _TEXT_ESCAPES
     out = []
@@ -53,8 +54,8 @@ def text_latex(text: str, *, math: bool = False) -> str:
             out.append(escapes[char])
         elif " " <= char <= "~":
             out.append(char)
-        else:
-            out.append("?")
+        else:  # spelled by its code point, so that different names stay different (ω → u3c9)
+            out.append(f"u{ord(char):x}")
     return "".join(out)
 
 

@@ -107,10 +107,12 @@ def _torch_graph(
 
 def _compare(label: str, ours: np.ndarray, theirs: np.ndarray, rtol: float, atol: float) -> Comparison:
     ours, theirs = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
-    both_nan = np.isnan(ours) & np.isnan(theirs)
-    diff = np.where(both_nan, 0.0, np.abs(ours - theirs))
+    agree = (np.isnan(ours) & np.isnan(theirs)) | (np.isinf(ours) & (ours == theirs))  # nan or the same infinity
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff = np.where(agree, 0.0, np.abs(ours - theirs))
     diff = np.where(np.isnan(diff), math.inf, diff)
-    rel = diff / np.maximum(np.abs(theirs), 1e-300)
+    with np.errstate(invalid="ignore"):
+        rel = diff / np.maximum(np.abs(theirs), 1e-300)
     ok = bool(np.all(diff <= atol + rtol * np.abs(np.nan_to_num(theirs))))
     return Comparison(
         label, float(diff.max(initial=0.0)), float(np.where(diff == 0, 0.0, rel).max(initial=0.0)), int(ours.size), ok

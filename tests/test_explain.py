@@ -352,3 +352,69 @@ def test_notebook_displays():
     assert proof._repr_markdown_().startswith("**proof held**")
     e = explain(w * w, [w], run_check=False)
     assert e._repr_markdown_() == render_explanation(e, "md")
+
+
+# --- inputs found by review ------------------------------------------------------------------------------------
+
+
+def test_a_float_grad_tensor_gives_torch_numbers():
+    x = sg.tensor([[1.0, 2.0], [0.5, -1.0]], requires_grad=True, name="x")
+    e = explain(sg.torch.tanh(x) * x, [x], grad_tensor=[[1.5, -2.0], [0.25, 3.0]])
+    md = render_explanation(e, "md")
+    xt = torch.tensor([[1.0, 2.0], [0.5, -1.0]], dtype=torch.float64, requires_grad=True)
+    out = torch.tanh(xt) * xt
+    out.backward(torch.tensor([[1.5, -2.0], [0.25, 3.0]], dtype=torch.float64))
+    assert matrix_after("x.grad", md) == pytest.approx(xt.grad.reshape(-1).tolist(), rel=1e-5)
+    (g,) = e.entrywise.gradients
+    assert g.per_element_exact and g.per_element_agrees and g.sum_agrees
+
+
+def test_a_symbolic_grad_tensor_keeps_the_formula():
+    x = sg.tensor([1.0, 2.0], requires_grad=True, name="x")
+    e = explain(x * x, [x], grad_tensor="v", run_check=False)
+    (g,) = e.entrywise.gradients
+    assert g.numbers is None and "v_{0}" in g.formula and g.per_element_agrees
+
+
+def test_tensors_named_like_the_documents_own_symbols():
+    (k,) = sg.dims("k")
+    V = sg.symbols("V", (k,), requires_grad=True)
+    g_bar = sg.symbols("g_bar", (k,), requires_grad=True)
+    e = explain(V * g_bar, [V, g_bar], run_check=True)
+    assert e.law.proved and e.law.grad_tensor == r"\mathrm{V1}"
+    Z = sg.symbols("Z", (k, k), requires_grad=True)
+    e = explain((Z @ Z).tanh(), [Z], run_check=False)
+    assert e.law.forward[0].lhs == "H_{1}"
+
+
+def test_a_scalar_output_skips_the_non_scalar_equivalences():
+    w = sg.tensor([1.0, 2.0], requires_grad=True, name="w")
+    md = render_explanation(explain((w * w).sum(), [w], run_check=False), "md")
+    assert "Two other ways" not in md and "non-scalar output, backward" not in md
+
+
+def test_per_element_backward_of_a_matrix_output_is_spelled_flat():
+    w = sg.tensor([[1.0, 2.0]], requires_grad=True, name="w")
+    e = explain(w * 3, [w], run_check=False)
+    assert e.per_element_call == "out.flatten()[i].backward(v.flatten()[i], retain_graph=True)"
+
+
+def test_empty_tensors_are_refused_with_one_line(capsys):
+    assert cli.main(["explain", "x * 2", "--shape", "x=0"]) == 2
+    assert "empty tensors" in capsys.readouterr().err
+
+
+def test_non_ascii_names_stay_distinct():
+    a = sg.tensor([1.0, 2.0], requires_grad=True, name="ω")
+    b = sg.tensor([3.0, 4.0], requires_grad=True, name="φ")
+    md = render_explanation(explain(a * b, [a, b], run_check=False), "md")
+    assert r"\mathrm{u3c9}" in md and r"\mathrm{u3c6}" in md
+
+
+def test_large_concrete_shapes_are_checked_against_torch_at_those_sizes():
+    W = sg.symbols("W", (40, 40), requires_grad=True)
+    x = sg.symbols("x", (40, 1))
+    e = explain(W @ x, [W])
+    assert e.entrywise is None and e.too_big == 1600 * 40
+    assert e.law.concrete and e.law.proved
+    assert [p["kind"] for p in e.law.proof_lines] == ["torch"]
