@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import sympy
+from sympy.printing.latex import LatexPrinter
 
 # In TeX's text mode; math mode gets the same characters through \mathrm{} via ``symbols.latex_name``.
 _TEXT_ESCAPES = {
@@ -115,28 +116,43 @@ def matrix_latex(cells: Any, limit: int = ELIDE_AFTER) -> str:
     return r"\begin{pmatrix} " + r" \\ ".join(lines) + r" \end{pmatrix}"
 
 
+class _ElidingLatexPrinter(LatexPrinter):
+    """SymPy's LaTeX printer, except that a sum of more than ``limit`` terms, at any depth (the
+    denominator of a softmax, say), keeps its first terms and its last around ``\\cdots``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def _print_Add(self, expr: sympy.Add, order: str | None = None) -> str:
+        terms = self._as_ordered_terms(expr, order=order)
+        if len(terms) <= self.limit:
+            return super()._print_Add(expr, order)
+        text = ""
+        for position, term in enumerate([*terms[: self.limit - 2], None, terms[-1]]):
+            if term is None:
+                text += r" + \cdots"
+                continue
+            if position and term.could_extract_minus_sign():
+                text, term = text + " - ", -term
+            elif position:
+                text += " + "
+            piece = self._print(term)
+            text += rf"\left({piece}\right)" if self._needs_add_brackets(term) else piece
+        return text
+
+
 def formula_latex(expr: Any, limit: int = ELIDE_AFTER) -> str:
-    """A SymPy formula as LaTeX; a sum of more than ``limit`` terms keeps its first terms and its last.
+    """A SymPy formula as LaTeX; sums of more than ``limit`` terms, at any depth, are elided.
 
     >>> import sympy
     >>> formula_latex(sum(sympy.symbols("a0:9")), limit=4)
     'a_{0} + a_{1} + \\\\cdots + a_{8}'
+    >>> x = sympy.symbols("x0:9")
+    >>> formula_latex(sympy.exp(x[0]) / sum(map(sympy.exp, x)), limit=4)
+    '\\\\frac{e^{x_{0}}}{e^{x_{0}} + e^{x_{1}} + \\\\cdots + e^{x_{8}}}'
     """
-    expr = sympy.sympify(expr)
-    if not expr.is_Add or len(expr.args) <= limit:
-        return sympy.latex(expr)
-    terms = expr.as_ordered_terms()
-    kept = [*terms[: limit - 2], None, terms[-1]]
-    text = ""
-    for position, term in enumerate(kept):
-        piece = r"\cdots" if term is None else sympy.latex(term)
-        if position == 0:
-            text = piece
-        elif piece.startswith("-"):
-            text += " - " + piece[1:].lstrip()
-        else:
-            text += " + " + piece
-    return text
+    return _ElidingLatexPrinter(limit).doprint(sympy.sympify(expr))
 
 
 def elided(items: Sequence[Any], limit: int = ELIDE_AFTER) -> list[Any]:
