@@ -69,6 +69,7 @@ class GradientEntrywise:
     per_element: list[Step | None]  # running totals after each element's backward
     per_element_exact: bool  # True when each step is a real backward of out[i]; False: the Jacobian's rows
     per_element_agrees: bool
+    flattened: bool = False  # the input has more than 2 dimensions: matrices show the rest as columns
 
 
 @dataclass
@@ -224,6 +225,7 @@ def _entrywise(output: Tensor, wrt: list[Tensor], grad_tensor: Any) -> Entrywise
                 per_element=per_element,
                 per_element_exact=exact,
                 per_element_agrees=agrees,
+                flattened=len(x.shape) > 2,
             )
         )
     return Entrywise(

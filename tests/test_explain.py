@@ -418,3 +418,10 @@ def test_large_concrete_shapes_are_checked_against_torch_at_those_sizes():
     assert e.entrywise is None and e.too_big == 1600 * 40
     assert e.law.concrete and e.law.proved
     assert [p["kind"] for p in e.law.proof_lines] == ["torch"]
+
+
+def test_inputs_with_more_than_two_dimensions_say_how_they_are_shown():
+    x = sg.symbols("x", (2, 2, 2), requires_grad=True)
+    e = explain(x * x, [x], run_check=False)
+    assert "dimensions after the first flattened into columns" in render_explanation(e, "md")
+    assert "展平成列" in render_explanation(explain(x * x, [x], lang="zh", run_check=False), "md")
