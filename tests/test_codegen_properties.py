@@ -44,13 +44,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from graph_shapes import broadcast, matmul_result
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import symgrad as sg
 from symgrad.codegen import check_module, codegen, compile_module
-from symgrad.dims import broadcast_shapes, matmul_shape
-from symgrad.errors import ShapeError
 
 # On a failure, hypothesis' report imports libcst, which warns about mypy_extensions; with warnings as
 # errors that would turn the report of a genuine failure into a pytest INTERNALERROR.
@@ -193,23 +192,6 @@ KINDS = ("unary", "binary", "matmul", "reduce", "normalize", "layout")
 
 def _op(t) -> str | None:
     return t.op.name if t.op is not None else None
-
-
-def broadcast(a: tuple, b: tuple) -> tuple | None:
-    try:
-        shape = broadcast_shapes(a, b)
-    except ShapeError:
-        return None
-    return shape if len(shape) <= 2 else None
-
-
-def matmul_result(a: tuple, b: tuple) -> tuple | None:
-    if not a or not b:
-        return None
-    try:
-        return matmul_shape(a, b)
-    except ShapeError:
-        return None
 
 
 def leaf_shapes(dims: tuple) -> list[tuple]:

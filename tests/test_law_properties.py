@@ -45,12 +45,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
+from graph_shapes import broadcast, matmul_result
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import symgrad as sg
-from symgrad.dims import broadcast_shapes, matmul_shape
-from symgrad.errors import ShapeError
 from symgrad.tensor import Tensor, apply
 
 # On a failure, hypothesis' report imports libcst, which warns about mypy_extensions; with warnings as
@@ -204,24 +203,6 @@ BINARY: dict[str, tuple[Callable[[Tensor, Tensor], Tensor], str, Callable[[float
 }
 
 
-def broadcast(a: tuple, b: tuple) -> tuple | None:
-    try:
-        shape = broadcast_shapes(a, b)
-    except ShapeError:
-        return None
-    return shape if len(shape) <= 2 else None
-
-
-def multiplies(a: tuple, b: tuple) -> bool:
-    if not a or not b:
-        return False
-    try:
-        matmul_shape(a, b)
-    except ShapeError:
-        return False
-    return True
-
-
 def leaf_shapes(dims: tuple) -> list[tuple]:
     """Declared shapes: (k, n) with distinct dims, a column (k, 1), a row (1, n) and a vector (n,)."""
     out: list[tuple] = [(a, b) for a in dims for b in dims if a != b]
@@ -304,9 +285,9 @@ def step(draw: st.DrawFn, program: Program, kinds: list[str]) -> None:
             return
         on_left = draw(st.booleans())
         if on_left:
-            y = draw(partner(program, lambda node: multiplies(x.shape, node.shape)))
+            y = draw(partner(program, lambda node: matmul_result(x.shape, node.shape) is not None))
         else:
-            y = draw(partner(program, lambda node: multiplies(node.shape, x.shape)))
+            y = draw(partner(program, lambda node: matmul_result(node.shape, x.shape) is not None))
         if y is None:
             return
         a, b = (x, y) if on_left else (y, x)
