@@ -108,10 +108,14 @@ class Explanation:
     implicit_error: str | None  # torch's message when backward() gets no grad_tensor, or None for a scalar
     entrywise: Entrywise | None
     law: Law | None
-    leads_with_law: bool
     check: dict[str, Any] | None = None
     too_big: int | None = None  # Jacobian entries, when too many to show entry by entry
     per_element_call: str = "out[i].backward(v[i], retain_graph=True)"
+
+    @property
+    def leads_with_law(self) -> bool:
+        """Whether the matrix law comes before the entry-by-entry part (large tensors)."""
+        return self.law is not None and self.entrywise is not None
 
     def _repr_markdown_(self) -> str:
         from .render import render_explanation
@@ -173,8 +177,7 @@ def _same(a: Any, b: Any) -> bool:
     return all(sympy.expand(sympy.sympify(p) - q) == 0 for p, q in zip(np.ravel(a), np.ravel(b)))
 
 
-def _entrywise(output: Tensor, wrt: list[Tensor], grad_tensor: Any) -> Entrywise:
-    v, kind = make_grad_tensor(output, grad_tensor)
+def _entrywise(output: Tensor, wrt: list[Tensor], v: Tensor, kind: str) -> Entrywise:
     out_entries = output.entries()
     out_values = _values_or_none(output)
     indices = list(np.ndindex(*out_entries.shape)) if out_entries.shape else [()]
@@ -257,7 +260,7 @@ def _per_element(
     """Running totals of ``out.flatten()[i].backward(v.flatten()[i], retain_graph=True)`` into ``x.grad``."""
     flat = output.reshape(-1) if output.shape else output
     exact = len(weights) <= PER_ELEMENT_LIMIT
-    total = np.zeros(rows[0].shape if rows else (), dtype=object) if rows else np.array(0, dtype=object)
+    total = np.zeros(rows[0].shape, dtype=object) if rows else np.array(0, dtype=object)
     steps: list[Step | None] = []
     shown = set(i for i in elided(list(range(len(weights))), ELIDE_AFTER) if i is not None)
     for i, weight in enumerate(weights):
@@ -326,7 +329,7 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
     return forward, backward
 
 
-def _law(output: Tensor, wrt: list[Tensor], run_proof: bool) -> Law:
+def _law(output: Tensor, wrt: list[Tensor], run_proof: bool, concrete: bool) -> Law:
     from .printing import LatexPrinter, TorchPrinter, listing
     from .prove import Proof, check_numerically, prove
     from .reverse import law
@@ -342,7 +345,6 @@ def _law(output: Tensor, wrt: list[Tensor], run_proof: bool) -> Law:
     sum_agrees = None
     proof_lines: list[dict[str, Any]] = []
     proved = None
-    concrete = all(is_concrete(t.shape) for t in [output, *output.leaves().values()])
     if run_proof and concrete:  # sizes too large to prove entry by entry: torch at these sizes only
         numeric = check_numerically([output], wrt, [v], list(laws), {})
         proof_lines, proved = _proof_lines(Proof(list(laws), numeric=[numeric])), numeric["held"]
@@ -422,11 +424,12 @@ def explain(
     entrywise = None
     check = None
     if concrete and cells <= ENTRYWISE_LIMIT:
-        entrywise = _entrywise(output, targets, grad_tensor)
-        if run_check:
-            check = _check(output, targets, grad_tensor)
+        v, kind = make_grad_tensor(output, grad_tensor)
+        entrywise = _entrywise(output, targets, v, kind)
+        if run_check and kind != "symbolic":
+            check = _check(output, targets, v)
     big = concrete and (cells > ENTRYWISE_LIMIT or any(d > ELIDE_AFTER for t in leaves.values() for d in t.shape))
-    law = _law(output, targets, run_proof=run_check) if (not concrete or big) else None
+    law = _law(output, targets, run_proof=run_check, concrete=concrete) if (not concrete or big) else None
     return Explanation(
         expression=" ".join((expression or output.name).split()),
         lang=lang,
@@ -437,7 +440,6 @@ def explain(
         implicit_error=_implicit_error(output),
         entrywise=entrywise,
         law=law,
-        leads_with_law=law is not None,
         check=check,
         too_big=cells if concrete and entrywise is None else None,
         per_element_call=(
@@ -448,14 +450,11 @@ def explain(
     )
 
 
-def _check(output: Tensor, wrt: list[Tensor], grad_tensor: Any) -> dict[str, Any] | None:
+def _check(output: Tensor, wrt: list[Tensor], v: Tensor) -> dict[str, Any] | None:
     """torch.autograd.backward on the same inputs and grad_tensor (float64), or None without torch
     or values."""
     from .verify import check
 
-    v, kind = make_grad_tensor(output, grad_tensor)
-    if kind == "symbolic":
-        return None
     try:
         report = check(output, inputs=wrt, grad_tensors=v, raise_on_mismatch=False)
     except (ImportError, ValuesUnknownError):

@@ -38,9 +38,13 @@ class Format:
         if len(steps) == 1 and steps[0] is not None:
             s = steps[0]
             return f"{s.lhs} = {s.rhs}" if s.lhs else s.rhs
-        lines = [r"&\vdots" if s is None else f"{s.lhs} &= {s.rhs}" for s in steps]
-        lines = [line.replace("&= \\quad", "&\\quad", 1) for line in lines]  # a continued sum, not a new equation
+        lines = [r"&\vdots" if s is None else f"{s.lhs} {self._relation(s)}{s.rhs}" for s in steps]
         return "\\begin{aligned}\n" + " \\\\\n".join(lines) + "\n\\end{aligned}"
+
+    @staticmethod
+    def _relation(step: Step) -> str:
+        """``=`` starts an equation; a continued sum (``\\quad + …``) hangs under the previous line."""
+        return "&" if step.rhs.startswith(r"\quad") else "&= "
 
     def weighted_sum(self, lhs: str, terms: Sequence[str | None], result: str) -> list[Step]:
         """``lhs = v_0 row_0 + v_1 row_1 + … = result``, one term per line so that wide rows fit."""
@@ -78,9 +82,6 @@ class MarkdownFormat(Format):
     def items(self, items: Iterable[Any], describe: Any = str) -> str:
         return "\n".join(f"- {describe(item)}" for item in items)
 
-    def lines(self, lines: Iterable[str]) -> str:
-        return self.items(self.code(line) for line in lines)
-
 
 class LatexFormat(Format):
     name = "tex"
@@ -102,9 +103,6 @@ class LatexFormat(Format):
 
     def items(self, items: Iterable[Any], describe: Any = str) -> str:
         return "\\begin{itemize}\n" + "\n".join(f"\\item {describe(item)}" for item in items) + "\n\\end{itemize}"
-
-    def lines(self, lines: Iterable[str]) -> str:
-        return self.items(self.code(line) for line in lines)
 
 
 FORMATS: dict[str, Format] = {"md": MarkdownFormat(), "tex": LatexFormat()}

@@ -43,9 +43,8 @@ def environment() -> jinja2.Environment:
     return env
 
 
-@cache
-def code_environment() -> jinja2.Environment:
-    """The environment for emitted Python: block tags leave no blank lines or indentation behind."""
+def _block_environment(**delimiters: str) -> jinja2.Environment:
+    """Templates whose block tags leave no blank lines or indentation behind."""
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(template_dir()),
         undefined=jinja2.StrictUndefined,
@@ -53,7 +52,14 @@ def code_environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
+        **delimiters,
     )
+
+
+@cache
+def code_environment() -> jinja2.Environment:
+    """The environment for emitted Python."""
+    return _block_environment()
 
 
 def _value_suffix(entry: Entry) -> str:
@@ -80,13 +86,7 @@ def document_environment() -> jinja2.Environment:
     """The environment for explanations, LaTeX and Markdown alike: TeX-safe delimiters
     (``((* block *))``, ``((( variable )))``, ``((# comment #))``) so that TeX's braces and
     ``{%`` never clash with Jinja's."""
-    return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(template_dir()),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
+    return _block_environment(
         block_start_string="((*",
         block_end_string="*))",
         variable_start_string="(((",

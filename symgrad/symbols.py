@@ -12,6 +12,8 @@ import itertools
 import numpy as np
 import sympy
 
+from .latex import text_latex
+
 
 class EntrySymbol(sympy.Symbol):
     """A real symbol that remembers its tensor and index, for LaTeX ``w_{0,1}``."""
@@ -53,8 +55,6 @@ def latex_name(name: str) -> str:
         return name
     if name in GREEK:
         return "\\" + name
-    from .latex import text_latex
-
     return rf"\mathrm{{{text_latex(name, math=True)}}}"
 
 
