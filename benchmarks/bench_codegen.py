@@ -80,8 +80,8 @@ import torch.nn.functional as F  # noqa: N812 - torch's own spelling
 from torch.utils.benchmark import Timer
 
 import symgrad as sg
-from symgrad.codegen import compile_module
-from symgrad.tensor import Tensor, apply
+from symgrad.core import Tensor, apply
+from symgrad.emit import compile_module
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCH_THREADS = 1

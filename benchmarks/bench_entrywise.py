@@ -45,8 +45,8 @@ from sympy.core.cache import clear_cache
 from torch.utils.benchmark import Timer
 
 import symgrad.torch as sgt
+from symgrad.core import Tensor, symbols, symbols_like, tensor
 from symgrad.derive import jacobian, sparse_jacobian, vjp
-from symgrad.tensor import Tensor, symbols, symbols_like, tensor
 
 TARGET_SECONDS = 2.0
 TORCH_THREADS = 1  # symgrad is single-threaded Python; torch gets one thread too (Timer's default)

@@ -54,8 +54,8 @@ import torch
 from sympy.core.cache import clear_cache
 
 import symgrad as sg
-from symgrad.simplify import op_count, simplify
-from symgrad.tensor import Tensor, _topological, apply
+from symgrad.core import Tensor, apply, topological
+from symgrad.derive import op_count, simplify
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 1.0
@@ -118,14 +118,14 @@ def mlp(sizes: tuple) -> tuple[Tensor, list[Tensor], dict[str, Tensor]]:
 
 def entries_held(roots: list[Tensor]) -> tuple[int, int]:
     """(nodes, SymPy entries) held below ``roots``: only 0-d constants (1, 2, n) carry one; no tensor's are built."""
-    nodes = {id(node): node for root in roots for node in _topological(root) if node._entries is not None}
+    nodes = {id(node): node for root in roots for node in topological(root) if node._entries is not None}
     return len(nodes), sum(node._entries.size for node in nodes.values())
 
 
 def structure(law: Tensor) -> list[tuple[str, str]]:
     """The law's ops in dependency order with their attribute names, sizes left out: equal for every size if the
     engine does the same work whatever the sizes are."""
-    return [(node.op.name, ",".join(sorted(node.attrs))) for node in _topological(law) if node.op is not None]
+    return [(node.op.name, ",".join(sorted(node.attrs))) for node in topological(law) if node.op is not None]
 
 
 PHASES = ("build", "derive", "simplify", "law", "law cpu", "build+law")

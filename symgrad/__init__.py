@@ -6,32 +6,59 @@
 >>> loss = w @ x
 >>> sg.vjp(loss, w, sg.symbols_like(loss, "v")).sympy()
 [[v_0_0*x_0_0 + v_0_1*x_0_1, v_0_0*x_1_0 + v_0_1*x_1_1]]
+
+The package is built in layers (see the README, "How symgrad is built"); this
+module only re-exports their public names. It loads them on first use, so that
+``import symgrad`` costs no more than it must: SymPy, NumPy and the op table load
+with the first tensor, Jinja2 with the first emitted module or document.
 """
 
-from .autograd import backward
-from .codegen import codegen
-from .codegen import compile_module as compile  # noqa: A004 - sg.compile, as the issue names it
-from .derive import jacobian, vjp
-from .dims import dims
-from .errors import (
-    AutogradError,
-    CheckError,
-    ParseError,
-    ShapeError,
-    SymbolicShapeError,
-    SymgradError,
-    UnknownNameError,
-    UnsupportedError,
-    ValuesUnknownError,
-)
-from .parse import parse
-from .printing import LatexPrinter, TorchPrinter, listing
-from .prove import Proof, prove
-from .reverse import law
-from .tensor import Tensor, constant, symbols, symbols_like, tensor
-from .userfunc import function
-from .verify import CheckReport, check
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from .version import __version__
+
+if TYPE_CHECKING:  # what the names below resolve to, for readers and type checkers
+    from .core import (
+        AutogradError,
+        CheckError,
+        LatexPrinter,
+        ParseError,
+        ShapeError,
+        SymbolicShapeError,
+        SymgradError,
+        Tensor,
+        TorchPrinter,
+        UnknownNameError,
+        UnsupportedError,
+        ValuesUnknownError,
+        constant,
+        dims,
+        symbols,
+        symbols_like,
+        tensor,
+    )
+    from .derive import backward, jacobian, law, vjp
+    from .emit import codegen, compile, listing  # noqa: A004 - sg.compile is the public name
+    from .ops import function
+    from .reader import parse
+    from .report import explain
+    from .verify import CheckReport, Proof, check, prove
+
+_WHERE = {
+    "core": (
+        "AutogradError CheckError LatexPrinter ParseError ShapeError SymbolicShapeError SymgradError Tensor "
+        "TorchPrinter UnknownNameError UnsupportedError ValuesUnknownError constant dims symbols symbols_like tensor"
+    ),
+    "ops": "function",
+    "derive": "backward jacobian law vjp",
+    "verify": "CheckReport Proof check prove",
+    "emit": "codegen compile listing",
+    "report": "explain",
+    "reader": "parse",
+}
+_PACKAGE_OF = {name: package for package, names in _WHERE.items() for name in names.split()}
 
 __all__ = [
     "AutogradError",
@@ -55,6 +82,7 @@ __all__ = [
     "compile",
     "constant",
     "dims",
+    "explain",
     "function",
     "jacobian",
     "law",
@@ -66,3 +94,38 @@ __all__ = [
     "tensor",
     "vjp",
 ]
+
+
+def _package(name: str) -> Any:
+    """The layer that defines ``name``; the op table and the autograd engine come with any of them."""
+    from . import derive  # noqa: F401 - every tensor needs the op table and the backward engine
+
+    # Deferred on purpose (see the module docstring): these imports run once, on first use.
+    if name == "verify":
+        from . import verify as package
+    elif name == "emit":
+        from . import emit as package
+    elif name == "report":
+        from . import report as package
+    elif name == "reader":
+        from . import reader as package
+    elif name == "ops":
+        from . import ops as package
+    elif name == "derive":
+        from . import derive as package
+    else:
+        from . import core as package
+    return package
+
+
+def __getattr__(name: str) -> Any:
+    package = _PACKAGE_OF.get(name)
+    if package is None:
+        raise AttributeError(f"module 'symgrad' has no attribute {name!r}")
+    value = getattr(_package(package), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PACKAGE_OF))

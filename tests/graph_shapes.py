@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from symgrad.dims import broadcast_shapes, matmul_shape
-from symgrad.errors import ShapeError
+from symgrad.core.dims import broadcast_shapes, matmul_shape
+from symgrad.core.errors import ShapeError
 
 
 def broadcast(a: tuple, b: tuple) -> tuple | None:

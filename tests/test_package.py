@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from symgrad.render import template_dir
+from symgrad.emit.templates import template_dir
 
 
 def test_import_does_not_import_torch():

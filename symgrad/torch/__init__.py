@@ -1,5 +1,10 @@
 """A torch-compatible namespace: ``import symgrad.torch as torch`` runs torch code symbolically.
 
+The functions take and return symbolic tensors, with torch's signatures, defaults and error
+messages; each is an op of the table or a composite of ops, so its gradient follows from the
+ops' rules. ``torch.autograd.backward`` and ``Tensor.backward`` mirror torch's semantics. This
+package imports :mod:`symgrad.derive` and the layers below it, never the real torch.
+
 >>> import symgrad.torch as torch
 >>> w = torch.tensor([[1.0, 2.0]], requires_grad=True, name="w")
 >>> x = torch.tensor([[1.0], [1.0]], name="x")
@@ -14,12 +19,14 @@ from __future__ import annotations
 import math as _math
 from typing import Any
 
-from .. import autograd as _autograd_impl
-from ..dims import format_shape as _format_shape
-from ..dims import normalize_dims as _normalize_dims
-from ..errors import ShapeError as _ShapeError
-from ..errors import UnsupportedError as _UnsupportedError
-from ..tensor import Tensor, apply, constant, tensor, wrap
+from ..core.constructors import tensor
+from ..core.dims import format_shape as _format_shape
+from ..core.dims import normalize_dims as _normalize_dims
+from ..core.dims import require_concrete as _require_concrete
+from ..core.errors import ShapeError as _ShapeError
+from ..core.errors import UnsupportedError as _UnsupportedError
+from ..core.tensor import Tensor, apply, constant, wrap
+from ..derive.autograd import backward
 from . import autograd, linalg, nn
 from .linalg import slogdet
 
@@ -131,9 +138,7 @@ def flatten(input: Tensor) -> Tensor:
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None) -> Tensor:
     """Known numbers shaped like ``input`` (no symbols of their own)."""
-    from ..dims import require_concrete
-
-    shape = require_concrete(input.shape, "full_like")
+    shape = _require_concrete(input.shape, "full_like")
     return constant(fill_value, shape=shape, dtype=str(dtype or input.dtype))
 
 
@@ -388,9 +393,6 @@ def addmm(input: Any, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any =
     if beta == 0:
         return product
     return (wrap(input) if beta == 1 else beta * wrap(input)) + product
-
-
-backward = _autograd_impl.backward
 
 
 __all__ = [

@@ -1,5 +1,5 @@
 """``torch.autograd`` as symgrad mirrors it: ``backward`` only."""
 
-from ..autograd import backward
+from ..derive.autograd import backward
 
 __all__ = ["backward"]

@@ -15,9 +15,9 @@ import math
 from collections import namedtuple
 from typing import Any
 
-from ..dims import normalize_dims
-from ..errors import ShapeError, UnsupportedError
-from ..tensor import Tensor, apply
+from ..core.dims import normalize_dims
+from ..core.errors import ShapeError, UnsupportedError
+from ..core.tensor import Tensor, apply
 
 slogdet_result = namedtuple("slogdet", ["sign", "logabsdet"])  # torch.return_types.linalg_slogdet's fields
 

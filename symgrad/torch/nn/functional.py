@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ...dims import format_shape, require_concrete
-from ...errors import ShapeError, UnsupportedError
-from ...tensor import Tensor, apply, constant, wrap
+from ...core.dims import format_shape, require_concrete
+from ...core.errors import ShapeError, UnsupportedError
+from ...core.tensor import Tensor, apply, constant, wrap
 
 _REDUCTIONS = ("mean", "sum", "none")
 

@@ -1,0 +1,94 @@
+"""Entrywise plumbing on NumPy object arrays of SymPy expressions.
+
+NumPy gives torch's indexing, broadcasting and axis bookkeeping for free on
+``dtype=object`` arrays; the helpers here add sums built with one ``Add`` (not
+a chain of ``+``) and torch's ``matmul`` rule.
+
+>>> import sympy
+>>> a = np.array([[sympy.Symbol("a")], [sympy.Symbol("b")]], dtype=object)
+>>> reduce_sum(a, (0,), keepdim=False)
+array([a + b], dtype=object)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .errors import SymgradError
+
+
+def as_object_array(value: object) -> np.ndarray:
+    """Nested lists or a scalar as an object array of SymPy numbers."""
+    arr = np.array(value, dtype=object)
+    flat = [sympy.sympify(v) if not isinstance(v, sympy.Basic) else v for v in arr.reshape(-1)]
+    return np.array([*flat, None], dtype=object)[:-1].reshape(arr.shape)
+
+
+def numbers_only(data: Any) -> Any:
+    """Nested lists of numbers, checked before SymPy sees them (strings would be parsed as code)."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, np.ndarray):
+            stack.extend(item.reshape(-1).tolist())
+        elif not isinstance(item, (int, float, sympy.Number, np.number)) or isinstance(item, np.bool_):
+            raise SymgradError(f"tensor values must be numbers, not {type(item).__name__}")
+    return data
+
+
+def object_array(items: list, shape: tuple[int, ...]) -> np.ndarray:
+    """A flat list as an object array of the given shape (no NumPy guessing at nested types)."""
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out.reshape(shape)
+
+
+def elementwise(fn: Callable, *arrays: np.ndarray) -> np.ndarray:
+    """Apply a scalar function entry by entry, broadcasting the arguments as torch does."""
+    broadcast = np.broadcast_arrays(*arrays)
+    shape = broadcast[0].shape
+    flat = [fn(*args) for args in zip(*(b.reshape(-1) for b in broadcast), strict=False)]
+    return object_array(flat, shape)
+
+
+def reduce_sum(arr: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
+    """Sum over ``axes`` with a single ``Add`` per output entry."""
+    axes = tuple(a for a in axes if a < arr.ndim)  # torch lets a 0-d tensor be reduced over dim 0
+    keep = [a for a in range(arr.ndim) if a not in axes]
+    moved = np.transpose(arr, keep + list(axes))
+    out_shape = tuple(arr.shape[a] for a in keep)
+    rows = moved.reshape(int(np.prod(out_shape, dtype=int)), -1)
+    flat = [sympy.Add(*row) for row in rows]
+    out = object_array(flat, out_shape)
+    if keepdim:
+        out = out.reshape(tuple(1 if a in axes else arr.shape[a] for a in range(arr.ndim)))
+    return out
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """torch.matmul on object arrays: 1-D promotion and batch broadcasting included."""
+    a2 = a.reshape((1, *a.shape)) if a.ndim == 1 else a
+    b2 = b.reshape((*b.shape, 1)) if b.ndim == 1 else b
+    batch = np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    a2 = np.broadcast_to(a2, batch + a2.shape[-2:])
+    b2 = np.broadcast_to(b2, batch + b2.shape[-2:])
+    rows, inner, cols = a2.shape[-2], a2.shape[-1], b2.shape[-1]
+    flat = []
+    for index in itertools.product(*(range(d) for d in batch)):
+        left, right = a2[index], b2[index]
+        for i in range(rows):
+            for j in range(cols):
+                flat.append(sympy.Add(*[left[i, k] * right[k, j] for k in range(inner)]))
+    out = object_array(flat, (*batch, rows, cols))
+    if a.ndim == 1:
+        out = out.reshape(out.shape[:-2] + out.shape[-1:])
+    if b.ndim == 1:
+        out = out.reshape(out.shape[:-1])
+    return out

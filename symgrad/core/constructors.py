@@ -1,0 +1,119 @@
+"""Making leaf tensors: with values, of symbols (possibly of symbolic shape), or from explicit formulas.
+
+>>> import symgrad.ops  # the op table
+>>> w = tensor([[1.0, 2.0]], requires_grad=True, name="w")
+>>> w.sympy(), w.tolist()
+([[w_0_0, w_0_1]], [[1.0, 2.0]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .arrays import as_object_array, numbers_only, object_array
+from .dims import as_shape, format_shape, is_concrete
+from .errors import AutogradError, SymgradError, UnsupportedError
+from .tensor import Tensor, auto_name, check_name, constant
+
+
+def _infer_dtype(arr: np.ndarray, dtype: str | None) -> str:
+    if dtype is not None:
+        return dtype
+    flat = arr.reshape(-1)
+    return "int64" if flat.size and all(v.is_Integer for v in flat) else "float32"
+
+
+def tensor(data: Any, *, requires_grad: bool = False, name: str | None = None, dtype: Any = None) -> Tensor:
+    """A leaf tensor with values: its formulas use its symbols, its numbers use ``data``.
+
+    >>> tensor([[1.0, 2.0]], requires_grad=True, name="w").sympy()
+    [[w_0_0, w_0_1]]
+    """
+    if isinstance(data, Tensor):
+        data = data.tolist()
+    values = as_object_array(numbers_only(data))
+    bad = [v for v in values.reshape(-1) if not (isinstance(v, sympy.Basic) and v.is_Number)]
+    if bad:
+        raise SymgradError(f"tensor values must be numbers, not {bad[0]!r}")
+    kind = dtype_name(dtype) or _infer_dtype(values, None)
+    if not kind.startswith("float"):
+        if requires_grad:
+            raise AutogradError("Only Tensors of floating point and complex dtype can require gradients")
+        # Integer tensors (class targets, indices) cannot be differentiated: they are named constants.
+        values = object_array([sympy.Integer(int(v)) for v in values.reshape(-1)], values.shape)
+        return Tensor(shape=values.shape, name=check_name(name) if name else None, entries=values, dtype=kind)
+    values = object_array([sympy.Float(float(v)) for v in values.reshape(-1)], values.shape)
+    out = Tensor(shape=values.shape, name=name, values=values, dtype=kind)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def dtype_name(dtype: Any) -> str | None:
+    """``torch.float64``, ``"double"`` or ``"float64"`` as ``"float64"``; None stays None."""
+    if dtype is None:
+        return None
+    text = str(dtype).replace("torch.", "")
+    aliases = {"float": "float32", "double": "float64", "long": "int64", "int": "int32"}
+    return aliases.get(text, text)
+
+
+def symbols(
+    name: str,
+    shape: Any,
+    *,
+    requires_grad: bool = False,
+    values: Any = None,
+    dtype: str = "float32",
+    classes: Any = None,
+) -> Tensor:
+    """A leaf tensor of symbols, possibly with symbolic dimensions.
+
+    Integer tensors of class targets declare ``classes`` (their number of classes,
+    e.g. a dimension ``C``) so that proofs can instantiate them with valid labels.
+
+    >>> n = sympy.Symbol("n", integer=True, positive=True)
+    >>> symbols("W", (2, n)).shape
+    (2, n)
+    """
+    shape = as_shape(shape)
+    arr = None
+    if values is not None:
+        arr = object_array(
+            [sympy.Float(float(v)) for v in as_object_array(numbers_only(values)).reshape(-1)],
+            np.shape(np.array(values, dtype=object)),
+        )
+    out = Tensor(shape=shape, name=check_name(name), values=arr, dtype=dtype_name(dtype) or "float32")
+    out.classes = classes
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def symbols_like(t: Tensor, name: str, *, values: Any = None) -> Tensor:
+    """Symbols shaped like ``t``, e.g. a symbolic grad_tensor ``v``."""
+    return symbols(name, t.shape, values=values)
+
+
+def formula(
+    entries: np.ndarray, *, sources: Sequence[Tensor], name: str | None = None, dtype: str = "float32"
+) -> Tensor:
+    """A tensor given by explicit entry formulas (gradients); ``sources`` supply the symbols' values."""
+    leaves: dict[str, Tensor] = {}
+    for source in sources:
+        leaves.update(source.leaves())
+    return Tensor(
+        shape=entries.shape, name=name or auto_name("f"), entries=entries, sources=tuple(leaves.values()), dtype=dtype
+    )
+
+
+def full_like(t: Tensor, value: float) -> Tensor:
+    shape = t.shape if is_concrete(t.shape) else None
+    if shape is None:
+        raise UnsupportedError(f"full_like needs a concrete shape; {t.name} has shape {format_shape(t.shape)}")
+    number = sympy.Integer(value) if float(value).is_integer() else sympy.Float(value)
+    return constant(number, shape=shape, dtype=t.dtype)

@@ -1,0 +1,152 @@
+"""How tensors print: numbers as torch prints them, formulas as SymPy's pretty printer does.
+
+>>> format_numbers([[2.0, 4.0]])
+'[[2., 4.]]'
+>>> format_numbers([[2.5, 1.0]])
+'[[2.5000, 1.0000]]'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import sympy
+
+from .dims import format_shape, is_concrete
+from .errors import SymbolicShapeError, SymgradError
+from .latex import latex_name, matrix_latex, shape_latex
+from .printers import LatexPrinter, TorchPrinter
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+MAX_FORMULA_ENTRIES = 36
+
+
+def to_number(value: Any, *, integer: bool = False) -> float | int:
+    """One SymPy number as a Python float (int for integer tensors); non-real results are NaN."""
+    number = sympy.sympify(value)
+    if isinstance(number, sympy.logic.boolalg.BooleanAtom):
+        return bool(number)
+    if integer and number.is_Integer:
+        return int(number)
+    if number.is_real is False or number.has(sympy.zoo, sympy.nan):
+        return math.nan
+    try:
+        return float(number)
+    except TypeError:
+        return complex(number).real if complex(number).imag == 0 else math.nan
+
+
+def to_python(arr: np.ndarray, *, integer: bool = False) -> Any:
+    """An object array of SymPy numbers as nested lists of Python numbers."""
+    flat = [to_number(v, integer=integer) for v in arr.reshape(-1)]
+    if arr.ndim == 0:
+        return flat[0]
+    return np.array(flat, dtype=object).reshape(arr.shape).tolist()
+
+
+def _number_strings(flat: list[float], integer: bool) -> list[str]:
+    if integer:
+        return [str(int(v)) for v in flat]
+    finite = [abs(v) for v in flat if math.isfinite(v)]
+    if all(math.isfinite(v) and float(v).is_integer() for v in flat) and max(finite, default=0) < 1e8:
+        return [f"{v:.0f}." for v in flat]
+    nonzero = [v for v in finite if v != 0]
+    if nonzero and (
+        max(nonzero) >= 1e8 or min(nonzero) < 1e-4 or (max(nonzero) / min(nonzero) > 1e3 and min(nonzero) < 1e-2)
+    ):
+        return [f"{v:.4e}" for v in flat]
+    return [f"{v:.4f}" if math.isfinite(v) else str(v) for v in flat]
+
+
+def format_numbers(values: Any, *, integer: bool = False, indent: int = 0) -> str:
+    """Nested lists of numbers laid out the way torch prints tensors."""
+    arr = np.array(values, dtype=float if not integer else object)
+    flat = arr.reshape(-1).tolist()
+    strings = _number_strings([float(v) for v in flat], integer)
+    width = max((len(s) for s in strings), default=0)
+    cells = np.array([s.rjust(width) for s in strings], dtype=object).reshape(arr.shape)
+    return _nest(cells, indent)
+
+
+def _nest(cells: np.ndarray, indent: int) -> str:
+    if cells.ndim == 0:
+        return str(cells.item())
+    if cells.ndim == 1:
+        return "[" + ", ".join(cells.tolist()) + "]"
+    pad = " " * (indent + 1)
+    sep = "," + "\n" * (cells.ndim - 1) + pad
+    return "[" + sep.join(_nest(sub, indent + 1) for sub in cells) + "]"
+
+
+MAX_EXPRESSION_TEXT = 80
+
+
+def expression_text(t: Tensor) -> str:
+    """A readable label for an unnamed tensor: its expression in torch spelling, e.g. ``(w @ x).sum()``."""
+    if t.op is None:
+        arr = t.entries()
+        if arr.size == 1:
+            return str(arr.reshape(-1)[0])
+        return f"tensor({to_python(arr)})" if arr.size <= 4 else f"<constant {'×'.join(map(str, arr.shape))}>"
+    text = TorchPrinter().doprint(t)
+    return text if len(text) <= MAX_EXPRESSION_TEXT else f"<{t.op.name} result {'×'.join(map(str, t.shape))}>"
+
+
+def _suffix(t: Tensor) -> str:
+    parts = []
+    if t.dtype not in ("float32", "int64"):
+        parts.append(f"dtype=torch.{t.dtype}")
+    if t.grad_fn is not None:
+        parts.append(f"grad_fn=<{t.grad_fn.name}>")
+    elif t.requires_grad:
+        parts.append("requires_grad=True")
+    return "".join(", " + p for p in parts)
+
+
+def value_repr(t: Tensor) -> str:
+    """``tensor([[5., 5.]], grad_fn=<MmBackward0>)``, or the shape when values are unknown."""
+    try:
+        numbers = format_numbers(t.tolist(), integer=t.dtype.startswith("int"), indent=len("tensor("))
+    except SymgradError:
+        numbers = f"<symbolic {format_shape(t.shape)}>"
+    return f"tensor({numbers}{_suffix(t)})"
+
+
+def formula_text(t: Tensor) -> str:
+    """The entry formulas with SymPy's pretty printer, labelled with the tensor's name."""
+    arr = t.entries()
+    if arr.size > MAX_FORMULA_ENTRIES:
+        first = sympy.pretty(arr.reshape(-1)[0], use_unicode=True)
+        return f"{t.name}: {arr.size} entries, e.g. {t.name}[{', '.join('0' * 1 for _ in arr.shape)}] = {first}"
+    if arr.ndim == 0:
+        body = sympy.pretty(arr.item(), use_unicode=True)
+    elif arr.ndim <= 2:
+        body = sympy.pretty(sympy.Matrix(arr.reshape(arr.shape[0], -1)), use_unicode=True)
+    else:
+        body = str(arr.tolist())
+    lines = body.split("\n")
+    label = f"{t.name} = "
+    middle = (len(lines) - 1) // 2
+    return "\n".join((label if i == middle else " " * len(label)) + line for i, line in enumerate(lines))
+
+
+def tensor_repr(t: Tensor) -> str:
+    try:
+        return value_repr(t) + "\n" + formula_text(t)
+    except SymbolicShapeError:
+        return f"tensor(<symbolic {format_shape(t.shape)}>{_suffix(t)}) named {t.name}"
+
+
+def tensor_latex(t: Tensor) -> str:
+    """``$w = \\begin{pmatrix}…\\end{pmatrix}$`` for notebooks; a symbolic shape shows the expression
+    (``$W X + b \\in \\mathbb{R}^{k \\times 1}$``), a large tensor keeps its corners."""
+    if not is_concrete(t.shape):
+        body = latex_name(t.name) if t.op is None else LatexPrinter().doprint(t)
+        return rf"${body} \in \mathbb{{R}}^{{{shape_latex(t.shape)}}}$" if t.shape else f"${body}$"
+    arr = t.entries()
+    cells = np.array([sympy.latex(sympy.sympify(e)) for e in arr.reshape(-1)], dtype=object).reshape(arr.shape)
+    return f"${latex_name(t.name)} = {matrix_latex(cells)}$"

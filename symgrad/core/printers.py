@@ -1,0 +1,152 @@
+"""Printers for tensor expressions: torch text and LaTeX.
+
+Printers dispatch on the node, the way SymPy's do: a method ``_print_<op>``
+when one exists, otherwise the op row's template (``code`` or ``latex``). A
+tensor uses them to name itself (``(w @ x).sum()``); :mod:`symgrad.emit` builds
+code printers and listings on top of them.
+
+>>> from symgrad.core import symbols
+>>> import symgrad.ops  # the op table
+>>> W, X = symbols("W", (2, 3)), symbols("X", (3, 4))
+>>> TorchPrinter().doprint(2 * (W @ X).T)
+'2 * (W @ X).T'
+>>> LatexPrinter().doprint(2 * (W @ X).T)
+'2 \\\\left(W X\\\\right)^{\\\\top}'
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import sympy
+
+from .graph import uniform_constant
+from .latex import latex_name
+from .spelling import describe
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+ATOM = 10
+
+
+class Printer:
+    """Shared machinery: precedence-aware templates and names for shared nodes."""
+
+    template_field = "code"
+
+    def __init__(self, names: dict[int, str] | None = None) -> None:
+        self.names = names if names is not None else {}
+
+    def doprint(self, t: Tensor) -> str:
+        return self._print(t)[0]
+
+    def _print(self, t: Tensor) -> tuple[str, int]:
+        if id(t) in self.names:
+            return self.names[id(t)], ATOM
+        if t.given_name is not None and t.op is not None:  # a named result (e.g. in the REPL) prints by its name
+            return t.given_name, ATOM
+        if t.op is None:
+            value = uniform_constant(t)
+            if value is not None and (t.is_python_scalar or not t.shape):
+                return self._print_number(value)
+            return self._print_leaf(t), ATOM
+        method = getattr(self, f"_print_{t.op.name}", None)
+        if method is not None:
+            return method(t)
+        return self._print_template(t)
+
+    def _print_number(self, value: sympy.Expr) -> tuple[str, int]:
+        if value.is_Float:
+            text = repr(float(value))
+        elif value.is_Number:
+            text = str(value)
+        else:  # made of symbolic sizes: torch code sees them as Python numbers
+            text = sympy.pycode(value, fully_qualified_modules=False)
+        return text, number_precedence(value)
+
+    def _print_leaf(self, t: Tensor) -> str:
+        return t.name
+
+    def _wrap(self, text: str) -> str:
+        return f"({text})"
+
+    def label(self, name: str) -> str:
+        """How a name given to a shared subexpression is written."""
+        return name
+
+    def _print_template(self, t: Tensor) -> tuple[str, int]:
+        assert t.op is not None
+        mine = t.op.precedence
+        parts = []
+        template = getattr(t.op, self.template_field)
+        for position, part in enumerate(t.inputs):
+            text, theirs = self._print(part)
+            bracketed = enclosed(template, position)
+            # x * y @ z reads badly; a + b - c does not
+            mixed = theirs == mine == 5 and part.op is not None and part.op.name != t.op.name
+            prefix = template.startswith("-")  # -(-x) and -(x ** 2) keep their parentheses, as ruff writes them
+            nested_prefix = prefix and part.op is not None and (theirs <= mine or part.op.name == "pow")
+            same_level = (theirs == mine and (position > 0 or mixed)) and mine < ATOM - 1
+            if not bracketed and (nested_prefix or theirs < mine or same_level):
+                text = self._wrap(text)
+            parts.append(text)
+        return template.format(*parts, **describe(t.op, t.attrs, t.inputs)), mine
+
+
+def number_precedence(value: sympy.Expr) -> int:
+    """How tightly a printed number binds, on the scale of the op table's precedences."""
+    if value.is_Number:
+        return ATOM if value >= 0 else 6
+    if value.is_Add:
+        return 4
+    if value.is_Mul or (value.is_Pow and value.exp.is_negative):
+        return 5
+    if value.is_Pow:
+        return 7
+    return ATOM
+
+
+def enclosed(template: str, position: int) -> bool:
+    """Whether the template already brackets this argument: ``f({0})``, ``\\sqrt{{{0}}}``, ``g({0}, {1})``."""
+    marker = f"{{{position}}}"
+    at = template.find(marker)
+    if at < 0:
+        return True
+    before, after = template[:at].rstrip(), template[at + len(marker) :].lstrip()
+    opens = before.endswith(("(", ",", "{", "left(", "[")) or before.endswith("{{")
+    closes = after.startswith((")", ",", "}", "\\right", "]"))
+    return opens and closes
+
+
+class TorchPrinter(Printer):
+    """torch spelling: ``V @ X.T``."""
+
+    template_field = "code"
+
+
+class LatexPrinter(Printer):
+    """LaTeX: ``V X^{\\top}``, ``\\odot`` for elementwise products."""
+
+    template_field = "latex"
+
+    def _print_leaf(self, t: Tensor) -> str:
+        return latex_name(t.name)
+
+    def label(self, name: str) -> str:
+        return latex_name(name)
+
+    def _print_number(self, value: sympy.Expr) -> tuple[str, int]:
+        return sympy.latex(value), number_precedence(value)
+
+    def _wrap(self, text: str) -> str:
+        return rf"\left({text}\right)"
+
+    def _print_mul(self, t: Tensor) -> tuple[str, int]:
+        """A scalar factor is juxtaposed (``2 X``); two tensors get the Hadamard product ``\\odot``."""
+        a, b = t.inputs
+        if a.shape and b.shape:
+            return self._print_template(t)
+        left, right = (self._print(part) for part in (a, b))
+        parts = [text if prec >= 5 else self._wrap(text) for text, prec in (left, right)]
+        return " ".join(parts), 5

@@ -1,0 +1,101 @@
+"""The op registry: what an op is, and the tables the op families fill.
+
+The core never names an op. Each family module in :mod:`symgrad.ops` builds its
+rows as :class:`Op` values and registers them here; a tensor method such as
+``x.exp()`` looks its op up by name when it is called. In the same way the
+autograd engine of :mod:`symgrad.derive` registers itself in :data:`ENGINES`, so
+``Tensor.backward`` reaches it without the core importing the layers above.
+
+>>> sorted(TAGS)
+['bilinear', 'broadcasting', 'comparison', 'creation', 'layout', 'linear']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .dims import Shape
+from .errors import SymgradError
+
+TAGS = frozenset({"bilinear", "broadcasting", "comparison", "creation", "layout", "linear"})
+"""Structure an op can declare: ``layout`` ops only move entries around (transpose, reshape,
+index), ``broadcasting`` ops combine operands elementwise with torch's broadcasting,
+``comparison`` ops give booleans, ``creation`` ops make tensors from their attributes alone,
+``linear`` and ``bilinear`` ops are linear in their input (in each input)."""
+
+
+@dataclass(frozen=True)
+class Op:
+    """One row of the op table.
+
+    - ``shape(*input_shapes, **attrs)``: the output shape, with torch's error messages;
+    - ``meaning(*input_entries, **attrs)``: the output entries as SymPy expressions (NumPy object arrays);
+    - ``torch(torch_module, *input_tensors, **attrs)``: how torch computes it, for the cross-check;
+    - ``code`` and ``latex``: templates of the spelling, ``{0}``, ``{1}`` for inputs, ``{name}`` for attributes;
+    - ``grad_fn``: the name of torch's backward node (or a function of the inputs and attributes);
+    - ``vjp(g, out, *inputs, **attrs)``: one gradient (a symgrad tensor, or None) per input;
+    - ``scalar``: the SymPy function of one entry, for elementwise ops;
+    - ``spell(attrs, inputs)``: extra template fields, for ops whose spelling depends on their attributes.
+    """
+
+    name: str
+    shape: Callable[..., Shape]
+    meaning: Callable[..., Any]
+    torch: Callable[..., Any]
+    code: str
+    latex: str
+    grad_fn: str | Callable[..., str]
+    saves: bool = True  # torch's node keeps tensors, so a second backward needs retain_graph
+    scalar: Callable[..., Any] | None = None
+    precedence: int = 9  # Python's binding strength of the torch spelling, for parentheses
+    vjp: Callable[..., tuple] | None = None
+    differentiable: bool = True  # False for comparisons, masks and one-hot encodings
+    tags: frozenset[str] = frozenset()
+    float_result: bool = False  # the result is floating even when the inputs are integers (div, mean, exp, ...)
+    spell: Callable[[dict, tuple], dict] | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.tags) - TAGS
+        if unknown:
+            raise ValueError(f"op {self.name!r} has unknown tags {sorted(unknown)}; known: {sorted(TAGS)}")
+
+    def grad_fn_name(self, inputs: tuple, attrs: dict) -> str:
+        return self.grad_fn if isinstance(self.grad_fn, str) else self.grad_fn(inputs, **attrs)
+
+    def has(self, tag: str) -> bool:
+        return tag in self.tags
+
+
+OPS: dict[str, Op] = {}
+"""Every registered op, by name."""
+
+ENGINES: dict[str, Callable[..., Any]] = {}
+"""Engines of the layers above, by job: ``"backward"`` is torch.autograd.backward's mirror."""
+
+
+def register(op: Op) -> Op:
+    """Add a row to the table (each name once)."""
+    if op.name in OPS:
+        raise ValueError(f"op {op.name!r} is defined twice")
+    OPS[op.name] = op
+    return op
+
+
+def lookup(name: str) -> Op:
+    """The op called ``name``, with a clear message when the op families have not been loaded."""
+    try:
+        return OPS[name]
+    except KeyError:
+        raise SymgradError(
+            f"no op named {name!r} is registered; import symgrad (or symgrad.ops) to load the op table"
+        ) from None
+
+
+def engine(job: str) -> Callable[..., Any]:
+    """The engine registered for ``job`` (e.g. ``"backward"``)."""
+    try:
+        return ENGINES[job]
+    except KeyError:
+        raise SymgradError(f"no {job} engine is loaded; import symgrad (or symgrad.derive) first") from None

@@ -1,0 +1,449 @@
+"""Symbolic tensors: one SymPy symbol per entry, optional values, a torch-like graph.
+
+>>> import symgrad.ops  # the op table
+>>> from symgrad.core import tensor
+>>> w = tensor([[1.0, 2.0]], requires_grad=True, name="w")
+>>> x = tensor([[1.0], [1.0]], name="x")
+>>> loss = w @ x
+>>> loss.sympy()
+[[w_0_0*x_0_0 + w_0_1*x_1_0]]
+>>> loss.tolist()
+[[3.0]]
+"""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import sympy
+
+from . import display
+from .arrays import as_object_array, numbers_only, object_array
+from .dims import Shape, as_shape, format_shape, normalize_dim, numel, require_concrete
+from .errors import AutogradError, ShapeError, SymgradError, UnsupportedError, ValuesUnknownError
+from .graph import topological
+from .methods import TensorMethods
+from .registry import Op, engine, lookup
+from .symbols import entry_symbols
+
+_counters: dict[str, itertools.count] = {}
+
+_NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+    "you access the leaf Tensor instead."
+)
+
+
+def auto_name(prefix: str) -> str:
+    """``t1``, ``t2``, …: the next automatic name with ``prefix``."""
+    counter = _counters.setdefault(prefix, itertools.count(1))
+    return f"{prefix}{next(counter)}"
+
+
+def check_name(name: str) -> str:
+    """A tensor name must be a Python identifier that is not a keyword and does not start with '_'."""
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+        raise SymgradError(f"invalid tensor name {name!r}: use a Python identifier that is not a keyword")
+    return name
+
+
+class GradFn:
+    """The backward node torch would create; it only tracks names and freed buffers."""
+
+    def __init__(self, name: str, saves_tensors: bool) -> None:
+        self.name = name
+        self.saves_tensors = saves_tensors
+        self.freed_by: str | None = None
+
+    def name_(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<{self.name} object>"
+
+
+class Tensor(TensorMethods):
+    """A tensor whose entries are SymPy expressions, built like a torch tensor.
+
+    Leaves carry symbols named after the tensor (``w_0_1``) and, optionally,
+    values. Results of operations remember their op and inputs, like
+    ``grad_fn`` chains in torch. Use :func:`tensor`, :func:`symbols` or the
+    functions of :mod:`symgrad.torch` to make them.
+    """
+
+    __array_ufunc__ = None  # NumPy scalars defer to our operators
+
+    def __init__(
+        self,
+        *,
+        shape: Shape,
+        name: str | None = None,
+        op: Op | None = None,
+        inputs: tuple[Tensor, ...] = (),
+        attrs: dict | None = None,
+        requires_grad: bool = False,
+        values: np.ndarray | None = None,
+        entries: np.ndarray | None = None,
+        sources: tuple[Tensor, ...] = (),
+        dtype: str = "float32",
+        is_python_scalar: bool = False,
+    ) -> None:
+        self.shape: Shape = tuple(shape)
+        self.op = op
+        self.inputs = inputs
+        self.attrs = attrs or {}
+        self.dtype = dtype
+        self.is_python_scalar = is_python_scalar
+        self._requires_grad = requires_grad
+        self._values = values
+        self._entries = entries
+        self._value_cache: np.ndarray | None = None
+        self._sources = sources
+        self._grad: Tensor | None = None
+        self._name_frozen = False
+        if op is None and entries is None and values is not None and values.shape != tuple(shape):
+            raise ShapeError(f"values of shape {format_shape(values.shape)} given for shape {format_shape(shape)}")
+        self._kind = "op" if op is not None else ("formula" if entries is not None else "symbol")
+        if name is not None and entries is None:
+            check_name(name)  # leaves' names become symbol names; formula labels such as "w.grad" are free text
+        self._name = name if name is not None else (None if op is not None or entries is not None else auto_name("t"))
+        self.auto_named = name is None and entries is None  # the REPL may still name it after its variable
+        self.grad_fn: GradFn | None = None
+        if op is not None and requires_grad:
+            self.grad_fn = GradFn(op.grad_fn_name(inputs, self.attrs), op.saves)
+        self._leaves = self._collect_leaves()
+
+    # ── identity ──────────────────────────────────────────────────────────
+    @property
+    def kind(self) -> str:
+        """``"symbol"`` (a leaf of symbols), ``"formula"`` (explicit entries, e.g. a gradient) or ``"op"``."""
+        return self._kind
+
+    @property
+    def given_name(self) -> str | None:
+        """The name given to this tensor, or None when it is called by its expression."""
+        return self._name
+
+    @property
+    def symbol_values(self) -> np.ndarray | None:
+        """A symbol leaf's own values (None when it is symbolic, or not a leaf of symbols)."""
+        return self._values
+
+    @property
+    def name(self) -> str:
+        """The tensor's name; an unnamed result is called by its expression, e.g. ``w @ x``."""
+        return self._name if self._name is not None else display.expression_text(self)
+
+    def rename(self, name: str) -> Tensor:
+        """Give the tensor a new name (used by the REPL); leaves keep theirs once formulas exist."""
+        check_name(name)
+        if self._kind == "symbol" and self._name_frozen and name != self.name:
+            return self
+        self._name = name
+        if self._kind == "symbol":
+            self._leaves = {name: self}
+        return self
+
+    def _collect_leaves(self) -> dict[str, Tensor]:
+        if self._kind == "symbol":
+            return {self.name: self}
+        merged: dict[str, Tensor] = {}
+        for part in self.inputs + self._sources:
+            for name, leaf in part._leaves.items():
+                if merged.setdefault(name, leaf) is not leaf:
+                    raise SymgradError(
+                        f"two different tensors are both named {name!r} in one expression; give them distinct names"
+                    )
+        return merged
+
+    def leaves(self) -> dict[str, Tensor]:
+        """The symbol leaves this tensor's formulas are made of, by name."""
+        return dict(self._leaves)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, flag: bool = True) -> Tensor:
+        if not self.is_leaf:
+            raise AutogradError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed variable "
+                "in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
+        if flag and not self.dtype.startswith("float"):
+            raise AutogradError("Only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = bool(flag)
+        return self
+
+    # ── shape ─────────────────────────────────────────────────────────────
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self.shape[normalize_dim(dim, self.ndim)]
+
+    def numel(self):
+        return numel(self.shape)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return int(require_concrete(self.shape[:1], "len()")[0])
+
+    # ── formulas and numbers ──────────────────────────────────────────────
+    def entries(self) -> np.ndarray:
+        """The entries as a NumPy object array of SymPy expressions."""
+        if self._entries is None:
+            for node in topological(self):
+                if node._entries is None:
+                    node._entries = node._compute_entries()
+        return self._entries  # type: ignore[return-value]
+
+    def _compute_entries(self) -> np.ndarray:
+        if self._kind == "symbol":
+            self._name_frozen = True
+            return entry_symbols(self.name, require_concrete(self.shape, f"the entries of {self.name}"))
+        require_concrete(self.shape, f"the entries of {self.name}")
+        assert self.op is not None
+        return self.op.meaning(*(i.entries() for i in self.inputs), **self.attrs)
+
+    def sympy(self) -> sympy.Expr | sympy.Array:
+        """The entry formulas: a SymPy ``Array`` (a single expression for 0-d tensors)."""
+        arr = self.entries()
+        return arr.reshape(()).item() if arr.ndim == 0 else sympy.ImmutableDenseNDimArray(arr.tolist(), arr.shape)
+
+    def matrix(self) -> sympy.Matrix:
+        """A 1-D or 2-D tensor's formulas as a SymPy ``Matrix`` (1-D becomes a column)."""
+        arr = self.entries()
+        if arr.ndim > 2:
+            raise ShapeError(f"matrix() needs at most 2 dimensions, {self.name} has shape {format_shape(self.shape)}")
+        return sympy.Matrix(arr.reshape(arr.shape[0], -1) if arr.ndim else arr.reshape(1, 1))
+
+    def values(self) -> np.ndarray:
+        """The values as an object array of SymPy numbers; raises if any is unknown."""
+        if self._value_cache is None:
+            for node in topological(self):
+                if node._value_cache is None:
+                    node._value_cache = node._compute_values()
+        return self._value_cache  # type: ignore[return-value]
+
+    def _compute_values(self) -> np.ndarray:
+        if self._kind == "symbol":
+            if self._values is None:
+                raise ValuesUnknownError(
+                    f"{self.name} has no values (it is symbolic); give it values to get numbers, "
+                    "or use .sympy() for the formulas"
+                )
+            return self._values
+        if self._kind == "formula":
+            subs = {}
+            for leaf in self._leaves.values():
+                subs.update(zip(leaf.entries().reshape(-1), leaf.values().reshape(-1)))
+            flat = [sympy.sympify(e).xreplace(subs) for e in self.entries().reshape(-1)]
+            return object_array(flat, self.entries().shape)
+        assert self.op is not None
+        return self.op.meaning(*(i.values() for i in self.inputs), **self.attrs)
+
+    def has_values(self) -> bool:
+        return all(leaf._values is not None for leaf in self._leaves.values())
+
+    def tolist(self) -> Any:
+        """Numbers as nested lists of Python floats (ints for integer tensors)."""
+        return display.to_python(self.values(), integer=self.dtype.startswith("int"))
+
+    def item(self) -> float:
+        if numel(self.shape) != 1:
+            raise RuntimeError(f"a Tensor with {numel(self.shape)} elements cannot be converted to Scalar")
+        return display.to_python(self.values().reshape(()), integer=self.dtype.startswith("int"))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __bool__(self) -> bool:
+        raise TypeError("the truth value of a symbolic tensor is not defined")
+
+    # ── printing ──────────────────────────────────────────────────────────
+    def __repr__(self) -> str:
+        return display.tensor_repr(self)
+
+    def _repr_latex_(self) -> str:
+        return display.tensor_latex(self)
+
+    # ── autograd ──────────────────────────────────────────────────────────
+    @property
+    def grad(self) -> Tensor | None:
+        if not self.is_leaf:
+            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
+                )
+            if value.shape != self.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+
+    def backward(
+        self,
+        gradient: Any = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Sequence[Tensor] | None = None,
+    ) -> None:
+        """Accumulate d(self)/d(leaf), contracted with ``gradient``, into each leaf's ``.grad``."""
+        target = self.name if self._name is not None or self.op is None or self.op.precedence > 7 else f"({self.name})"
+        arguments = ["gradient"] if gradient is not None else []
+        arguments += ["retain_graph=True"] if retain_graph else []
+        call = f"{target}.backward({', '.join(arguments)})"
+        engine("backward")(
+            self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs, call=call
+        )
+
+    def detach(self) -> Tensor:
+        """The same formulas, cut from the graph (no grad_fn, no requires_grad)."""
+        return Tensor(
+            shape=self.shape,
+            name=auto_name(f"{self.name}_detached"),
+            entries=self.entries(),
+            sources=tuple(self._leaves.values()),
+            dtype=self.dtype,
+        )
+
+    def zero_(self) -> Tensor:
+        return self._inplace(lambda t: t * 0)
+
+    def _snapshot(self) -> Tensor:
+        if self._kind == "symbol":
+            return Tensor(shape=self.shape, name=self.name, values=self._values, dtype=self.dtype)
+        return Tensor(
+            shape=self.shape,
+            name=auto_name("old"),
+            entries=self.entries(),
+            sources=tuple(self._leaves.values()),
+            dtype=self.dtype,
+        )
+
+    def _inplace(self, compute) -> Tensor:
+        if self.requires_grad:
+            if self.is_leaf:
+                raise AutogradError("a leaf Variable that requires grad is being used in an in-place operation.")
+            raise UnsupportedError("symgrad supports in-place operations only on tensors that do not require grad")
+        before = self._snapshot()
+        result = compute(before)
+        if result.shape != self.shape:
+            raise ShapeError(
+                f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(result.shape)}"
+            )
+        self._kind, self.op, self.inputs, self.attrs = "formula", None, (), {}
+        self._entries = result.entries()
+        self._sources = tuple(result._leaves.values())
+        self._leaves = self._collect_leaves()
+        self._value_cache = None
+        self.dtype = result.dtype
+        return self
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t + other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t - other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t * other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t / other)
+
+    def add_(self, other: Any) -> Tensor:
+        return self.__iadd__(other)
+
+    def mul_(self, other: Any) -> Tensor:
+        return self.__imul__(other)
+
+
+def wrap(value: Any, like: Tensor | None = None) -> Tensor:
+    """A Tensor as is; a Python number as a 0-d constant (as torch wraps scalars)."""
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, (bool, int, float, sympy.Number, np.number)) and not isinstance(value, np.bool_):
+        number = sympy.Integer(int(value)) if isinstance(value, bool) else sympy.sympify(value)
+        dtype = "float32" if (number.is_Float or (like is not None and like.dtype.startswith("float"))) else "int64"
+        return constant(number, dtype=dtype, python_scalar=True)
+    if isinstance(value, sympy.Expr) and value.free_symbols and all(s.is_integer for s in value.free_symbols):
+        # a number made of symbolic sizes, such as N or 1/sqrt(d)
+        dtype = "int64" if value.is_integer else "float32"
+        return Tensor(shape=(), entries=np.array(value, dtype=object), dtype=dtype, is_python_scalar=True)
+    raise TypeError(f"unsupported operand: a symgrad Tensor cannot be combined with {type(value).__name__}")
+
+
+def _result_dtype(inputs: Sequence[Tensor], op: Op) -> str:
+    if op.has("comparison"):
+        return "bool"
+    tensors = [t for t in inputs if not t.is_python_scalar] or list(inputs)
+    if not tensors:
+        return "float32"
+    if op.float_result or any(t.dtype.startswith("float") for t in inputs):
+        floats = [t.dtype for t in tensors if t.dtype.startswith("float")]
+        return max(floats) if floats else "float32"
+    return tensors[0].dtype
+
+
+def apply(op_name: str, *args: Any, **attrs: Any) -> Tensor:
+    """Build the node ``op(*args, **attrs)`` after checking shapes with the op's rule."""
+    op = lookup(op_name)
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    like = tensors[0] if tensors else None
+    inputs = tuple(wrap(a, like) for a in args)
+    shape = op.shape(*(t.shape for t in inputs), **attrs)
+    return Tensor(
+        shape=shape,
+        op=op,
+        inputs=inputs,
+        attrs=attrs,
+        requires_grad=op.differentiable and any(t.requires_grad for t in inputs),
+        dtype=_result_dtype(inputs, op),
+    )
+
+
+Tensor.apply_op = staticmethod(apply)
+
+
+def constant(
+    value: Any,
+    *,
+    shape: Shape | None = None,
+    dtype: str = "float32",
+    python_scalar: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """A tensor of known numbers with no symbols of its own (``ones_like``, Python scalars)."""
+    arr = as_object_array(numbers_only(value))
+    if shape is not None:
+        arr = np.broadcast_to(arr, require_concrete(as_shape(shape), "a constant")).copy()
+    out = Tensor(shape=arr.shape, name=name or "c", entries=arr, dtype=dtype, is_python_scalar=python_scalar)
+    if name is None:
+        out._name = None  # printed by value
+    return out

@@ -1,0 +1,33 @@
+"""Derivation: entrywise Jacobians and VJPs, torch's backward semantics, and reverse-mode laws.
+
+- :mod:`.entrywise`: the Jacobian by SymPy differentiation of each entry (only the entries
+  that contain a symbol), and vᵀJ as its contraction with a grad_tensor: the ground truth
+  for small concrete shapes;
+- :mod:`.autograd`: ``backward`` as torch has it (implicit grads, accumulation into ``.grad``,
+  ``retain_graph``), registered as the core's backward engine;
+- :mod:`.reverse`: reverse mode over the graph with one VJP rule per op, giving laws such as
+  ``V @ X.T`` that hold for symbolic sizes; :mod:`.simplify` rewrites them as a person would.
+
+Forward mode and second order come here too. This package imports :mod:`symgrad.ops` and
+:mod:`symgrad.core` only.
+"""
+
+from .. import ops  # noqa: F401 - the op table must be registered before anything is derived
+from .autograd import backward
+from .entrywise import as_grad_tensor, jacobian, sparse_jacobian, vjp, vjp_entries
+from .reverse import implicit_grad, law, needed_nodes
+from .simplify import op_count, simplify
+
+__all__ = [
+    "as_grad_tensor",
+    "backward",
+    "implicit_grad",
+    "jacobian",
+    "law",
+    "needed_nodes",
+    "op_count",
+    "simplify",
+    "sparse_jacobian",
+    "vjp",
+    "vjp_entries",
+]

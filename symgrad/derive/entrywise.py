@@ -1,0 +1,193 @@
+"""Entrywise derivation: closed-form Jacobians and vector-Jacobian products.
+
+Sparsity-aware: an output entry is differentiated only with respect to the
+input symbols it contains, so the work grows with the Jacobian's non-zeros.
+
+>>> import symgrad.ops
+>>> from symgrad.core import tensor
+>>> w = tensor([[1.0, 2.0]], requires_grad=True, name="w")
+>>> x = tensor([[1.0], [1.0]], name="x")
+>>> jacobian(w @ x, w)
+[[[[x_0_0, x_1_0]]]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import sympy
+
+from ..core.arrays import object_array
+from ..core.constructors import formula, tensor
+from ..core.dims import is_concrete, require_concrete
+from ..core.errors import ShapeError, SymgradError
+from ..core.tensor import Tensor, constant, wrap
+from .reverse import law
+
+Entry = tuple[int, int, sympy.Expr]  # (flat output index, flat input index, derivative)
+
+
+def _require_leaf(x: Tensor) -> None:
+    if x.kind != "symbol":
+        raise SymgradError(
+            f"derivatives are taken with respect to leaf tensors (whose entries are symbols); {x.name} is computed"
+        )
+
+
+_NAN_WITH_ZERO = (sympy.S.Infinity, sympy.S.NegativeInfinity, sympy.S.ComplexInfinity, sympy.S.NaN, sympy.Order)
+
+
+def _zero_safe(factor: sympy.Expr) -> bool:
+    """Whether ``Mul(0, ..., factor, ...)`` is surely ``0``: nothing infinite, undefined or unevaluated inside."""
+    return not factor.is_Mul and factor.is_finite is not False and not factor.has(*_NAN_WITH_ZERO)
+
+
+def _term_derivative(term: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
+    """``term.diff(symbol)``, the same expression, without most of SymPy's work when ``term`` is a simple product.
+
+    For a commutative product in which exactly one factor ``f`` contains
+    ``symbol``, SymPy's product rule (``Mul._eval_derivative_n_times`` for one
+    derivative) is ``Add`` of ``Mul``s in which every other factor's derivative
+    is an exact 0, so it reduces to the product with ``f`` replaced by
+    ``f.diff(symbol)`` (by 1 when ``f`` is ``symbol``). That shortcut is taken
+    only when it is exact: no factor holds anything infinite or undefined
+    (``0 * oo`` would be ``nan``) and no ``Derivative`` is left for SymPy's
+    final canonicalisation to rewrite. Everything else goes to ``term.diff(symbol)``.
+    """
+    if term == symbol:
+        return sympy.S.One
+    if type(term) is not sympy.Mul or not term.is_commutative:
+        return term.diff(symbol)
+    args = term.args
+    holders = [k for k, factor in enumerate(args) if symbol in factor.free_symbols]
+    if len(holders) != 1 or not all(_zero_safe(factor) for factor in args):
+        return term.diff(symbol)
+    (k,) = holders
+    rest = args[:k] + args[k + 1 :]
+    if args[k] == symbol:
+        inner = sympy.S.One
+    else:
+        inner = args[k].diff(symbol)
+        if inner.has(sympy.Derivative):
+            return term.diff(symbol)
+    if any(factor.has(sympy.Derivative) for factor in rest):
+        return term.diff(symbol)
+    if inner is sympy.S.One and len(rest) == 1:
+        return rest[0]
+    return sympy.Mul(*rest[:k], inner, *rest[k:])
+
+
+def _entry_derivatives(expr: sympy.Expr, position: dict[sympy.Symbol, int]) -> Iterator[tuple[int, sympy.Expr]]:
+    """(input index, d expr / d symbol) for each input symbol in ``expr``, by input index; zeros included.
+
+    A sum is differentiated term by term, and each symbol only through the
+    terms that contain it: ``Add._eval_derivative`` is ``Add(*[t.diff(s) for
+    t in args])`` and a term without ``s`` contributes an exact 0, which
+    ``Add`` drops, so the result is the same expression as ``expr.diff(s)``.
+    This keeps the work proportional to the Jacobian's non-zeros instead of
+    (terms of the entry) × (symbols in it), e.g. n³ rather than n⁴ for W @ X.
+    """
+    if type(expr) is sympy.Add:
+        groups: dict[sympy.Symbol, list[sympy.Expr]] = {}
+        for term in expr.args:
+            for symbol in term.free_symbols & position.keys():
+                groups.setdefault(symbol, []).append(term)
+        for symbol in sorted(groups, key=position.__getitem__):
+            yield position[symbol], sympy.Add(*[_term_derivative(term, symbol) for term in groups[symbol]])
+        return
+    for symbol in sorted(expr.free_symbols & position.keys(), key=position.__getitem__):
+        yield position[symbol], _term_derivative(expr, symbol)
+
+
+def sparse_jacobian(y: Tensor, x: Tensor) -> Iterator[Entry]:
+    """The non-zero entries of d y / d x, in row-major order."""
+    _require_leaf(x)
+    position = {symbol: i for i, symbol in enumerate(x.entries().reshape(-1))}
+    for o, expr in enumerate(y.entries().reshape(-1)):
+        for i, derivative in _entry_derivatives(sympy.sympify(expr), position):
+            if derivative != 0:
+                yield o, i, derivative
+
+
+def jacobian(y: Tensor, x: Tensor, *, matrix: bool = False) -> sympy.ImmutableSparseNDimArray | sympy.SparseMatrix:
+    """d y / d x as a SymPy array of shape ``y.shape + x.shape``.
+
+    With ``matrix=True``, a ``SparseMatrix`` with one row per entry of ``y``
+    and one column per entry of ``x`` (both flattened row-major).
+    """
+    y_shape = require_concrete(y.shape, "an entrywise Jacobian")
+    x_shape = require_concrete(x.shape, "an entrywise Jacobian")
+    n_in = int(np.prod(x_shape, dtype=int))
+    entries = list(sparse_jacobian(y, x))
+    if matrix:
+        return sympy.ImmutableSparseMatrix(int(np.prod(y_shape, dtype=int)), n_in, {(o, i): d for o, i, d in entries})
+    return sympy.ImmutableSparseNDimArray({o * n_in + i: d for o, i, d in entries}, y_shape + x_shape)
+
+
+def as_grad_tensor(v: Any, like: Tensor, position: int = 0) -> Tensor:
+    """A grad_tensor as a Tensor of ``like``'s shape, with torch's error when the shape differs."""
+    if isinstance(v, Tensor):
+        g = v
+    elif isinstance(v, (int, float)) and not isinstance(v, bool):
+        g = wrap(v)
+    else:
+        g = tensor(v)
+    if g.shape != like.shape:
+        raise ShapeError(
+            f"Mismatch in shape: grad_output[{position}] has a shape of torch.Size({list(g.shape)}) and "
+            f"output[{position}] has a shape of torch.Size({list(like.shape)})."
+        )
+    return g
+
+
+def vjp_entries(outputs: Sequence[Tensor], x: Tensor, grads: Sequence[Tensor]) -> np.ndarray:
+    """Σ over outputs of vᵀJ: entry i is Σ_o v_o · d y_o / d x_i."""
+    x_shape = require_concrete(x.shape, "an entrywise VJP")
+    terms: list[list[sympy.Expr]] = [[] for _ in range(int(np.prod(x_shape, dtype=int)))]
+    for y, v in zip(outputs, grads, strict=False):
+        weights = v.entries().reshape(-1)
+        for o, i, derivative in sparse_jacobian(y, x):
+            terms[i].append(weights[o] * derivative)
+    return object_array([sympy.Add(*t) for t in terms], x_shape)
+
+
+def vjp(y: Tensor | Sequence[Tensor], x: Tensor | Sequence[Tensor], v: Any | Sequence[Any] = None):
+    """The vector-Jacobian product vᵀJ: what ``y.backward(v)`` adds to ``x.grad``.
+
+    ``y`` and ``v`` may be lists (the list form of backward); ``x`` may be a
+    list, giving a tuple of gradients. ``v=None`` means 1 for one-element ``y``.
+    With symbolic dimensions the result is the gradient law as a tensor
+    expression (``V @ X.T``), see :func:`symgrad.reverse.law`.
+
+    >>> from symgrad.core import tensor, symbols_like
+    >>> w = tensor([[1.0, 2.0]], name="w"); x = tensor([[1.0, 1.0], [2.0, 2.0]], name="x")
+    >>> loss = w @ x
+    >>> vjp(loss, w, symbols_like(loss, "v")).sympy()
+    [[v_0_0*x_0_0 + v_0_1*x_0_1, v_0_0*x_1_0 + v_0_1*x_1_1]]
+    """
+    outputs = [y] if isinstance(y, Tensor) else list(y)
+    targets_given = [x] if isinstance(x, Tensor) else list(x)
+    if not all(is_concrete(t.shape) for t in outputs + targets_given):
+        laws = law(y, x, v)
+        return laws[0] if isinstance(x, Tensor) else laws
+    if isinstance(y, Tensor):
+        vs = [v]
+    else:
+        vs = list(v) if v is not None else [None] * len(outputs)
+    if len(vs) != len(outputs):
+        raise SymgradError(f"got {len(outputs)} outputs and {len(vs)} grad_tensors")
+    grads = []
+    for position, (out, g) in enumerate(zip(outputs, vs, strict=False)):
+        if g is None:
+            if out.numel() != 1:
+                raise SymgradError("grad can be implicitly created only for scalar outputs")
+            g = constant(sympy.Integer(1), shape=out.shape)
+        grads.append(as_grad_tensor(g, out, position))
+    targets = [x] if isinstance(x, Tensor) else list(x)
+    results = []
+    for target in targets:
+        entries = vjp_entries(outputs, target, grads)
+        results.append(formula(entries, sources=[*outputs, *grads], name=f"{target.name}.grad", dtype=target.dtype))
+    return results[0] if isinstance(x, Tensor) else tuple(results)

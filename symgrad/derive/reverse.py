@@ -1,0 +1,99 @@
+"""Reverse mode over the tensor graph: gradient laws that hold for every size.
+
+Each op's row carries a VJP rule written with symgrad ops, so the gradient
+is itself a tensor expression with a (possibly symbolic) shape:
+
+>>> import symgrad.ops
+>>> from symgrad.core import dims, symbols
+>>> k, n, m = dims("k n m")
+>>> W, X, V = symbols("W", (k, n)), symbols("X", (n, m)), symbols("V", (k, m))
+>>> law(W @ X, [W], [V])[0].name
+'V @ X.T'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..core.dims import format_shape, is_concrete, same_dim
+from ..core.errors import SymgradError
+from ..core.graph import topological
+from ..core.tensor import Tensor, apply, constant, wrap
+from .simplify import simplify
+
+
+def implicit_grad(out: Tensor) -> Tensor:
+    """The grad_tensor torch makes up for a one-element output (1), or torch's error for any other."""
+    if not all(isinstance(d, int) and d == 1 for d in out.shape):
+        raise SymgradError("grad can be implicitly created only for scalar outputs")
+    return constant(1, shape=out.shape, dtype=out.dtype)
+
+
+def needed_nodes(outputs: Sequence[Tensor], wrt: Sequence[Tensor]) -> set[int]:
+    """Nodes through which some ``wrt`` leaf influences an output."""
+    targets = {id(x) for x in wrt}
+    needed: set[int] = set()
+    for out in outputs:
+        for node in topological(out):
+            if id(node) in targets or any(id(i) in needed for i in node.inputs):
+                needed.add(id(node))
+    return needed
+
+
+def _zeros_like(x: Tensor) -> Tensor:
+    return apply("full", shape=x.shape, value=0)
+
+
+def law(
+    outputs: Tensor | Sequence[Tensor], wrt: Tensor | Sequence[Tensor], grads: Any = None, *, simplified: bool = True
+) -> tuple[Tensor, ...]:
+    """The gradient of ``outputs`` contracted with ``grads`` (vᵀJ), one tensor expression per ``wrt``.
+
+    Works for symbolic dimensions; ``grads`` may be symbolic tensors such as ``V``.
+    """
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    targets = [wrt] if isinstance(wrt, Tensor) else list(wrt)
+    if grads is None:
+        vs = [implicit_grad(o) for o in outs]
+    else:
+        vs = [grads] if isinstance(grads, Tensor) or not isinstance(grads, (list, tuple)) else list(grads)
+        vs = [implicit_grad(o) if v is None else wrap(v) for o, v in zip(outs, vs)]
+    if len(vs) != len(outs):
+        raise SymgradError(f"got {len(outs)} outputs and {len(vs)} grad_tensors")
+    for position, (o, v) in enumerate(zip(outs, vs)):
+        if len(v.shape) != len(o.shape) or not all(same_dim(a, b) for a, b in zip(v.shape, o.shape)):
+            raise SymgradError(
+                f"grad_tensor {position} has shape {format_shape(v.shape)} but output {position} has shape "
+                f"{format_shape(o.shape)}"
+            )
+    needed = needed_nodes(outs, targets)
+    cotangents: dict[int, Tensor] = {}
+    for o, v in zip(outs, vs):
+        cotangents[id(o)] = cotangents[id(o)] + v if id(o) in cotangents else v
+    order: list[Tensor] = []
+    seen: set[int] = set()
+    for o in outs:
+        for node in topological(o):
+            if id(node) not in seen:
+                seen.add(id(node))
+                order.append(node)
+    for node in reversed(order):
+        g = cotangents.get(id(node))
+        if g is None or node.op is None or id(node) not in needed:
+            continue
+        if node.op.vjp is None:
+            raise SymgradError(f"no gradient rule for {node.op.name} yet")
+        pieces = node.op.vjp(g, node, *node.inputs, **node.attrs)
+        for part, piece in zip(node.inputs, pieces):
+            if piece is None or id(part) not in needed:
+                continue
+            cotangents[id(part)] = cotangents[id(part)] + piece if id(part) in cotangents else piece
+    results = tuple(cotangents[id(x)] if id(x) in cotangents else _zeros_like(x) for x in targets)
+    if simplified:
+        results = simplify(list(results), context=outs)
+    return tuple(results)
+
+
+def entrywise_possible(*tensors: Tensor) -> bool:
+    return all(is_concrete(t.shape) for t in tensors)

@@ -1,0 +1,426 @@
+"""Rewrite gradient laws towards what a person would write.
+
+One bottom-up pass rebuilds the graph: structurally equal subexpressions
+become one node (so they can be named once and reused from the forward
+pass), and local rules remove what a person would not write: products with
+one, sums with zero, double transposes, double negation, reductions over
+nothing, and scalar factors that can be collected.
+
+>>> import symgrad.ops
+>>> from symgrad.core import symbols
+>>> x = symbols("x", (2, 3))
+>>> simplify([(x.T.T * 1) + 0])[0] is x
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import sympy
+
+from ..core.dims import broadcast_shapes, same_dim
+from ..core.graph import is_size, topological, uniform_constant
+from ..core.registry import lookup
+from ..core.tensor import Tensor, apply, constant
+
+
+def _same_shape(a: Sequence, b: Sequence) -> bool:
+    return len(a) == len(b) and all(same_dim(x, y) for x, y in zip(a, b))
+
+
+def _fill(value: sympy.Expr, shape: tuple) -> Tensor:
+    if not shape:
+        if value.is_Number:
+            return constant(value, python_scalar=True)
+        return Tensor(shape=(), entries=np.array(value, dtype=object), is_python_scalar=True)
+    if all(isinstance(d, int) for d in shape) and value.is_Number:
+        return constant(value, shape=shape)
+    return apply("full", shape=shape, value=value)
+
+
+def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tensor | None:
+    """A simpler node equal to ``name(*inputs, **attrs)``, or None to keep it."""
+    op = lookup(name)
+    consts = [uniform_constant(t) for t in inputs]
+    folded = _fold_constants(name, inputs, consts, attrs, shape)
+    if folded is not None:
+        return folded
+    if (
+        op.has("layout")
+        and consts[0] is not None
+        and not (inputs[0].op is None and _same_shape(inputs[0].shape, shape))
+    ):
+        return _fill(consts[0], shape)  # a broadcast or reshaped constant is just that constant
+    if op.has("broadcasting"):
+        stripped = _strip_broadcasts(inputs, shape)
+        if stripped is not None:
+            return apply(name, *stripped, **attrs)
+        hoisted = _hoist_broadcast(name, inputs, attrs, shape)
+        if hoisted is not None:
+            return hoisted
+    if name in ("matmul", "mm"):
+        return _simplify_matmul(inputs, consts, shape)
+    if name == "index":
+        return _simplify_index(inputs[0], attrs["index"], shape)
+    if name == "sum":
+        return _simplify_sum(inputs[0], attrs, shape)
+    if name == "mul":
+        a, b = inputs
+        ca, cb = consts
+        if ca == 0 or cb == 0:
+            return _fill(sympy.S.Zero, shape)
+        if ca == 1 and _same_shape(b.shape, shape):
+            return b
+        if cb == 1 and _same_shape(a.shape, shape):
+            return a
+        if cb is not None and ca is None and _same_shape(a.shape, shape):  # x * 2 → 2 * x
+            return _collect(cb, a, shape)
+        if ca is not None and cb is None and _same_shape(b.shape, shape):
+            return _collect(ca, b, shape)
+        if a.op is not None and a.op.name == "neg":
+            return apply("neg", apply("mul", a.inputs[0], b))
+        if b.op is not None and b.op.name == "neg":
+            return apply("neg", apply("mul", a, b.inputs[0]))
+        for x, y in ((a, b), (b, a)):  # x * (1 / c) → x / c
+            if y.op is not None and y.op.name == "div" and uniform_constant(y.inputs[0]) == 1:
+                quotient = apply("div", x, y.inputs[1])
+                if _same_shape(quotient.shape, shape):  # the 1 may have carried a broadcast
+                    return quotient
+    if name == "div":
+        if consts[1] == 1 and _same_shape(inputs[0].shape, shape):
+            return inputs[0]
+        x = inputs[0]
+        if consts[1] is not None and x.op is not None and x.op.name == "mul" and _same_shape(x.shape, shape):
+            inner = uniform_constant(x.inputs[0])
+            if inner is not None and not x.inputs[0].shape:  # (c y) / n → (c/n) y
+                return _collect(inner / consts[1], x.inputs[1], shape)
+        if consts[0] == 0:
+            return _fill(sympy.S.Zero, shape)
+    if name == "add":
+        a, b = inputs
+        if a is b:
+            return _collect(sympy.Integer(2), a, shape)
+        for factor in (_factor_matmul, _factor_scalar):
+            factored = factor(a, b, shape)
+            if factored is not None:
+                return factored
+        if consts[0] == 0 and _same_shape(b.shape, shape):
+            return b
+        if consts[1] == 0 and _same_shape(a.shape, shape):
+            return a
+        if b.op is not None and b.op.name == "neg":
+            return apply("sub", a, b.inputs[0])
+        if a.op is not None and a.op.name == "neg":
+            return apply("sub", b, a.inputs[0])
+    if name == "sub":
+        a, b = inputs
+        if consts[1] == 0 and _same_shape(a.shape, shape):
+            return a
+        if consts[0] == 0 and _same_shape(b.shape, shape):
+            return apply("neg", b)
+        if b.op is not None and b.op.name == "neg":
+            return apply("add", a, b.inputs[0])
+    if name == "neg":
+        (a,) = inputs
+        if a.op is not None and a.op.name == "neg":
+            return a.inputs[0]
+        if consts[0] is not None:
+            return _fill(-consts[0], shape)
+    if name == "pow":
+        if consts[1] == 1:
+            return inputs[0]
+    if name in ("transpose", "permute"):
+        return _simplify_layout(name, inputs[0], _as_permutation(name, attrs, len(shape)))
+    if name == "mean" and not attrs["dim"]:
+        return inputs[0]
+    if name in ("reshape", "expand") and _same_shape(inputs[0].shape, shape):
+        return inputs[0]
+    return None
+
+
+def _fold_constants(name: str, inputs: list[Tensor], consts: list, attrs: dict, shape: tuple) -> Tensor | None:
+    """An elementwise op on uniform constants is a uniform constant: ``3 - 1`` → ``2``."""
+    op = lookup(name)
+    if not inputs or any(c is None for c in consts) or op.scalar is None or op.has("comparison"):
+        return None
+    value = sympy.sympify(op.scalar(*consts, **attrs))
+    if not (value.is_Number or is_size(value)):
+        return None
+    return _fill(value, shape)
+
+
+def _unbroadcast_view(t: Tensor) -> Tensor | None:
+    """``y`` when ``t`` is ``y.expand(...)`` or ``y[None]`` (views that broadcasting makes redundant)."""
+    if t.op is None:
+        return None
+    if t.op.name == "expand":
+        return t.inputs[0]
+    if t.op.name == "index":
+        index = t.attrs["index"]
+        leading = 0
+        while leading < len(index) and index[leading] is None:
+            leading += 1
+        if leading and all(i == slice(None) or i is Ellipsis for i in index[leading:]):
+            return t.inputs[0]
+    return None
+
+
+def _strip_broadcasts(inputs: list[Tensor], shape: tuple) -> list[Tensor] | None:
+    """Drop explicit broadcasts from the operands of a broadcasting op when the result shape stays the same."""
+    changed, current = False, list(inputs)
+    for position, t in enumerate(current):
+        inner = _unbroadcast_view(t)
+        if inner is None:
+            continue
+        trial = current[:position] + [inner] + current[position + 1 :]
+        try:
+            result = trial[0].shape
+            for other in trial[1:]:
+                result = broadcast_shapes(result, other.shape)
+        except Exception:
+            continue
+        if _same_shape(result, shape):
+            current, changed = trial, True
+    return current if changed else None
+
+
+def _hoist_broadcast(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tensor | None:
+    """``f(x.expand(s), c)`` with scalars ``c`` → ``f(x, c).expand(s)``: work on the small tensor, then
+    let the consumer's broadcasting (or one expand) make it big. A scalar gradient stays a scalar."""
+    views = [i for i, t in enumerate(inputs) if t.shape and _unbroadcast_view(t) is not None]
+    if len(views) != 1 or any(t.shape for i, t in enumerate(inputs) if i != views[0]):
+        return None
+    position = views[0]
+    inner = _unbroadcast_view(inputs[position])
+    small = apply(name, *(inner if i == position else t for i, t in enumerate(inputs)), **attrs)
+    return small if _same_shape(small.shape, shape) else small.expand(*shape)
+
+
+def _scaled(t: Tensor) -> tuple[sympy.Expr, Tensor]:
+    """``(c, x)`` with ``t == c * x`` for a scalar constant ``c`` (1 when there is none)."""
+    if t.op is not None:
+        if t.op.name == "mul" and not t.inputs[0].shape and uniform_constant(t.inputs[0]) is not None:
+            return uniform_constant(t.inputs[0]), t.inputs[1]
+        if t.op.name == "div" and not t.inputs[1].shape and uniform_constant(t.inputs[1]) is not None:
+            return 1 / uniform_constant(t.inputs[1]), t.inputs[0]
+        if t.op.name == "neg":
+            return sympy.S.NegativeOne, t.inputs[0]
+    return sympy.S.One, t
+
+
+def _factor_scalar(a: Tensor, b: Tensor, shape: tuple) -> Tensor | None:
+    """``c x + c y`` → ``c (x + y)`` and ``-c x + c y`` → ``c (y - x)``."""
+    (fa, xa), (fb, xb) = _scaled(a), _scaled(b)
+    if fa == 1 and fb == 1:
+        return None
+    if sympy.simplify(fa - fb) == 0:
+        return _collect(fa, apply("add", xa, xb), shape)
+    if sympy.simplify(fa + fb) == 0:
+        return _collect(fb, apply("sub", xb, xa), shape)
+    return None
+
+
+def _is_unsqueeze(t: Tensor, index: tuple) -> bool:
+    return t.op is not None and t.op.name == "index" and t.attrs["index"] == index
+
+
+def _simplify_index(x: Tensor, index: tuple, shape: tuple) -> Tensor | None:
+    """``(A @ v[:, None])[..., 0]`` → ``A @ v``; ``x.sum(d, keepdim=True)`` indexed at 0 on ``d`` → ``x.sum(d)``."""
+    if x.op is not None and x.op.name in ("matmul", "mm"):
+        p, q = x.inputs
+        if index == (Ellipsis, 0) and _is_unsqueeze(q, (slice(None), None)) and len(q.inputs[0].shape) == 1:
+            return apply("matmul", p, q.inputs[0])
+        if index == (0,) and _is_unsqueeze(p, (None,)) and len(p.inputs[0].shape) == 1 and len(q.shape) == 2:
+            return apply("matmul", p.inputs[0], q)
+    if x.op is not None and x.op.name == "sum" and x.attrs["keepdim"] and len(x.attrs["dim"]) == 1:
+        (axis,) = x.attrs["dim"]
+        ndim = len(x.shape)
+        expected = tuple(0 if i == axis else slice(None) for i in range(ndim))
+        shortest = expected[: axis + 1]
+        if index in (expected, shortest) or (axis == ndim - 1 and index == (Ellipsis, 0)):
+            return x.inputs[0].sum(dim=axis)
+    return None
+
+
+def _simplify_sum(x: Tensor, attrs: dict, shape: tuple) -> Tensor | None:
+    """``(M * v[None, :]).sum(1)`` → ``M @ v`` and ``(M * u[:, None]).sum(0)`` → ``u @ M``."""
+    if not attrs["dim"]:
+        return x
+    if attrs["keepdim"] or x.op is None or x.op.name != "mul" or len(x.shape) != 2 or len(attrs["dim"]) != 1:
+        return None
+    (axis,) = attrs["dim"]
+    for m, v in (x.inputs, tuple(reversed(x.inputs))):
+        if len(m.shape) != 2 or not _same_shape(m.shape, x.shape):
+            continue
+        if axis == 1 and len(v.shape) == 1 and same_dim(v.shape[0], m.shape[1]):  # (M * v).sum(1) = M @ v
+            return apply("matmul", m, v)
+        if v.op is None or v.op.name != "index" or len(v.inputs[0].shape) != 1:
+            continue
+        vector = v.inputs[0]
+        if axis == 1 and v.attrs["index"] in ((None, slice(None)), (None,)) and same_dim(vector.shape[0], m.shape[1]):
+            return apply("matmul", m, vector)
+        if axis == 0 and v.attrs["index"] == (slice(None), None) and same_dim(vector.shape[0], m.shape[0]):
+            return apply("matmul", vector, m)
+    return None
+
+
+def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple) -> Tensor | None:
+    """Products with constant or identity matrices simplify; an inner size of 1 is an outer product."""
+    a, b = inputs
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        return None
+    for eye, other in ((a, b), (b, a)):
+        if eye.op is not None and eye.op.name == "eye" and _same_shape(other.shape, shape):
+            return other
+    if len(a.shape) == 2 and len(b.shape) == 2 and a.shape[1] == 1 and consts[0] is None and consts[1] is None:
+        return apply("mul", a, b)
+    for factor, other, summed in ((consts[0], b, -2), (consts[1], a, -1)):
+        if factor is None:
+            continue
+        if factor == 0:
+            return _fill(sympy.S.Zero, shape)
+        inner = a.shape[-1]
+        if inner == 1:  # an outer product with ones is a broadcast
+            reduced = other
+        else:
+            reduced = other.sum(dim=len(other.shape) + summed, keepdim=True)
+        scaled = reduced if factor == 1 else _collect(factor, reduced, reduced.shape)
+        return scaled if _same_shape(scaled.shape, shape) else scaled.expand(*shape)
+    return None
+
+
+def _is_matrix_transpose(t: Tensor) -> bool:
+    return t.op is not None and t.op.name in ("transpose", "permute") and len(t.shape) == 2
+
+
+def _factor_matmul(a: Tensor, b: Tensor, shape: tuple) -> Tensor | None:
+    """``P @ x + Q @ x`` → ``(P + Q) @ x``, and the same for a common left factor."""
+    if a.op is None or b.op is None or a.op.name != "matmul" or b.op.name != "matmul":
+        return None
+    (p, x), (q, y) = a.inputs, b.inputs
+    if x is y and _same_shape(p.shape, q.shape):
+        return apply("matmul", apply("add", p, q), x)
+    if p is q and _same_shape(x.shape, y.shape):
+        return apply("matmul", p, apply("add", x, y))
+    return None
+
+
+def _collect(factor: sympy.Expr, x: Tensor, shape: tuple) -> Tensor:
+    """``factor * x`` with scalar factors already on ``x`` multiplied in."""
+    if x.op is not None and x.op.name == "mul":
+        inner = uniform_constant(x.inputs[0])
+        if inner is not None and not x.inputs[0].shape:
+            factor, x = factor * inner, x.inputs[1]
+    if x.op is not None and x.op.name == "neg":
+        factor, x = -factor, x.inputs[0]
+    if factor == 1 and _same_shape(x.shape, shape):
+        return x
+    if factor == -1 and _same_shape(x.shape, shape):
+        return apply("neg", x)
+    if factor.is_Rational and factor.p == 1 and factor.q != 1:  # (1/4) x reads better as x / 4
+        return apply("div", x, _fill(sympy.Integer(factor.q), ()))
+    if not factor.is_Number and factor.is_number is not None and sympy.fraction(factor)[0] == 1:
+        return apply("div", x, _fill(sympy.fraction(factor)[1], ()))
+    return apply("mul", _fill(factor, ()), x)
+
+
+def _as_permutation(name: str, attrs: dict, ndim: int) -> tuple[int, ...]:
+    if name == "permute":
+        return tuple(attrs["dims"])
+    order = list(range(ndim))
+    order[attrs["dim0"]], order[attrs["dim1"]] = order[attrs["dim1"]], order[attrs["dim0"]]
+    return tuple(order)
+
+
+def _simplify_layout(name: str, x: Tensor, order: tuple[int, ...]) -> Tensor | None:
+    """Compose stacked transposes/permutes, drop the identity, and write a swap of two dims as a transpose."""
+    if (
+        len(order) == 2
+        and order == (1, 0)
+        and x.op is not None
+        and x.op.name == "index"
+        and len(x.inputs[0].shape) == 1
+        and x.attrs["index"] in ((slice(None), None), (None, slice(None)), (None,))
+    ):
+        flipped = (slice(None), None) if x.attrs["index"] != (slice(None), None) else (None, slice(None))
+        return x.inputs[0][flipped]  # a column's transpose is the row, and back
+    if len(order) == 2 and order == (1, 0) and x.op is not None and x.op.name in ("matmul", "mm"):
+        p, q = x.inputs
+        if len(p.shape) == 2 and len(q.shape) == 2 and (_is_matrix_transpose(p) or _is_matrix_transpose(q)):
+            return apply("matmul", q.T, p.T)  # (P Q)ᵀ = Qᵀ Pᵀ, worth it when a transpose cancels
+    if x.op is not None and x.op.name in ("transpose", "permute"):
+        inner = _as_permutation(x.op.name, x.attrs, len(order))
+        return _layout(x.inputs[0], tuple(inner[i] for i in order))
+    if order == tuple(range(len(order))):
+        return x
+    if name == "permute" and sum(1 for i, d in enumerate(order) if d != i) == 2:
+        return _layout(x, order)
+    return None
+
+
+def _layout(x: Tensor, order: tuple[int, ...]) -> Tensor:
+    """``x`` permuted by ``order``, as a transpose when two dims swap (what people write: ``X.T``)."""
+    if order == tuple(range(len(order))):
+        return x
+    moved = [i for i, d in enumerate(order) if d != i]
+    if len(moved) == 2:
+        return x.transpose(*moved)
+    return x.permute(*order)
+
+
+def _key(t: Tensor) -> tuple:
+    if t.op is None:
+        value = uniform_constant(t)
+        if value is not None and t.given_name is None:
+            return ("constant", str(value), tuple(map(str, t.shape)), t.is_python_scalar)
+        return ("leaf", id(t))
+    return (t.op.name, repr(sorted(t.attrs.items())), tuple(id(i) for i in t.inputs))
+
+
+def simplify(results: Sequence[Tensor], *, context: Sequence[Tensor] = ()) -> list[Tensor]:
+    """Simplified, hash-consed versions of ``results``; nodes equal to ones in ``context`` are reused."""
+    memo: dict[tuple, Tensor] = {}
+    rebuilt: dict[int, Tensor] = {}
+    for root in context:
+        for node in topological(root):
+            rebuilt.setdefault(id(node), node)
+            memo.setdefault(_key(node), node)
+    for root in results:
+        for node in topological(root):
+            if id(node) in rebuilt:
+                continue
+            rebuilt[id(node)] = _canonical(node, rebuilt, memo)
+    return [rebuilt[id(r)] for r in results]
+
+
+MAX_REWRITE_DEPTH = 40  # rules shrink or reorder expressions; the bound is a guard, not a tuning knob
+
+
+def _canonical(node: Tensor, rebuilt: dict[int, Tensor], memo: dict[tuple, Tensor], depth: int = 0) -> Tensor:
+    if node.op is None:
+        return memo.setdefault(_key(node), node)
+    inputs = [rebuilt[id(i)] for i in node.inputs]
+    replacement = _rewrite(node.op.name, inputs, node.attrs, node.shape) if depth < MAX_REWRITE_DEPTH else None
+    if replacement is not None:
+        return _canonical_tree(replacement, memo, depth + 1)
+    same_inputs = all(a is b for a, b in zip(inputs, node.inputs))
+    candidate = node if same_inputs else apply(node.op.name, *inputs, **node.attrs)
+    return memo.setdefault(_key(candidate), candidate)
+
+
+def _canonical_tree(t: Tensor, memo: dict[tuple, Tensor], depth: int = 0) -> Tensor:
+    """Canonicalise a freshly built replacement (its inputs may be new nodes too)."""
+    local: dict[int, Tensor] = {}
+    for node in topological(t):
+        if memo.get(_key(node)) is node:  # already canonical (or part of the forward graph): keep as is
+            local[id(node)] = node
+        else:
+            local[id(node)] = _canonical(node, local, memo, depth)
+    return local[id(t)]
+
+
+def op_count(t: Tensor) -> int:
+    """Distinct operations in the expression DAG (shared subexpressions count once)."""
+    return sum(1 for node in topological(t) if node.op is not None and node.op.name != "full")

@@ -1,0 +1,38 @@
+"""The op table, one family per module: each row says everything symgrad knows about one op.
+
+A row (:class:`symgrad.core.Op`) holds the op's shape rule, its meaning entry by entry
+in SymPy, its VJP rule written with symgrad ops, how torch computes it (for the
+cross-check), its torch and LaTeX spellings, and the name of torch's backward node.
+The families register their rows with the core's registry when imported:
+:mod:`.elementwise` (arithmetic, comparisons, functions of one tensor), :mod:`.reductions`,
+:mod:`.shape` (layout and indexing), :mod:`.linalg` and :mod:`.nn` (activations and losses).
+Adding an op means one row in one family file, plus a test. This package imports only
+:mod:`symgrad.core`.
+"""
+
+from ..core.registry import OPS
+from . import elementwise, linalg, nn, reductions, shape
+from .calculus import elementwise_derivative, expand_back, to_tensor, unbroadcast
+from .functions import amax, first_max, norm2, relu, sigmoid, sign, softplus
+from .userfunc import function
+
+__all__ = [
+    "OPS",
+    "amax",
+    "elementwise",
+    "elementwise_derivative",
+    "expand_back",
+    "first_max",
+    "function",
+    "linalg",
+    "nn",
+    "norm2",
+    "reductions",
+    "relu",
+    "shape",
+    "sigmoid",
+    "sign",
+    "softplus",
+    "to_tensor",
+    "unbroadcast",
+]

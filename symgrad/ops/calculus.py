@@ -1,0 +1,168 @@
+"""Building blocks of VJP rules: undoing broadcasts and reductions, and scalar derivatives as tensor ops.
+
+The derivative of an elementwise function comes from SymPy and is turned back
+into tensor operations, so ``tanh`` gives ``1 - torch.tanh(x) ** 2`` (and the
+forward result is reused: ``1 - out ** 2``).
+
+>>> import symgrad.ops
+>>> from symgrad.core import symbols
+>>> x = symbols("x", (2, 3))
+>>> elementwise_derivative(sympy.tanh, x).name
+'1 - torch.tanh(x) ** 2'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import sympy
+
+from ..core.dims import Shape, same_dim
+from ..core.errors import UnsupportedError
+from ..core.registry import OPS
+from ..core.tensor import Tensor, apply, constant
+
+T = sympy.Symbol("t", real=True)
+
+
+def unbroadcast(g: Tensor, shape: Shape) -> Tensor:
+    """Sum ``g`` over the dimensions that broadcasting added to a tensor of ``shape``."""
+    lead = len(g.shape) - len(shape)
+    if lead == 0 and all(same_dim(a, b) for a, b in zip(g.shape, shape)):
+        return g
+    out = g
+    kept = tuple(lead + i for i, d in enumerate(shape) if d == 1 and not (g.shape[lead + i] == 1))
+    if kept:
+        out = out.sum(dim=kept, keepdim=True)
+    if lead > 0:
+        out = out.sum(dim=tuple(range(lead)))
+    return out
+
+
+def expand_back(g: Tensor, shape: Shape, dim: tuple[int, ...], keepdim: bool) -> Tensor:
+    """Undo a reduction over ``dim``: put the reduced dims back (size 1) and expand to ``shape``."""
+    out = g
+    if not keepdim:
+        for axis in sorted(dim):
+            out = out.unsqueeze(axis)
+    return out.expand(*shape) if tuple(out.shape) != tuple(shape) else out
+
+
+def count(shape: Shape, dim: tuple[int, ...]):
+    """How many entries a reduction over ``dim`` adds up (an int or a SymPy product of dims)."""
+    total = sympy.Integer(1)
+    for axis in dim:
+        total *= shape[axis]
+    return int(total) if total.is_Integer else total
+
+
+def _function_ops() -> dict:
+    table = {op.scalar: name for name, op in OPS.items() if isinstance(op.scalar, sympy.FunctionClass)}
+    table.setdefault(sympy.sign, "sign")  # SymPy's own sign (from Abs') is the sign op, whose gradient is torch's 0
+    return table
+
+
+def to_tensor(expr: sympy.Expr, bindings: dict[sympy.Symbol, Tensor], like: Tensor) -> Tensor:
+    """A scalar SymPy expression in the bound symbols, as tensor operations on their tensors."""
+    if expr in bindings:
+        return bindings[expr]
+    if expr.is_Number:
+        value = int(expr) if expr.is_Integer else (float(expr) if expr.is_Float else expr)
+        return constant(value, dtype=like.dtype, python_scalar=True)
+    if expr.is_number:  # an exact constant such as sqrt(2)/sqrt(pi): kept exact, printed as is
+        return Tensor(shape=(), entries=np.array(expr, dtype=object), dtype=like.dtype, is_python_scalar=True)
+    if expr.is_Add:
+        negatives = [a for a in expr.args if a.could_extract_minus_sign()]
+        positives = [a for a in expr.args if not a.could_extract_minus_sign()]
+        out = _fold(
+            [to_tensor(a, bindings, like) for a in positives] or [constant(0, python_scalar=True)],
+            lambda a, b: a + b,
+        )
+        for term in negatives:
+            out = out - to_tensor(-term, bindings, like)
+        return out
+    if expr.is_Mul:
+        numer, denom = expr.as_numer_denom()
+        if denom != 1:
+            return to_tensor(numer, bindings, like) / to_tensor(denom, bindings, like)
+        coeff, rest = expr.as_coeff_Mul()
+        if coeff == -1:
+            return -to_tensor(rest, bindings, like)
+        return _fold([to_tensor(a, bindings, like) for a in expr.args], lambda a, b: a * b)
+    if expr.is_Pow:
+        base, exponent = expr.args
+        if exponent == sympy.S.Half:
+            return apply("sqrt", to_tensor(base, bindings, like))
+        if exponent == -1:
+            return 1 / to_tensor(base, bindings, like)
+        if exponent.is_Number and exponent < 0:
+            return 1 / to_tensor(base**-exponent, bindings, like)
+        return to_tensor(base, bindings, like) ** to_tensor(exponent, bindings, like)
+    name = _function_ops().get(expr.func)
+    if name is not None and len(expr.args) == 1:
+        return apply(name, to_tensor(expr.args[0], bindings, like))
+    if isinstance(expr, sympy.Heaviside):
+        at_zero = expr.args[1] if len(expr.args) > 1 else sympy.S.Half
+        return apply("step", to_tensor(expr.args[0], bindings, like), at_zero=at_zero)
+    if isinstance(expr, sympy.Piecewise):
+        return _piecewise(expr, bindings, like)
+    if isinstance(expr, sympy.core.relational.Relational) and type(expr) in _RELATIONS:
+        left, right = (to_tensor(a, bindings, like) for a in expr.args)
+        return apply(_RELATIONS[type(expr)], left, right)
+    free = sorted(expr.free_symbols & bindings.keys(), key=str)
+    if len(free) == 1:  # anything else SymPy knows: an elementwise map of that one tensor
+        (symbol,) = free
+        return apply("map", bindings[symbol], fn=sympy.Lambda(symbol, expr), label="d")
+    raise UnsupportedError(f"cannot express {expr} with tensor operations")
+
+
+def _piecewise(expr: sympy.Piecewise, bindings: dict, like: Tensor) -> Tensor:
+    (value, condition), *rest = expr.args
+    if condition == sympy.true:
+        return to_tensor(value, bindings, like)
+    otherwise = to_tensor(sympy.Piecewise(*rest), bindings, like) if rest else constant(0, python_scalar=True)
+    return _where(condition, to_tensor(value, bindings, like), otherwise, bindings, like)
+
+
+def _where(condition, value: Tensor, otherwise: Tensor, bindings: dict, like: Tensor) -> Tensor:
+    """``where`` for a SymPy condition; ``Or`` and ``And`` become nested ``where`` (no boolean ops needed)."""
+    if isinstance(condition, sympy.Or):
+        first, *others = condition.args
+        return _where(first, value, _where(sympy.Or(*others), value, otherwise, bindings, like), bindings, like)
+    if isinstance(condition, sympy.And):
+        first, *others = condition.args
+        return _where(first, _where(sympy.And(*others), value, otherwise, bindings, like), otherwise, bindings, like)
+    return apply("where", to_tensor(condition, bindings, like), value, otherwise)
+
+
+_RELATIONS = {
+    sympy.StrictGreaterThan: "gt",
+    sympy.GreaterThan: "ge",
+    sympy.StrictLessThan: "lt",
+    sympy.LessThan: "le",
+    sympy.Equality: "eq",
+}
+
+
+def _fold(items: list, combine: Callable) -> Tensor:
+    out = items[0]
+    for item in items[1:]:
+        out = combine(out, item)
+    return out
+
+
+def elementwise_derivative(scalar: Callable | sympy.Lambda, x: Tensor, out: Tensor | None = None, **params) -> Tensor:
+    """f'(x) as tensor ops, from SymPy; where f(x) itself appears, the forward result ``out`` is reused."""
+    if isinstance(scalar, sympy.Lambda):
+        (variable,) = scalar.variables
+        value = scalar.expr.xreplace({variable: T})
+    else:
+        value = sympy.sympify(scalar(T, **params))
+    derivative = sympy.diff(value, T)
+    marker = sympy.Symbol("forward_result", real=True)
+    bindings = {T: x}
+    if out is not None and value.has(T) and not value.is_Symbol:
+        derivative = derivative.subs(value, marker)
+        bindings[marker] = out
+    return to_tensor(derivative, bindings, x)

@@ -1,0 +1,97 @@
+"""Builders for the common kinds of rows: elementwise functions of one tensor, and broadcasting ones of two.
+
+An elementwise row needs only its SymPy scalar function and its spellings: the
+meaning applies the function entry by entry, and the VJP is ``g * f'(x)`` with
+``f'`` from SymPy, turned back into tensor ops (see :mod:`symgrad.ops.calculus`).
+
+>>> import symgrad.ops
+>>> from symgrad.core import OPS
+>>> OPS["tanh"].latex, OPS["add"].has("broadcasting")
+('\\\\tanh\\\\left({0}\\\\right)', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..core.arrays import elementwise
+from ..core.dims import Shape, broadcast_shapes
+from ..core.registry import Op, register
+from .calculus import elementwise_derivative
+
+
+def same_shape(shape: Shape, **_: Any) -> Shape:
+    """The shape rule of ops whose output is shaped like their (first) input."""
+    return shape
+
+
+def unary(
+    name: str,
+    scalar: Callable,
+    latex: str,
+    *,
+    grad_fn: str | None = None,
+    torch_fn: Callable | None = None,
+    code: str | None = None,
+    vjp: Callable | None = None,
+    float_result: bool = False,
+    tags: Iterable[str] = (),
+) -> Op:
+    """Register a row for an elementwise function of one tensor; its VJP is ``g * f'(x)`` with f' from SymPy."""
+    return register(
+        Op(
+            name=name,
+            shape=same_shape,
+            meaning=lambda a, **params: elementwise(lambda t: scalar(t, **params), a),
+            torch=torch_fn or (lambda torch, a: getattr(torch, name)(a)),
+            code=code or f"torch.{name}({{0}})",
+            latex=latex,
+            grad_fn=grad_fn or f"{name.capitalize()}Backward0",
+            scalar=scalar,
+            vjp=vjp or (lambda g, out, a, **params: (g * elementwise_derivative(scalar, a, out, **params),)),
+            float_result=float_result,
+            tags=frozenset(tags),
+        )
+    )
+
+
+def binary(
+    name: str,
+    scalar: Callable,
+    torch_fn: Callable,
+    code: str,
+    latex: str,
+    grad_fn: str | Callable,
+    *,
+    saves: bool,
+    precedence: int,
+    vjp: Callable | None = None,
+    differentiable: bool = True,
+    float_result: bool = False,
+    tags: Iterable[str] = (),
+) -> Op:
+    """Register a row for a broadcasting elementwise function of two tensors."""
+    return register(
+        Op(
+            name=name,
+            shape=lambda a, b: broadcast_shapes(a, b),
+            meaning=lambda a, b: elementwise(scalar, a, b),
+            torch=torch_fn,
+            code=code,
+            latex=latex,
+            grad_fn=grad_fn,
+            saves=saves,
+            scalar=scalar,
+            precedence=precedence,
+            vjp=vjp,
+            differentiable=differentiable,
+            float_result=float_result,
+            tags=frozenset({"broadcasting", *tags}),
+        )
+    )
+
+
+def scalar_kinds(inputs: tuple) -> tuple[bool, ...]:
+    """Which inputs are Python scalars (torch names some backward nodes after them: ``RsubBackward1``)."""
+    return tuple(getattr(t, "is_python_scalar", False) for t in inputs)

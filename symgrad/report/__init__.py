@@ -1,0 +1,30 @@
+"""What people read: derivation reports and explanation documents.
+
+- :mod:`.derivation`: what ``symgrad derive`` shows, as data (entries, Jacobians, vᵀJ, the
+  torch check; laws and proofs for symbolic shapes), printed as text or JSON;
+- :mod:`.explanation`: an explanation of what ``backward()`` computes for one expression,
+  every statement derived for it; :mod:`.render` turns both into Markdown and LaTeX through
+  the templates, with :mod:`.formats` saying how each format writes math and code;
+- :mod:`.latex`: numbers and elided formulas in LaTeX; :mod:`.tex`: PDFs with a real TeX engine.
+
+User text reaches a document only through the escaping functions of :mod:`symgrad.core.latex`
+and :mod:`.latex`. This package imports :mod:`symgrad.emit` (templates, listings) and everything below it.
+"""
+
+from .derivation import Derivation, LawDerivation, derive, derive_law
+from .explanation import LANGUAGES, Explanation, explain
+from .render import render_explanation, render_markdown
+from .tex import compile_pdf
+
+__all__ = [
+    "LANGUAGES",
+    "Derivation",
+    "Explanation",
+    "LawDerivation",
+    "compile_pdf",
+    "derive",
+    "derive_law",
+    "explain",
+    "render_explanation",
+    "render_markdown",
+]

@@ -1,0 +1,318 @@
+"""A derivation as data: forward entries, Jacobians, the grad_tensor, vᵀJ, and the torch check.
+
+The CLI prints it as text or JSON; explanations render it through templates.
+
+>>> import symgrad.derive
+>>> from symgrad.core import tensor
+>>> w = tensor([[1.0, 2.0]], requires_grad=True, name="w")
+>>> x = tensor([[1.0, 1.0], [2.0, 2.0]], name="x")
+>>> result = derive(w @ x, [w], grad_tensor="ones", run_check=False)
+>>> result.gradients[0].entries[0].formula
+'x_0_0 + x_0_1'
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy
+
+from ..core.constructors import symbols_like, tensor
+from ..core.dims import format_shape
+from ..core.display import to_number
+from ..core.errors import ValuesUnknownError
+from ..core.latex import latex_name
+from ..core.printers import LatexPrinter, TorchPrinter
+from ..core.tensor import Tensor, constant
+from ..derive.entrywise import sparse_jacobian, vjp
+from ..derive.reverse import law
+from ..emit.printing import listing
+from ..verify.prove import prove
+from ..verify.verify import check as torch_check
+from .render import render_markdown
+
+
+@dataclass
+class Entry:
+    """One entry: its index, its formula (text and LaTeX) and, when known, its value."""
+
+    index: tuple[int, ...]
+    formula: str
+    latex: str
+    value: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"index": list(self.index), "formula": self.formula, "latex": self.latex, "value": self.value}
+
+
+@dataclass
+class TensorReport:
+    name: str
+    shape: tuple
+    entries: list[Entry]
+    latex_name: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "shape": [str(d) for d in self.shape],
+            "entries": [e.as_dict() for e in self.entries],
+        }
+
+
+@dataclass
+class JacobianReport:
+    """The non-zero entries of d output / d input, indexed ``output index + input index``."""
+
+    wrt: str
+    shape: tuple
+    nonzeros: list[Entry]
+    matrix: sympy.Matrix
+    wrt_latex: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"wrt": self.wrt, "shape": list(self.shape), "nonzeros": [e.as_dict() for e in self.nonzeros]}
+
+
+@dataclass
+class Derivation:
+    expression: str
+    inputs: list[dict[str, Any]]
+    output: TensorReport
+    jacobians: list[JacobianReport]
+    grad_tensor: TensorReport
+    grad_tensor_kind: str
+    gradients: list[TensorReport]
+    check: Any = None
+    notes: list[str] = field(default_factory=list)
+
+    def _repr_markdown_(self) -> str:
+        return render_markdown(self)
+
+    def as_dict(self) -> dict[str, Any]:
+        check = None
+        if self.check is not None:
+            check = {
+                "ok": self.check.ok,
+                "max_abs_error": self.check.max_abs_error,
+                "max_rel_error": self.check.max_rel_error,
+                "compared": [c.label for c in self.check.comparisons],
+            }
+        return {
+            "expression": self.expression,
+            "inputs": self.inputs,
+            "output": self.output.as_dict(),
+            "jacobians": [j.as_dict() for j in self.jacobians],
+            "grad_tensor": {"kind": self.grad_tensor_kind, **self.grad_tensor.as_dict()},
+            "gradients": [g.as_dict() for g in self.gradients],
+            "check": check,
+        }
+
+
+def _value_array(t: Tensor) -> np.ndarray | None:
+    try:
+        return t.values()
+    except ValuesUnknownError:
+        return None
+
+
+def tensor_report(t: Tensor, name: str | None = None, latex: str | None = None) -> TensorReport:
+    entries = t.entries()
+    values = _value_array(t)
+    out = []
+    for index in itertools.product(*(range(d) for d in entries.shape)):
+        expr = sympy.sympify(entries[index])
+        value = to_number(values[index]) if values is not None else None
+        out.append(Entry(index, str(expr), sympy.latex(expr), value))
+    return TensorReport(name or t.name, t.shape, out, latex or latex_name(name or t.name))
+
+
+def jacobian_report(y: Tensor, x: Tensor) -> JacobianReport:
+    y_shape, x_shape = y.entries().shape, x.entries().shape
+    n_out, n_in = int(np.prod(y_shape, dtype=int)), int(np.prod(x_shape, dtype=int))
+    nonzeros, cells = [], {}
+    for o, i, derivative in sparse_jacobian(y, x):
+        index = np.unravel_index(o, y_shape) + np.unravel_index(i, x_shape) if y_shape or x_shape else ()
+        nonzeros.append(Entry(tuple(int(k) for k in index), str(derivative), sympy.latex(derivative), None))
+        cells[(o, i)] = derivative
+    matrix = sympy.Matrix(sympy.SparseMatrix(n_out, n_in, cells))
+    return JacobianReport(x.name, y_shape + x_shape, nonzeros, matrix, latex_name(x.name))
+
+
+def make_grad_tensor(output: Tensor, spec: str | Tensor | None) -> tuple[Tensor, str]:
+    """``ones`` (default), a symbol name such as ``v``, a Tensor, or a nested list of numbers."""
+    if isinstance(spec, Tensor):
+        return spec, "given"
+    if spec is None or spec == "ones":
+        return constant(1, shape=output.shape), "ones"
+    if isinstance(spec, str) and spec.isidentifier():
+        return symbols_like(output, spec), "symbolic"
+    return tensor(spec, name="v"), "values"
+
+
+def derive(
+    output: Tensor,
+    wrt: list[Tensor],
+    *,
+    grad_tensor: str | Tensor | None = None,
+    expression: str = "",
+    run_check: bool = True,
+) -> Derivation:
+    """Everything ``symgrad derive`` shows for ``output`` with respect to ``wrt``."""
+    v, kind = make_grad_tensor(output, grad_tensor)
+    gradients = vjp(output, wrt, v)
+    inputs = []
+    for leaf in output.leaves().values():
+        values = leaf.tolist() if leaf.symbol_values is not None else None
+        inputs.append(
+            {
+                "name": leaf.name,
+                "latex_name": latex_name(leaf.name),
+                "shape": format_shape(leaf.shape),
+                "values": values,
+                "requires_grad": leaf.requires_grad,
+            }
+        )
+    check = None
+    if run_check:
+        check = torch_check(output, inputs=wrt, grad_tensors=v, raise_on_mismatch=False)
+    return Derivation(
+        expression=expression or output.name,
+        inputs=inputs,
+        output=tensor_report(output, "out"),
+        jacobians=[jacobian_report(output, x) for x in wrt],
+        grad_tensor=tensor_report(v, "v"),
+        grad_tensor_kind=kind,
+        gradients=[tensor_report(g, f"{x.name}.grad", latex_name(x.name)) for g, x in zip(gradients, wrt)],
+        check=check,
+    )
+
+
+def _format_index(index: tuple[int, ...]) -> str:
+    return ",".join(map(str, index))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _entry_lines(report: TensorReport) -> list[str]:
+    lines = []
+    for e in report.entries:
+        value = f" = {e.value:.6g}" if e.value is not None and not _is_number(e.formula) else ""
+        lines.append(f"  {report.name}[{_format_index(e.index)}] = {e.formula}{value}")
+    return lines
+
+
+def as_text(d: Derivation, *, max_matrix_columns: int = 12) -> str:
+    """The derivation as the CLI prints it."""
+    lines = [f"expression: {d.expression}", "inputs:"]
+    for info in d.inputs:
+        values = "symbolic" if info["values"] is None else f"values {info['values']}"
+        grad = ", requires grad" if info["requires_grad"] else ""
+        lines.append(f"  {info['name']}: {info['shape']}, {values}{grad}")
+    lines += ["", f"forward, entry by entry (out has shape {format_shape(d.output.shape)}):", *_entry_lines(d.output)]
+    for j in d.jacobians:
+        lines += [
+            "",
+            f"Jacobian d out / d {j.wrt} (shape {format_shape(j.shape)}; "
+            f"{len(j.nonzeros)} non-zero entries; rows: out entries, columns: {j.wrt} entries):",
+        ]
+        if j.matrix.cols <= max_matrix_columns and j.matrix.rows <= 24:
+            lines += ["  " + line for line in sympy.pretty(j.matrix, use_unicode=True).split("\n")]
+        else:
+            lines += [
+                f"  d out[{_format_index(e.index[: len(d.output.shape)])}] / d {j.wrt}"
+                f"[{_format_index(e.index[len(d.output.shape) :])}] = {e.formula}"
+                for e in j.nonzeros
+            ]
+    described = {
+        "ones": "ones (as torch.ones_like(out))",
+        "symbolic": "symbolic",
+        "values": "given values",
+        "given": "given",
+    }[d.grad_tensor_kind]
+    lines += ["", f"grad_tensor v: {described}", *_entry_lines(d.grad_tensor)]
+    for g in d.gradients:
+        lines += [
+            "",
+            f"gradient {g.name} = vᵀJ (each entry: Σ over out entries of v · d out / d input):",
+            *_entry_lines(g),
+        ]
+    if d.check is not None:
+        lines += ["", str(d.check)]
+    return "\n".join(lines)
+
+
+@dataclass
+class LawDerivation:
+    """The gradient laws for symbolic shapes, printed as torch code and LaTeX, with their proofs."""
+
+    expression: str
+    inputs: list[dict[str, Any]]
+    grad_tensor: str
+    torch_lines: list[tuple[str, str]]
+    latex_lines: list[tuple[str, str]]
+    proof: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        proof = None
+        if self.proof is not None:
+            proof = {"held": self.proof.held, "exact": self.proof.exact, "numeric": self.proof.numeric}
+        return {
+            "expression": self.expression,
+            "inputs": self.inputs,
+            "grad_tensor": self.grad_tensor,
+            "laws": [{"name": n, "torch": t} for n, t in self.torch_lines],
+            "latex": [{"name": n, "latex": t} for n, t in self.latex_lines],
+            "proof": proof,
+        }
+
+
+def derive_law(
+    output: Tensor, wrt: list[Tensor], *, grad_tensor: str | None = None, expression: str = "", run_proof: bool = True
+) -> LawDerivation:
+    """What ``symgrad derive`` shows for symbolic shapes: the laws, named shared parts, and the proofs."""
+    if grad_tensor in (None, "ones"):
+        v, described = None, "implicit 1 (scalar output)"
+    else:
+        v = symbols_like(output, grad_tensor if str(grad_tensor).isidentifier() else "V")
+        described = f"{v.name}: {format_shape(v.shape)} (symbolic)"
+    laws = law(output, wrt, [v] if v is not None else None)
+    named = [(f"grad_{x.name}", g) for x, g in zip(wrt, laws)]
+    forward = [("out", output)]
+    torch_listing = listing(named, forward=forward, printer=TorchPrinter)
+    latex_listing = listing(named, forward=forward, printer=LatexPrinter)
+    inputs = [
+        {"name": leaf.name, "shape": format_shape(leaf.shape), "requires_grad": leaf.requires_grad}
+        for leaf in output.leaves().values()
+    ]
+    proof = prove(output, wrt, [v] if v is not None else None, laws=laws) if run_proof else None
+    return LawDerivation(
+        expression or output.name,
+        inputs,
+        described,
+        torch_listing.definitions + torch_listing.results,
+        latex_listing.definitions + latex_listing.results,
+        proof,
+    )
+
+
+def law_as_text(d: LawDerivation) -> str:
+    lines = [f"expression: {d.expression}", "inputs:"]
+    lines += [f"  {i['name']}: {i['shape']}" for i in d.inputs]
+    lines += ["", f"grad_tensor: {d.grad_tensor}", "", "gradient laws (they hold for every size):"]
+    lines += [f"  {name} = {body}" for name, body in d.torch_lines]
+    lines += ["", "LaTeX:"]
+    lines += [f"  {name} = {body}" for name, body in d.latex_lines]
+    if d.proof is not None:
+        lines += ["", f"proof: {'held' if d.proof.held else 'FAILED'}"]
+        lines += ["  " + line for line in str(d.proof).split("\n")]
+    return "\n".join(lines)

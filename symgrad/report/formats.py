@@ -1,0 +1,108 @@
+"""How an explanation writes headings, math and code in Markdown and in LaTeX.
+
+The templates say *what* to write; these objects say *how*, so one body template
+serves both formats. Math arrives as LaTeX built by :mod:`symgrad.explain` (safe by
+construction); user text goes through :meth:`code`, which escapes it for the format.
+
+>>> FORMATS["md"].code("a`b")
+'``a`b``'
+>>> FORMATS["tex"].code("x_1 & {y}")
+'\\\\texttt{x\\\\_1 \\\\& \\\\{y\\\\}}'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.latex import text_latex
+
+
+@dataclass
+class Step:
+    """One line of a derivation, ``lhs = rhs`` in LaTeX; ``None`` in a list of steps stands for elided lines."""
+
+    lhs: str
+    rhs: str
+
+
+class Format:
+    """What both formats share: aligned display math, sums and running totals."""
+
+    def step(self, lhs: str, rhs: str) -> Step:
+        return Step(lhs, rhs)
+
+    def math_lines(self, steps: Sequence[Any]) -> str:
+        if len(steps) == 1 and steps[0] is not None:
+            s = steps[0]
+            return f"{s.lhs} = {s.rhs}" if s.lhs else s.rhs
+        lines = [r"&\vdots" if s is None else f"{s.lhs} {self._relation(s)}{s.rhs}" for s in steps]
+        return "\\begin{aligned}\n" + " \\\\\n".join(lines) + "\n\\end{aligned}"
+
+    @staticmethod
+    def _relation(step: Step) -> str:
+        """``=`` starts an equation; a continued sum (``\\quad + …``) hangs under the previous line."""
+        return "&" if step.rhs.startswith(r"\quad") else "&= "
+
+    def weighted_sum(self, lhs: str, terms: Sequence[str | None], result: str) -> list[Step]:
+        """``lhs = v_0 row_0 + v_1 row_1 + … = result``, one term per line so that wide rows fit."""
+        pieces = [r"\cdots" if t is None else t for t in terms]
+        lines = [Step(lhs, pieces[0])] + [Step("", r"\quad + " + p) for p in pieces[1:]]
+        return lines + [Step("", result)]
+
+    def running_totals(self, gradient: Any) -> list[Any]:
+        name = r"\texttt{" + gradient.label + ".grad}"
+        return [None if s is None else Step(f"{name}^{{({s.lhs})}}", s.rhs) for s in gradient.per_element]
+
+
+class MarkdownFormat(Format):
+    name = "md"
+
+    def heading(self, title: str, level: int = 2) -> str:
+        return "#" * level + " " + title
+
+    def display(self, steps: Sequence[Any]) -> str:
+        return "$$\n" + self.math_lines(steps) + "\n$$"
+
+    def code(self, text: str) -> str:
+        longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+        fence = "`" * (longest + 1)
+        pad = " " if text.startswith("`") or text.endswith("`") else ""
+        return f"{fence}{pad}{text}{pad}{fence}"
+
+    def code_block(self, pairs: Iterable[tuple[str, str]], plain: bool = False) -> str:
+        lines = [body if plain or not name else f"{name} = {body}" for name, body in pairs]
+        text = "\n".join(lines)
+        longest = max((len(run) for run in re.findall(r"`{3,}", text)), default=2)
+        fence = "`" * (longest + 1)
+        return f"{fence}{'' if plain else 'python'}\n{text}\n{fence}"
+
+    def items(self, items: Iterable[Any], describe: Any = str) -> str:
+        return "\n".join(f"- {describe(item)}" for item in items)
+
+
+class LatexFormat(Format):
+    name = "tex"
+
+    def heading(self, title: str, level: int = 2) -> str:
+        command = {1: "section*", 2: "section*", 3: "subsection*"}[level]
+        return f"\\{command}{{{title}}}"
+
+    def display(self, steps: Sequence[Any]) -> str:
+        return "\\[\n" + self.math_lines(steps) + "\n\\]"
+
+    def code(self, text: str) -> str:
+        return r"\texttt{" + text_latex(text) + "}"
+
+    def code_block(self, pairs: Iterable[tuple[str, str]], plain: bool = False) -> str:
+        lines = [body if plain or not name else f"{name} = {body}" for name, body in pairs]
+        body = " \\\\\n".join(text_latex(line) for line in lines)
+        return "\\begin{flushleft}\\small\\ttfamily\n" + body + "\n\\end{flushleft}"
+
+    def items(self, items: Iterable[Any], describe: Any = str) -> str:
+        return "\\begin{itemize}\n" + "\n".join(f"\\item {describe(item)}" for item in items) + "\n\\end{itemize}"
+
+
+FORMATS: dict[str, Format] = {"md": MarkdownFormat(), "tex": LatexFormat()}

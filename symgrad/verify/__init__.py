@@ -1,0 +1,31 @@
+"""Verification: every formula symgrad derives is checked against torch, and every law is proved.
+
+- :mod:`.torch_eval`: the same graph evaluated with torch, node by node (float64);
+- :mod:`.verify`: :func:`check` compares formulas with numbers substituted against
+  ``torch.autograd.backward`` on the same inputs and grad_tensors;
+- :mod:`.prove`: :func:`prove` proves a law exactly (entrywise, at small distinct sizes) and
+  numerically (torch, at larger sizes).
+
+torch is imported only when a check runs. This package imports :mod:`symgrad.derive`,
+:mod:`symgrad.ops` and :mod:`symgrad.core`.
+"""
+
+from .prove import Proof, check_numerically, instantiate, is_zero, prove, size_assignments, zero_by
+from .torch_eval import evaluate_graph, leaf_assignment, substitute
+from .verify import CheckReport, Comparison, check
+
+__all__ = [
+    "CheckReport",
+    "Comparison",
+    "Proof",
+    "check",
+    "check_numerically",
+    "evaluate_graph",
+    "instantiate",
+    "is_zero",
+    "leaf_assignment",
+    "prove",
+    "size_assignments",
+    "substitute",
+    "zero_by",
+]
