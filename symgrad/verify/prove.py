@@ -19,8 +19,10 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
+import mpmath
 import numpy as np
 import sympy
 
@@ -31,6 +33,7 @@ from ..core.tensor import Tensor, apply, constant
 from ..derive.entrywise import as_grad_tensor, vjp_entries
 from ..derive.reverse import law
 from ..ops import functions
+from .evaluate import NotExact, to_fraction, to_mpmath
 from .torch_eval import evaluate_graph
 
 Sizes = dict[sympy.Symbol, int]
@@ -169,9 +172,12 @@ def _zero_to_digits(expr: sympy.Expr, digits: int = 60, tries: int = 3) -> bool:
     rng = random.Random(3)
     symbols = sorted(expr.free_symbols, key=str)
     for _ in range(tries):
-        point = {s: sympy.Float(sympy.Rational(rng.randint(300, 1700), 1000), digits) for s in symbols}
-        value = sympy.N(expr.xreplace(point), digits)
-        if not value.is_number or abs(complex(value)) > 1e-45:
+        point = {s: Fraction(rng.randint(300, 1700), 1000) for s in symbols}
+        try:
+            value = to_mpmath(expr, point, digits=digits)
+        except (KeyError, ArithmeticError):
+            return False
+        if not abs(value) < mpmath.mpf("1e-45"):  # nan is not small either
             return False
     return True
 
@@ -200,11 +206,15 @@ def _zero_at_rational_points(plain: sympy.Expr, tries: int = 3) -> bool:
     symbols = sorted(plain.free_symbols, key=str)
     done = 0
     for _ in range(4 * tries):
-        point = {s: sympy.Rational(rng.randint(1, 10**6), rng.randint(1, 10**6)) for s in symbols}
-        value = plain.xreplace(point)
-        if value.has(sympy.zoo, sympy.nan):
+        point = {s: Fraction(rng.randint(1, 10**6), rng.randint(1, 10**6)) for s in symbols}
+        try:
+            value = to_fraction(plain, point)
+        except NotExact:  # irrational constants: SymPy's exact arithmetic
+            exact = plain.xreplace({s: sympy.Rational(v.numerator, v.denominator) for s, v in point.items()})
+            value = None if exact.has(sympy.zoo, sympy.nan) else (0 if sympy.expand(exact) == 0 else 1)
+        if value is None:
             continue
-        if sympy.expand(value) != 0:
+        if value != 0:
             return False
         done += 1
         if done == tries:
@@ -216,12 +226,12 @@ def _clearly_nonzero(expr: sympy.Expr, tries: int = 3) -> bool:
     rng = random.Random(1)
     symbols = sorted(expr.free_symbols, key=str)
     for _ in range(tries):
-        point = {s: sympy.Float(rng.uniform(0.3, 1.7), 30) for s in symbols}
+        point = {s: rng.uniform(0.3, 1.7) for s in symbols}
         try:
-            value = complex(expr.xreplace(point).evalf(30))
-        except (TypeError, ValueError, ZeroDivisionError):
+            value = to_mpmath(expr, point, digits=30)
+        except (KeyError, ArithmeticError):
             return False
-        if abs(value) > 1e-20:
+        if abs(value) > 1e-20:  # False for nan
             return True
     return False
 

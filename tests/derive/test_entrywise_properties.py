@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 import sympy
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +40,7 @@ from symgrad.verify import check
 pytestmark = pytest.mark.filterwarnings("ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning")
 
 PROPERTY_SETTINGS = settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     database=None,
     derandomize=True,

@@ -45,6 +45,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
+from budget import examples as budget
 from graph_shapes import broadcast, matmul_result
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
@@ -67,9 +68,9 @@ TORCH_SIZE = 7  # the largest size prove() gives a dimension in its torch check 
 EXP_BOUND = 5.0  # exp only of nodes bounded by this at the torch sizes, so nested exps stay finite in float64
 
 
-def settings_for(examples: int) -> settings:
+def settings_for(count: int) -> settings:
     return settings(
-        max_examples=examples,
+        max_examples=budget(count),
         deadline=None,
         database=None,
         derandomize=True,

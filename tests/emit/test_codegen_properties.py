@@ -44,6 +44,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from budget import examples
 from graph_shapes import broadcast, matmul_result
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
@@ -315,7 +316,7 @@ def emitted(graph: tuple, style: str) -> str:
 
 
 SETTINGS = settings(
-    max_examples=EXAMPLES,
+    max_examples=examples(EXAMPLES),
     deadline=None,
     database=None,
     derandomize=True,
@@ -349,7 +350,7 @@ def test_emitted_modules_match_autograd_pass_gradcheck_and_are_deterministic(pro
 def _collect_sources() -> None:
     """Fill SOURCES when the ruff test runs on its own (the property test did not run first)."""
 
-    @settings(SETTINGS, max_examples=60)
+    @settings(SETTINGS, max_examples=examples(60))
     @given(programs())
     def collect(program: Program) -> None:
         out, wrt, inputs = program.graph()

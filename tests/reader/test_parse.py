@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import sympy
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -425,7 +426,7 @@ def _method(value, suffix):
     )()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.recursive(leaf, _extend, max_leaves=6))
 def test_random_expressions_match_python(case):
     text, build = case
@@ -445,7 +446,7 @@ TOKENS = ["x", "w", "torch", ".", "tanh", "sum", "T", "(", ")", "[", "]", ",", "
 TOKENS += ["0", "1", "2.5", "None", "...", "dim=", "keepdim=True", "lambda", "__class__", "'a'", " ", "F", "relu"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(TOKENS), max_size=14))
 def test_random_text_is_parsed_or_refused_cleanly(tokens):
     text = "".join(tokens)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_math import katex_errors, math_spans, require_katex
@@ -224,7 +225,7 @@ def unescaped_specials(escaped: str) -> set[str]:
     return set(rest) & TEX_SPECIALS
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(200), deadline=None, derandomize=True, database=None)
 @given(st.text(max_size=40))
 def test_escaped_text_has_no_live_tex_character(text):
     assert unescaped_specials(text_latex(text)) == set()
@@ -265,7 +266,7 @@ def test_a_hostile_expression_compiles_and_is_printed_literally(tmp_path):
     assert "input{/etc/passwd}" in text.replace(" ", "").replace("\n", "")
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@settings(max_examples=examples(60), deadline=None, derandomize=True, database=None)
 @given(
     name=st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,6}", fullmatch=True),
     values=st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=2),

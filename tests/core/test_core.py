@@ -1,0 +1,70 @@
+"""The core on its own: the op registry, graph walks, the lazy package, and public error names."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import symgrad as sg
+import symgrad.ops
+from symgrad.core import OPS, Op, SymgradError, engine, lookup, register, symbols, topological
+from symgrad.core.registry import TAGS
+
+
+def test_every_op_row_is_complete_and_tagged_with_known_tags():
+    for name, op in OPS.items():
+        assert op.name == name
+        assert set(op.tags) <= TAGS
+        assert op.code and op.latex is not None and op.shape is not None and op.meaning is not None
+        assert op.vjp is not None, f"{name} has no VJP rule"
+
+
+def test_an_op_name_is_registered_once():
+    with pytest.raises(ValueError, match="defined twice"):
+        register(OPS["exp"])
+
+
+def test_unknown_tags_are_refused():
+    with pytest.raises(ValueError, match="unknown tags"):
+        Op("probe", None, None, None, "", "", "", tags=frozenset({"linearish"}))
+
+
+def test_lookup_and_engine_name_what_is_missing():
+    with pytest.raises(SymgradError, match="no op named 'no_such_op'"):
+        lookup("no_such_op")
+    with pytest.raises(SymgradError, match="no teleport engine"):
+        engine("teleport")
+
+
+def test_topological_order_survives_long_chains():
+    x = symbols("x", (2,))
+    out = x
+    for _ in range(5000):  # deeper than Python's recursion limit
+        out = out + 1
+    order = topological(out)
+    assert order[0] is x and order[-1] is out
+    assert len(order) == 1 + 2 * 5000  # x, and each add with the constant it wraps
+
+
+def test_errors_carry_their_public_names():
+    with pytest.raises(sg.ShapeError) as caught:
+        symbols("a", (2, 3)) @ symbols("b", (2, 3))
+    assert type(caught.value).__module__ == "symgrad"
+    assert f"{type(caught.value).__module__}.{type(caught.value).__name__}" == "symgrad.ShapeError"
+
+
+def test_import_symgrad_is_cheap_until_first_use():
+    code = (
+        "import sys, symgrad; assert 'sympy' not in sys.modules and 'numpy' not in sys.modules; "
+        "symgrad.tensor([[1.0]]); assert 'sympy' in sys.modules and 'jinja2' not in sys.modules; "
+        "assert 'codegen' in dir(symgrad)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_unknown_attributes_raise_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        sg.nope  # noqa: B018
