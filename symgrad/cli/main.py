@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.constructors import fresh_name
 from ..core.dims import is_concrete
 from ..core.errors import CheckError, SymgradError
 from ..core.tensor import Tensor
@@ -176,7 +177,7 @@ def _print_law(args: argparse.Namespace, output, wrt) -> int:
     if grad in (None, "ones") and not all(d == 1 for d in output.shape):
         if grad == "ones":
             raise SymgradError("with symbolic shapes, a non-scalar output needs a symbolic --grad-tensor such as V")
-        grad = "V"
+        grad = fresh_name("V", output.leaves())
     result = derive_law(output, wrt, grad_tensor=grad, expression=args.expression, run_proof=not args.no_check)
     if args.format == "json":
         print(json.dumps(result.as_dict(), indent=2, sort_keys=True, default=str))

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,8 +27,13 @@ def _infer_dtype(arr: np.ndarray, dtype: str | None) -> str:
     return "int64" if flat.size and all(v.is_Integer for v in flat) else "float32"
 
 
-def tensor(data: Any, *, requires_grad: bool = False, name: str | None = None, dtype: Any = None) -> Tensor:
+def tensor(
+    data: Any, *, requires_grad: bool = False, name: str | None = None, dtype: Any = None, distinct: bool = False
+) -> Tensor:
     """A leaf tensor with values: its formulas use its symbols, its numbers use ``data``.
+
+    ``distinct=True`` gives the tensor symbols of its own, never equal to another tensor's even
+    under the same name (for tensors symgrad makes, such as a grad_tensor).
 
     >>> tensor([[1.0, 2.0]], requires_grad=True, name="w").sympy()
     [[w_0_0, w_0_1]]
@@ -47,7 +52,7 @@ def tensor(data: Any, *, requires_grad: bool = False, name: str | None = None, d
         values = object_array([sympy.Integer(int(v)) for v in values.reshape(-1)], values.shape)
         return Tensor(shape=values.shape, name=check_name(name) if name else None, entries=values, dtype=kind)
     values = object_array([sympy.Float(float(v)) for v in values.reshape(-1)], values.shape)
-    out = Tensor(shape=values.shape, name=name, values=values, dtype=kind)
+    out = Tensor(shape=values.shape, name=name, values=values, dtype=kind, distinct=distinct)
     if requires_grad:
         out.requires_grad_(True)
     return out
@@ -70,8 +75,12 @@ def symbols(
     values: Any = None,
     dtype: str = "float32",
     classes: Any = None,
+    distinct: bool = False,
 ) -> Tensor:
     """A leaf tensor of symbols, possibly with symbolic dimensions.
+
+    Tensors of the same name share their symbols (``w_0_1`` in every graph), unless
+    ``distinct=True``: then the symbols are the tensor's own (see :func:`tensor`).
 
     Integer tensors of class targets declare ``classes`` (their number of classes,
     e.g. a dimension ``C``) so that proofs can instantiate them with valid labels.
@@ -87,28 +96,44 @@ def symbols(
             [sympy.Float(float(v)) for v in as_object_array(numbers_only(values)).reshape(-1)],
             np.shape(np.array(values, dtype=object)),
         )
-    out = Tensor(shape=shape, name=check_name(name), values=arr, dtype=dtype_name(dtype) or "float32")
+    out = Tensor(
+        shape=shape, name=check_name(name), values=arr, dtype=dtype_name(dtype) or "float32", distinct=distinct
+    )
     out.classes = classes
     if requires_grad:
         out.requires_grad_(True)
     return out
 
 
-def symbols_like(t: Tensor, name: str, *, values: Any = None) -> Tensor:
+def symbols_like(t: Tensor, name: str, *, values: Any = None, distinct: bool = False) -> Tensor:
     """Symbols shaped like ``t``, e.g. a symbolic grad_tensor ``v``."""
-    return symbols(name, t.shape, values=values)
+    return symbols(name, t.shape, values=values, distinct=distinct)
 
 
 def formula(
     entries: np.ndarray, *, sources: Sequence[Tensor], name: str | None = None, dtype: str = "float32"
 ) -> Tensor:
-    """A tensor given by explicit entry formulas (gradients); ``sources`` supply the symbols' values."""
-    leaves: dict[str, Tensor] = {}
-    for source in sources:
-        leaves.update(source.leaves())
+    """A tensor given by explicit entry formulas (gradients); ``sources`` supply the symbols' values.
+
+    Two different source tensors with the same name are refused, as in any expression.
+    """
     return Tensor(
-        shape=entries.shape, name=name or auto_name("f"), entries=entries, sources=tuple(leaves.values()), dtype=dtype
+        shape=entries.shape, name=name or auto_name("f"), entries=entries, sources=tuple(sources), dtype=dtype
     )
+
+
+def fresh_name(base: str, taken: Iterable[str]) -> str:
+    """``base``, or ``base1``, ``base2``, …: a name that none of ``taken`` has.
+
+    >>> fresh_name("v", ["v", "v1", "w"])
+    'v2'
+    """
+    taken = set(taken)
+    name, counter = base, 0
+    while name in taken:
+        counter += 1
+        name = f"{base}{counter}"
+    return name
 
 
 def full_like(t: Tensor, value: float) -> Tensor:

@@ -16,17 +16,27 @@ from .latex import latex_name
 
 
 class EntrySymbol(sympy.Symbol):
-    """A real symbol that remembers its tensor and index, for LaTeX ``w_{0,1}``."""
+    """A real symbol that remembers its tensor and index, for LaTeX ``w_{0,1}``.
 
-    def __new__(cls, tensor_name: str, index: tuple[int, ...]) -> EntrySymbol:
+    ``owner`` identifies the tensor the symbol belongs to. It takes part in equality (as
+    a :class:`sympy.Dummy`'s index does), so the symbols of two different tensors are never
+    the same symbol, even when the tensors share a name: a derivation can never confuse a
+    tensor symgrad makes (a grad_tensor, say) with one of the user's.
+    """
+
+    def __new__(cls, tensor_name: str, index: tuple[int, ...], owner: int = 0) -> EntrySymbol:
         name = "_".join([tensor_name, *map(str, index)])
-        obj = sympy.Symbol.__new__(cls, name, real=True)
+        obj = sympy.Symbol.__xnew__(cls, name, real=True)  # uncached: the owner makes each symbol distinct
         obj.tensor_name = tensor_name
         obj.index = tuple(index)
+        obj.owner = owner
         return obj
 
+    def _hashable_content(self) -> tuple:
+        return (*super()._hashable_content(), self.owner)
+
     def __getnewargs_ex__(self):  # pickling/copy rebuild through __new__
-        return ((self.tensor_name, self.index), {})
+        return ((self.tensor_name, self.index, self.owner), {})
 
     def _latex(self, printer) -> str:
         base = latex_name(self.tensor_name)
@@ -40,13 +50,13 @@ class EntrySymbol(sympy.Symbol):
         return prettyForm(str(self))
 
 
-def entry_symbol(tensor_name: str, index: tuple[int, ...]) -> EntrySymbol:
-    return EntrySymbol(tensor_name, tuple(index))
+def entry_symbol(tensor_name: str, index: tuple[int, ...], owner: int = 0) -> EntrySymbol:
+    return EntrySymbol(tensor_name, tuple(index), owner)
 
 
-def entry_symbols(tensor_name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """An object array of shape ``shape`` holding ``name_i_j`` symbols."""
+def entry_symbols(tensor_name: str, shape: tuple[int, ...], owner: int = 0) -> np.ndarray:
+    """An object array of shape ``shape`` holding ``name_i_j`` symbols of one tensor."""
     out = np.empty(shape, dtype=object)
     for index in itertools.product(*(range(d) for d in shape)):
-        out[index] = entry_symbol(tensor_name, index)
+        out[index] = entry_symbol(tensor_name, index, owner)
     return out

@@ -32,6 +32,7 @@ from .registry import Op, engine, lookup
 from .symbols import entry_symbols
 
 _counters: dict[str, itertools.count] = {}
+_owners = itertools.count(1)  # each leaf of symbols owns its symbols (see symbols.EntrySymbol)
 
 _NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
@@ -94,6 +95,7 @@ class Tensor(TensorMethods):
         sources: tuple[Tensor, ...] = (),
         dtype: str = "float32",
         is_python_scalar: bool = False,
+        distinct: bool = False,
     ) -> None:
         self.shape: Shape = tuple(shape)
         self.op = op
@@ -108,6 +110,10 @@ class Tensor(TensorMethods):
         self._sources = sources
         self._grad: Tensor | None = None
         self._name_frozen = False
+        # Tensors a user names share symbols by name (w_0_1 is w_0_1 in every graph); tensors symgrad
+        # names itself, or that have no name yet, own symbols no other tensor can have.
+        self._distinct = distinct
+        self._owner = next(_owners) if distinct or name is None else 0
         if op is None and entries is None and values is not None and values.shape != tuple(shape):
             raise ShapeError(f"values of shape {format_shape(values.shape)} given for shape {format_shape(shape)}")
         self._kind = "op" if op is not None else ("formula" if entries is not None else "symbol")
@@ -149,6 +155,7 @@ class Tensor(TensorMethods):
         self._name = name
         if self._kind == "symbol":
             self._leaves = {name: self}
+            self._owner = 0 if not self._distinct else self._owner  # named by its user now: symbols by name
         return self
 
     def _collect_leaves(self) -> dict[str, Tensor]:
@@ -221,7 +228,7 @@ class Tensor(TensorMethods):
     def _compute_entries(self) -> np.ndarray:
         if self._kind == "symbol":
             self._name_frozen = True
-            return entry_symbols(self.name, require_concrete(self.shape, f"the entries of {self.name}"))
+            return entry_symbols(self.name, require_concrete(self.shape, f"the entries of {self.name}"), self._owner)
         require_concrete(self.shape, f"the entries of {self.name}")
         assert self.op is not None
         return self.op.meaning(*(i.entries() for i in self.inputs), **self.attrs)

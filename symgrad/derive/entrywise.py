@@ -20,7 +20,7 @@ import numpy as np
 import sympy
 
 from ..core.arrays import object_array
-from ..core.constructors import formula, tensor
+from ..core.constructors import formula, fresh_name, tensor
 from ..core.dims import is_concrete, require_concrete
 from ..core.errors import ShapeError, SymgradError
 from ..core.tensor import Tensor, constant, wrap
@@ -132,8 +132,8 @@ def as_grad_tensor(v: Any, like: Tensor, position: int = 0) -> Tensor:
         g = v
     elif isinstance(v, (int, float)) and not isinstance(v, bool):
         g = wrap(v)
-    else:
-        g = tensor(v)
+    else:  # numbers: a tensor of its own, named apart from the output's tensors
+        g = tensor(v, name=fresh_name("v", like.leaves()), distinct=True)
     if g.shape != like.shape:
         raise ShapeError(
             f"Mismatch in shape: grad_output[{position}] has a shape of torch.Size({list(g.shape)}) and "

@@ -226,7 +226,7 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     for x in wrt:
         if not any(x is t for t in inputs):
             raise SymgradError(f"wrt names {x.name!r}, which is not an input")
-    v = symbols_like(output, "grad_output")
+    v = symbols_like(output, "grad_output", distinct=True)
     laws = law([output], list(wrt), [v])
     forward_nodes = {id(n): n for n in topological(output)}
     law_nodes: dict[int, Tensor] = {}

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..core.constructors import symbols_like, tensor
+from ..core.constructors import fresh_name, symbols_like, tensor
 from ..core.dims import format_shape
 from ..core.display import to_number
-from ..core.errors import ValuesUnknownError
+from ..core.errors import SymgradError, ValuesUnknownError
 from ..core.latex import latex_name
 from ..core.printers import LatexPrinter, TorchPrinter
 from ..core.tensor import Tensor, constant
@@ -149,8 +149,18 @@ def make_grad_tensor(output: Tensor, spec: str | Tensor | None) -> tuple[Tensor,
     if spec is None or spec == "ones":
         return constant(1, shape=output.shape), "ones"
     if isinstance(spec, str) and spec.isidentifier():
-        return symbols_like(output, spec), "symbolic"
-    return tensor(spec, name="v"), "values"
+        return symbols_like(output, _grad_tensor_name(spec, output), distinct=True), "symbolic"
+    return tensor(spec, name=fresh_name("v", output.leaves()), distinct=True), "values"
+
+
+def _grad_tensor_name(name: str, output: Tensor) -> str:
+    """A symbolic grad_tensor's name, which must not be the name of a tensor of the expression."""
+    if name in output.leaves():
+        raise SymgradError(
+            f"the grad_tensor cannot be called {name!r}: a tensor of the expression has that name; "
+            f"choose another, e.g. {fresh_name(name, output.leaves())!r}"
+        )
+    return name
 
 
 def derive(
@@ -283,7 +293,7 @@ def derive_law(
     if grad_tensor in (None, "ones"):
         v, described = None, "implicit 1 (scalar output)"
     else:
-        v = symbols_like(output, grad_tensor if str(grad_tensor).isidentifier() else "V")
+        v = symbols_like(output, _grad_tensor_name(str(grad_tensor), output), distinct=True)
         described = f"{v.name}: {format_shape(v.shape)} (symbolic)"
     laws = law(output, wrt, [v] if v is not None else None)
     named = [(f"grad_{x.name}", g) for x, g in zip(wrt, laws)]

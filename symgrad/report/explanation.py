@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..core.constructors import symbols
+from ..core.constructors import fresh_name, symbols
 from ..core.dims import is_concrete
 from ..core.display import to_number
 from ..core.errors import SymgradError, ValuesUnknownError
@@ -129,15 +129,6 @@ class Explanation:
 
     def _repr_markdown_(self) -> str:
         return render_explanation(self, "md")
-
-
-def _fresh(base: str, taken: Any) -> str:
-    """``base``, or ``base1``, ``base2``, … : a name no tensor of the expression has."""
-    name, counter = base, 0
-    while name in taken:
-        counter += 1
-        name = f"{base}{counter}"
-    return name
 
 
 def _input_info(t: Tensor) -> InputInfo:
@@ -315,7 +306,7 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
     for node in reversed(order):
         if id(node) not in needed:
             continue
-        g = symbols(_fresh("g_bar", leaves), node.shape)
+        g = symbols(fresh_name("g_bar", leaves), node.shape, distinct=True)
         printer_names[id(g)] = bar(node)
         pieces = node.op.vjp(g, node, *node.inputs, **node.attrs)
         printer = LatexPrinter(printer_names)
@@ -333,7 +324,7 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
 
 def _law(output: Tensor, wrt: list[Tensor], run_proof: bool, concrete: bool) -> Law:
     scalar = all(d == 1 for d in output.shape)
-    v = None if scalar else symbols(_fresh("V", output.leaves()), output.shape)
+    v = None if scalar else symbols(fresh_name("V", output.leaves()), output.shape, distinct=True)
     laws = law(output, wrt, [v] if v is not None else None)
     named = [(f"grad_{x.name}", g) for x, g in zip(wrt, laws)]
     latex_listing = listing(named, forward=[("out", output)], printer=LatexPrinter)

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..core.constructors import tensor
 from ..core.errors import CheckError, SymgradError
 from ..core.tensor import Tensor, constant
 from ..derive.entrywise import as_grad_tensor, vjp_entries
@@ -117,8 +116,6 @@ def check(
             if out.numel() != 1:
                 raise SymgradError("grad can be implicitly created only for scalar outputs")
             g = constant(1, shape=out.shape)
-        elif not isinstance(g, Tensor):
-            g = tensor(g)
         grads.append(as_grad_tensor(g, out, position))
 
     leaves: dict[int, Tensor] = {}
