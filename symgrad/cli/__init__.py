@@ -1,8 +1,10 @@
 """The command line: ``symgrad derive | explain | codegen | catalogue | repl``.
 
-- :mod:`.main`: the argument parser and the verbs; bad input prints one line and exits 2,
-  a disagreement with torch exits 1;
-- :mod:`.catalogue`: ``generated/``, what symgrad emits for a catalogue of real expressions;
+- :mod:`.main`: the argument parser and the verbs; every failure is one line on stderr (``--debug``
+  shows the traceback): exit 1 when the result disagrees with torch, 2 for bad input, an unwritable output
+  or the work budget exceeded, 3 for an internal error;
+- :mod:`.catalogue`: ``generated/``, what symgrad emits for a catalogue of real expressions, and how
+  every verb writes a file (atomically) and JSON (strictly);
 - :mod:`.repl`: a console where ``torch`` is :mod:`symgrad.torch`.
 
 This is the top layer: it may import every other package.

@@ -2,13 +2,22 @@
 
 Regenerate with ``symgrad catalogue`` (or ``python -m symgrad catalogue``);
 ``symgrad catalogue --check`` exits 1 when generated/ is out of date, and a
-test does the same.
+test does the same. Both find the checkout's generated/ from the package's own
+location, so they work from any directory.
+
+This module also holds how every verb writes a file (:func:`write_file`: a temporary
+file in the target's folder, renamed into place) and strict JSON (:func:`strict_json`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+import os
 import shlex
+import stat
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,7 +102,8 @@ def render_item(item: Item) -> dict[str, str]:
     result = derive(output, wrt, grad_tensor=item.grad_tensor, expression=item.expression)
     return {
         f"{item.stem}.md": BANNER + render_markdown(result),
-        f"{item.stem}.json": json.dumps(result.as_dict(), indent=2, sort_keys=True) + "\n",
+        f"{item.stem}.json": json.dumps(strict_json(result.as_dict()), indent=2, sort_keys=True, allow_nan=False)
+        + "\n",
     }
 
 
@@ -195,17 +205,23 @@ def render_all() -> dict[str, str]:
     return files
 
 
-def default_directory() -> Path:
-    return Path.cwd() / "generated"
+def default_directory() -> Path | None:
+    """The checkout's generated/ folder, found from this file (the checkout's root holds the ``symgrad/``
+    package, ``pyproject.toml`` and ``generated/``); None when symgrad does not run from a checkout."""
+    root = Path(os.path.realpath(__file__)).parents[2]
+    candidate = root / "generated"
+    if candidate.is_dir() and (root / "pyproject.toml").is_file():
+        return candidate
+    return None
 
 
 def write(directory: Path) -> list[Path]:
+    """Render every file first, then write each one atomically (see :func:`write_file`)."""
+    files = sorted(render_all().items())
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, text in sorted(render_all().items()):
-        path = directory / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
+    for name, text in files:
+        written.append(write_file(directory / name, text))
     return written
 
 
@@ -217,3 +233,84 @@ def stale(directory: Path) -> list[str]:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             out.append(name)
     return out
+
+
+# ── writing files ──────────────────────────────────────────────────────────────────────────────────
+
+
+class OutputError(OSError):
+    """An output that cannot be written; the message names the path and the reason."""
+
+
+def check_writable(path: Path) -> None:
+    """Refuse, before any work is done, an output that can never be written: a directory, or a file in a
+    folder that does not exist."""
+    if path.is_dir():
+        raise OutputError(f"cannot write {path}: it is a directory")
+    folder = path.parent
+    if not folder.is_dir():
+        reason = "is not a directory" if folder.exists() else "does not exist"
+        raise OutputError(f"cannot write {path}: the folder {folder} {reason}")
+
+
+def write_file(path: Path | str, data: str | bytes) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` atomically: into a temporary file in the same folder,
+    renamed over ``path`` only once it is complete, so that ``path`` holds either its old content or the new
+    one, never a part. A symlink is followed; a target that is not a regular file (``/dev/stdout``,
+    ``/dev/full``, a FIFO) cannot be renamed over and is written directly. Any failure removes the temporary
+    file and raises :class:`OutputError` naming ``path`` and the reason."""
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    check_writable(path)
+    target = Path(os.path.realpath(path))
+    try:
+        if target.exists() and not target.is_file():
+            with open(target, "wb") as stream:
+                stream.write(payload)
+        else:
+            _replace(target, payload)
+    except OSError as error:
+        reason = error.strerror or " ".join(str(error).split()) or type(error).__name__
+        raise OutputError(f"cannot write {path}: {reason}") from error
+    return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _replace(target: Path, payload: bytes) -> None:
+    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~_umask()
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(payload)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+# ── strict JSON ────────────────────────────────────────────────────────────────────────────────────
+
+
+def strict_json(data: object) -> object:
+    """``data`` with every non-finite float made valid JSON: nan becomes null, ±inf the strings "inf" and
+    "-inf" (``json.dumps`` would write the bare tokens ``NaN`` and ``Infinity``, which JSON does not have)."""
+    if isinstance(data, float):
+        if math.isnan(data):
+            return None
+        if math.isinf(data):
+            return "inf" if data > 0 else "-inf"
+        return data
+    if isinstance(data, dict):
+        return {key: strict_json(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [strict_json(value) for value in data]
+    return data

@@ -4,15 +4,31 @@
     symgrad derive "w @ x" --value w="[[1.0, 2.0]]" --value x="[[1,1],[2,2]]" --wrt w
     symgrad explain "w @ x" --value w="[[1.0, 2.0]]" --value x="[[1,1],[2,2]]" --wrt w --format pdf -o w.pdf
 
-Bad input never shows a traceback: one line on stderr and exit code 2.
+No Python traceback reaches the user: every failure is one line on stderr, and ``--debug`` (or the
+environment variable ``SYMGRAD_DEBUG=1``) shows the traceback instead. Exit codes:
+
+- 0: ok;
+- 1: the result disagrees with torch (a failed cross-check, proof or check of an emitted module, which is
+  then not written); ``catalogue --check``: generated/ is out of date;
+- 2: bad input, an unwritable output, or the work budget exceeded (including running out of memory);
+- 3: an internal error, that is a bug in symgrad: please report it with the ``--debug`` traceback;
+- 130: interrupted (Ctrl-C), quietly;
+- 141: stdout was closed before the output was complete (``symgrad ... | head -1``). As Python's documentation
+  recommends for SIGPIPE, the rest of the output goes to ``os.devnull``, quietly; the code is the one a shell
+  reports for a program ended by SIGPIPE (128 + 13), as ``yes | head -1`` gives, since 1 means a disagreement.
+
+Every ``-o FILE`` is written atomically: to a temporary file in FILE's folder, renamed into place only
+once it is complete (and, for ``codegen``, only once the module imports and passes its check).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
+import types
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +37,7 @@ from ..core.constructors import fresh_name
 from ..core.dims import is_concrete
 from ..core.errors import CheckError, SymgradError
 from ..core.tensor import Tensor
-from ..emit.codegen import codegen, compile_module
+from ..emit.codegen import codegen
 from ..emit.module_check import check_module
 from ..reader import parse, parse_shape, parse_values
 from ..report.derivation import as_text, derive, derive_law, law_as_text
@@ -29,10 +45,27 @@ from ..report.explanation import explain
 from ..report.render import render_explanation, render_markdown
 from ..report.tex import compile_pdf
 from . import catalogue
+from .catalogue import OutputError, check_writable, strict_json, write_file
 from .repl import run as run_repl
 
 EXIT_MISMATCH = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+EPILOG = """\
+exit codes:
+  0    ok
+  1    the result disagrees with torch (a failed check, proof or module check; a failed module is not
+       written); catalogue --check: generated/ is out of date
+  2    bad input, an unwritable output, or the work budget exceeded
+  3    an internal error: a bug in symgrad, please report it (--debug shows the traceback)
+  130  interrupted (Ctrl-C)
+  141  stdout was closed early (e.g. `symgrad ... | head -1`): the rest is dropped quietly
+
+Every failure is one line on stderr; --debug (or SYMGRAD_DEBUG=1) shows the Python traceback instead.
+"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,12 +114,26 @@ def _expression_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="symgrad", description="What torch.autograd computes, as formulas.")
+    parser = _Parser(
+        prog="symgrad",
+        description="What torch.autograd computes, as formulas.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--debug", action="store_true", help="show the Python traceback of an error instead of one line"
+    )
     verbs = parser.add_subparsers(dest="verb", required=True, parser_class=_Parser)
 
     derive = verbs.add_parser("derive", help="derive the Jacobian and the gradient vᵀJ of an expression")
     _expression_arguments(derive)
-    derive.add_argument("--format", choices=["text", "json", "markdown"], default="text")
+    derive.add_argument(
+        "--format",
+        choices=["text", "json", "markdown"],
+        default="text",
+        help="text (default), markdown, or strict JSON: a value that is nan is null, and ±inf the strings "
+        '"inf" and "-inf" (JSON has no NaN or Infinity); null also marks a value that is not known',
+    )
     derive.add_argument("--no-check", action="store_true", help="skip the cross-check against torch.autograd")
 
     explain = verbs.add_parser(
@@ -108,16 +155,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     emit.add_argument("--value", action="append", default=[], metavar="NAME=LIST")
     emit.add_argument("--wrt", required=True, metavar="NAME[,NAME]")
-    emit.add_argument("--style", choices=["function", "autograd-function"], default="autograd-function")
+    emit.add_argument(
+        "--style",
+        choices=["function", "autograd-function", "autograd_function"],
+        default="autograd-function",
+        help="autograd-function (or autograd_function; the default) adds a torch.autograd.Function; "
+        "function emits only forward, vjp and forward_and_vjp",
+    )
     emit.add_argument("--name", default="Generated", help="CamelCase name of the autograd.Function (…Function)")
-    emit.add_argument("-o", "--output", default=None, help="write the module here instead of stdout")
+    emit.add_argument(
+        "-o", "--output", default=None, help="write the module here (once it passes its check) instead of stdout"
+    )
     emit.add_argument("--no-check", action="store_true", help="skip the check against torch.autograd and gradcheck")
 
     verbs.add_parser("repl", help="an interactive console with `torch` bound to symgrad.torch")
 
-    catalogue = verbs.add_parser("catalogue", help="regenerate generated/ (run from the repository's root)")
+    catalogue = verbs.add_parser("catalogue", help="regenerate the checkout's generated/ folder")
     catalogue.add_argument("--check", action="store_true", help="only report files that are out of date (exit 1)")
-    catalogue.add_argument("--directory", default="generated", help="where the catalogue lives (default: generated)")
+    catalogue.add_argument(
+        "--directory",
+        default=None,
+        help="where the catalogue lives (default: generated/ of the checkout symgrad runs from, from any directory)",
+    )
+    for verb in verbs.choices.values():  # --debug is accepted after the verb too
+        verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return parser
 
 
@@ -158,13 +219,13 @@ def run_derive(args: argparse.Namespace) -> int:
         )
     result = derive(output, wrt, grad_tensor=grad_tensor, expression=args.expression, run_check=not args.no_check)
     if args.format == "json":
-        print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+        print(json.dumps(strict_json(result.as_dict()), indent=2, sort_keys=True, allow_nan=False))
     elif args.format == "markdown":
         print(render_markdown(result), end="")
     else:
         print(as_text(result))
     if result.check is not None and not result.check.ok:
-        print("symgrad: error: the formulas disagree with torch.autograd", file=sys.stderr)
+        say("symgrad: error: the formulas disagree with torch.autograd")
         return EXIT_MISMATCH
     return 0
 
@@ -180,37 +241,57 @@ def _print_law(args: argparse.Namespace, output, wrt) -> int:
         grad = fresh_name("V", output.leaves())
     result = derive_law(output, wrt, grad_tensor=grad, expression=args.expression, run_proof=not args.no_check)
     if args.format == "json":
-        print(json.dumps(result.as_dict(), indent=2, sort_keys=True, default=str))
+        print(json.dumps(strict_json(result.as_dict()), indent=2, sort_keys=True, default=str, allow_nan=False))
     else:
         print(law_as_text(result))
     return 0 if result.proof is None or result.proof.held else EXIT_MISMATCH
 
 
 def run_explain(args: argparse.Namespace) -> int:
+    target = Path(args.output) if args.output else None
+    if args.format == "pdf" and target is None:
+        raise SymgradError("--format pdf writes a binary file: give its name with -o FILE")
+    if target is not None:
+        check_writable(target)  # before the work, not after it
     output, wrt = _expression_and_wrt(args)
     concrete = all(is_concrete(t.shape) for t in [output, *output.leaves().values()])
     grad_tensor = _grad_tensor_option(args.grad_tensor, output) if concrete else None
-    if args.format == "pdf" and not args.output:
-        raise SymgradError("--format pdf writes a binary file: give its name with -o FILE")
     result = explain(
         output, wrt, grad_tensor=grad_tensor, expression=args.expression, lang=args.lang, run_check=not args.no_check
     )
     if args.format == "pdf":
-        Path(args.output).write_bytes(compile_pdf(render_explanation(result, "tex"), args.lang))
+        write_file(target, compile_pdf(render_explanation(result, "tex"), args.lang))
     else:
         text = render_explanation(result, args.format)
-        if args.output:
-            Path(args.output).write_text(text, encoding="utf-8")
+        if target is not None:
+            write_file(target, text)
         else:
             print(text, end="")
     law_failed = result.law is not None and result.law.proved is False
     if (result.check is not None and not result.check["ok"]) or law_failed:
-        print("symgrad: error: the formulas disagree with torch.autograd", file=sys.stderr)
+        say("symgrad: error: the formulas disagree with torch.autograd")
         return EXIT_MISMATCH
     return 0
 
 
-def run_codegen(args: argparse.Namespace, argv: list[str]) -> int:
+def codegen_command(args: argparse.Namespace) -> str:
+    """The command that regenerates the module, for its docstring: the parsed options, spelled in full
+    (so neither ``-o`` nor ``--debug`` nor an abbreviated option reaches the module)."""
+    parts = ["symgrad", "codegen", args.expression]
+    for shape in args.shape:
+        parts += ["--shape", shape]
+    for value in args.value:
+        parts += ["--value", value]
+    parts += ["--wrt", args.wrt, "--style", args.style.replace("_", "-"), "--name", args.name]
+    if args.no_check:
+        parts.append("--no-check")
+    return shlex.join(parts)
+
+
+def run_codegen(args: argparse.Namespace) -> int:
+    target = Path(args.output) if args.output else None
+    if target is not None:
+        check_writable(target)  # before the work, not after it
     shapes = {name: parse_shape(text) for name, text in _pairs(args.shape, "--shape").items()}
     values = {name: parse_values(text) for name, text in _pairs(args.value, "--value").items()}
     wrt_names = [n.strip() for n in args.wrt.split(",") if n.strip()]
@@ -226,32 +307,73 @@ def run_codegen(args: argparse.Namespace, argv: list[str]) -> int:
         raise SymgradError(f"--wrt names {missing[0]!r}, which is not a tensor of the expression")
     inputs = [leaves[n] for n in order if n in leaves]
     wrt = [leaves[n] for n in wrt_names]
-    kept = [
-        a
-        for i, a in enumerate(argv)
-        if a not in ("-o", "--output") and (i == 0 or argv[i - 1] not in ("-o", "--output"))
-    ]
-    style = "autograd_function" if args.style == "autograd-function" else "function"
-    command = shlex.join(["symgrad", *kept])
+    style = args.style.replace("-", "_")
     source = codegen(
-        output, wrt, inputs=inputs, style=style, name=args.name, expression=args.expression, command=command
+        output,
+        wrt,
+        inputs=inputs,
+        style=style,
+        name=args.name,
+        expression=args.expression,
+        command=codegen_command(args),
     )
-    if args.output:
-        Path(args.output).write_text(source, encoding="utf-8")
+    where = str(target) if target is not None else "<symgrad codegen>"
+    try:  # even with --no-check, a module that is not Python is never written
+        compiled = compile(source, where, "exec")
+    except SyntaxError as error:
+        return _module_failed(target, f"is not valid Python ({error.msg}, line {error.lineno})")
+    report = None
+    if not args.no_check:
+        try:
+            module = load_module(compiled, args.name)
+            report = check_module(module, output, wrt, inputs)
+        except (SymgradError, MemoryError, RecursionError):
+            raise
+        except ModuleNotFoundError as error:
+            if error.name != "torch":
+                raise
+            raise SymgradError(
+                "checking the module needs torch (pip install torch==2.13.0), or pass --no-check"
+            ) from error
+        except Exception as error:
+            return _module_failed(target, f"fails its check: {type(error).__name__}: {one_line(error)}")
+        if not report.ok:
+            return _module_failed(target, f"fails its {report}")
+    if target is not None:
+        write_file(target, source)
     else:
         sys.stdout.write(source)
-    if args.no_check:
-        return 0
-    module = compile_module(
-        output, wrt, inputs=inputs, style=style, name=args.name, expression=args.expression, command=command
-    )
-    result = check_module(module, output, wrt, inputs)
-    print(str(result), file=sys.stderr)
-    return 0 if result.ok else EXIT_MISMATCH
+    if report is not None:
+        say(str(report))
+    return 0
+
+
+def load_module(compiled: types.CodeType, name: str) -> types.ModuleType:
+    """Import an emitted module from its compiled source (no file, no __pycache__)."""
+    module = types.ModuleType(f"symgrad_emitted_{name.lower()}")
+    module.__file__ = compiled.co_filename
+    sys.modules[module.__name__] = module
+    try:
+        exec(compiled, module.__dict__)  # our own emitted code; user text reaches it only as checked identifiers
+    finally:
+        sys.modules.pop(module.__name__, None)
+    return module
+
+
+def _module_failed(target: Path | None, why: str) -> int:
+    """A module that is not right is neither written nor printed: one line, exit 1."""
+    kept = f"{target} was not written" if target is not None else "it was not printed"
+    say(f"symgrad: error: the emitted module {why}; {kept}")
+    return EXIT_MISMATCH
 
 
 def run_catalogue(args: argparse.Namespace) -> int:
-    directory = Path(args.directory)
+    directory = Path(args.directory) if args.directory else catalogue.default_directory()
+    if directory is None:
+        raise SymgradError(
+            "cannot find the generated/ folder: symgrad does not run from a checkout of its repository; "
+            "pass --directory DIR"
+        )
     if args.check:
         stale = catalogue.stale(directory)
         for name in stale:
@@ -262,25 +384,103 @@ def run_catalogue(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+# ── one line per failure ─────────────────────────────────────────────────────────────────────────────
+
+
+def say(line: str) -> None:
+    """Print one line on stderr; a closed stderr is not an error worth a traceback."""
     try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as stop:  # --help (0) or a usage error (2), already printed
-        return int(stop.code or 0)
-    try:
-        if args.verb == "repl":
-            return run_repl()
-        if args.verb == "catalogue":
-            return run_catalogue(args)
-        if args.verb == "explain":
-            return run_explain(args)
-        if args.verb == "codegen":
-            return run_codegen(args, list(argv) if argv is not None else sys.argv[1:])
-        return run_derive(args)
-    except CheckError as error:
-        print(f"symgrad: error: {str(error).splitlines()[0]}", file=sys.stderr)
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def one_line(error: BaseException, limit: int = 1000) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+BAD_INPUT = (SymgradError, RuntimeError, IndexError, ValueError, TypeError)
+
+
+def report_error(error: Exception) -> int:
+    """The one line for an error, and the exit code (see the module docstring)."""
+    if isinstance(error, CheckError):
+        say(f"symgrad: error: {str(error).splitlines()[0] if str(error) else 'the check against torch failed'}")
         return EXIT_MISMATCH
-    except (SymgradError, RuntimeError, IndexError, ValueError, TypeError) as error:
-        message = " ".join(str(error).split()) or type(error).__name__
-        print(f"symgrad: error: {message}", file=sys.stderr)
+    if isinstance(error, MemoryError | RecursionError):
+        kind = "out of memory" if isinstance(error, MemoryError) else "the expression nests too deeply"
+        say(
+            f"symgrad: error: the work is too large ({kind}): use smaller sizes, or symbolic shapes "
+            "(e.g. --shape x=n,m) to derive the law for every size"
+        )
         return EXIT_USAGE
+    if isinstance(error, OutputError):
+        say(f"symgrad: error: {one_line(error)}")
+        return EXIT_USAGE
+    if isinstance(error, OSError):
+        where = f"{error.filename}: " if error.filename else ""
+        say(f"symgrad: error: {where}{error.strerror or one_line(error)}")
+        return EXIT_USAGE
+    if isinstance(error, ModuleNotFoundError) and error.name == "torch":
+        say("symgrad: error: this needs torch (pip install torch==2.13.0), or pass --no-check")
+        return EXIT_USAGE
+    if isinstance(error, BAD_INPUT):
+        say(f"symgrad: error: {one_line(error)}")
+        return EXIT_USAGE
+    say(f"symgrad: internal error: {type(error).__name__}: {one_line(error)} (run with --debug for the traceback)")
+    return EXIT_INTERNAL
+
+
+def _debug_from_environment() -> bool:
+    return os.environ.get("SYMGRAD_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _silence_stdout() -> None:
+    """Python's recommendation for SIGPIPE: point stdout at devnull, so that the flush at exit is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a file descriptor (e.g. captured in tests)
+        pass
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.verb == "repl":
+        return run_repl()
+    if args.verb == "catalogue":
+        return run_catalogue(args)
+    if args.verb == "explain":
+        return run_explain(args)
+    if args.verb == "codegen":
+        return run_codegen(args)
+    return run_derive(args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; return its exit code (see the module docstring). Never raises, except with --debug."""
+    debug = _debug_from_environment()
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as stop:  # --help (0) or a usage error (2), already printed
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else EXIT_USAGE)
+        else:
+            debug = debug or args.debug
+            code = _run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's own flush at exit
+        return code
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        if debug:
+            raise
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except Exception as error:
+        if debug:
+            raise
+        return report_error(error)

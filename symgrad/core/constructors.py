@@ -111,14 +111,27 @@ def symbols_like(t: Tensor, name: str, *, values: Any = None, distinct: bool = F
 
 
 def formula(
-    entries: np.ndarray, *, sources: Sequence[Tensor], name: str | None = None, dtype: str = "float32"
+    entries: np.ndarray,
+    *,
+    sources: Sequence[Tensor],
+    name: str | None = None,
+    dtype: str = "float32",
+    numeric: Tensor | None = None,
 ) -> Tensor:
     """A tensor given by explicit entry formulas (gradients); ``sources`` supply the symbols' values.
 
-    Two different source tensors with the same name are refused, as in any expression.
+    ``numeric``, when given, is a graph with the same value that torch would compute op by op
+    (a gradient's backward graph): the numbers come from it, so that at singular points they
+    follow torch's rules rather than the simplified formula's. Two different source tensors with
+    the same name are refused, as in any expression.
     """
     return Tensor(
-        shape=entries.shape, name=name or auto_name("f"), entries=entries, sources=tuple(sources), dtype=dtype
+        shape=entries.shape,
+        name=name or auto_name("f"),
+        entries=entries,
+        sources=tuple(sources),
+        dtype=dtype,
+        numeric=numeric,
     )
 
 

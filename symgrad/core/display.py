@@ -26,18 +26,32 @@ MAX_FORMULA_ENTRIES = 36
 
 
 def to_number(value: Any, *, integer: bool = False) -> float | int:
-    """One SymPy number as a Python float (int for integer tensors); non-real results are NaN."""
+    """One number as a Python float (int for integer tensors): ``oo`` is inf, anything undefined
+    or not real (``zoo``, ``nan``, ``I``) is nan, as in torch's real tensors."""
+    if isinstance(value, (float, int)) and not isinstance(value, bool):
+        return int(value) if integer and float(value).is_integer() else float(value)
     number = sympy.sympify(value)
     if isinstance(number, sympy.logic.boolalg.BooleanAtom):
         return bool(number)
     if integer and number.is_Integer:
         return int(number)
-    if number.is_real is False or number.has(sympy.zoo, sympy.nan):
+    if not number.is_number:
+        raise TypeError(f"{number} is a formula, not a number")
+    return _float(number)
+
+
+def _float(number: sympy.Expr) -> float:
+    if number is sympy.oo:
+        return math.inf
+    if number is sympy.S.NegativeInfinity:
+        return -math.inf
+    if number.is_extended_real is False or number.has(sympy.zoo, sympy.nan):
         return math.nan
     try:
         return float(number)
     except TypeError:
-        return complex(number).real if complex(number).imag == 0 else math.nan
+        value = complex(number)
+        return value.real if value.imag == 0 else math.nan
 
 
 def to_python(arr: np.ndarray, *, integer: bool = False) -> Any:

@@ -250,26 +250,31 @@ class TensorMethods:
         self,
         dim: int | Sequence[int] | None = None,
         *,
-        correction: int = 1,
+        correction: float = 1,
         keepdim: bool = False,
         unbiased: bool | None = None,
     ) -> Tensor:
-        """Σ (x − mean)² / (N − correction), as torch.var."""
-        if unbiased is not None:
-            correction = int(unbiased)
-        return self.apply_op(
-            "var", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim), correction=int(correction)
-        )
+        """Σ (x − mean)² / (N − correction), as torch.var (the correction may be a float)."""
+        return self._spread("var", dim, correction, keepdim, unbiased)
 
     def std(
         self,
         dim: int | Sequence[int] | None = None,
         *,
-        correction: int = 1,
+        correction: float = 1,
         keepdim: bool = False,
         unbiased: bool | None = None,
     ) -> Tensor:
-        return self.var(dim, correction=correction, keepdim=keepdim, unbiased=unbiased).sqrt()
+        """The square root of :meth:`var`; its gradient is 0 where it is 0, as torch's."""
+        return self._spread("std", dim, correction, keepdim, unbiased)
+
+    def _spread(self, op: str, dim: Any, correction: Any, keepdim: bool, unbiased: bool | None) -> Tensor:
+        if unbiased is not None:
+            correction = int(bool(unbiased))
+        if isinstance(correction, bool) or not isinstance(correction, (int, float)):
+            raise TypeError(f"{op}(): correction must be a number, not {type(correction).__name__}")
+        correction = int(correction) if float(correction).is_integer() else float(correction)
+        return self.apply_op(op, self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim), correction=correction)
 
     def erf(self) -> Tensor:
         return self.apply_op("erf", self)

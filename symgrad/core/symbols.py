@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import itertools
+from functools import cache
 
 import numpy as np
 import sympy
@@ -60,3 +61,10 @@ def entry_symbols(tensor_name: str, shape: tuple[int, ...], owner: int = 0) -> n
     for index in itertools.product(*(range(d) for d in shape)):
         out[index] = entry_symbol(tensor_name, index, owner)
     return out
+
+
+@cache
+def value_symbols(position: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Stand-ins for the values of an op's input ``position``: the op's meaning is built on them
+    and then evaluated in float64, the way torch computes the op (names no user can give)."""
+    return entry_symbols(f"_input{position}", shape, owner=-1)

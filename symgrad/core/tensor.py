@@ -23,11 +23,12 @@ import numpy as np
 import sympy
 
 from . import display
-from .arrays import as_object_array, numbers_only, object_array
+from .arrays import as_object_array, numbers_only
 from .dims import Shape, as_shape, format_shape, normalize_dim, numel, require_concrete
 from .errors import AutogradError, ShapeError, SymgradError, UnsupportedError, ValuesUnknownError
 from .graph import topological
 from .methods import TensorMethods
+from .numbers import node_numbers
 from .registry import Op, engine, lookup
 from .symbols import entry_symbols
 
@@ -96,6 +97,7 @@ class Tensor(TensorMethods):
         dtype: str = "float32",
         is_python_scalar: bool = False,
         distinct: bool = False,
+        numeric: Tensor | None = None,
     ) -> None:
         self.shape: Shape = tuple(shape)
         self.op = op
@@ -107,6 +109,7 @@ class Tensor(TensorMethods):
         self._values = values
         self._entries = entries
         self._value_cache: np.ndarray | None = None
+        self._numeric = numeric  # a formula's numbers come from this graph when it is given
         self._sources = sources
         self._grad: Tensor | None = None
         self._name_frozen = False
@@ -254,6 +257,7 @@ class Tensor(TensorMethods):
         return self._value_cache  # type: ignore[return-value]
 
     def _compute_values(self) -> np.ndarray:
+        """Numbers as torch computes them: node by node, in IEEE float64 (see :mod:`symgrad.core.numbers`)."""
         if self._kind == "symbol":
             if self._values is None:
                 raise ValuesUnknownError(
@@ -261,14 +265,12 @@ class Tensor(TensorMethods):
                     "or use .sympy() for the formulas"
                 )
             return self._values
-        if self._kind == "formula":
-            subs = {}
-            for leaf in self._leaves.values():
-                subs.update(zip(leaf.entries().reshape(-1), leaf.values().reshape(-1)))
-            flat = [sympy.sympify(e).xreplace(subs) for e in self.entries().reshape(-1)]
-            return object_array(flat, self.entries().shape)
-        assert self.op is not None
-        return self.op.meaning(*(i.values() for i in self.inputs), **self.attrs)
+        return node_numbers(self, lambda t: t.values())
+
+    @property
+    def numeric_source(self) -> Tensor | None:
+        """For a formula: the graph its numbers come from (a gradient's backward graph), if any."""
+        return self._numeric
 
     def has_values(self) -> bool:
         return all(leaf._values is not None for leaf in self._leaves.values())
@@ -337,6 +339,7 @@ class Tensor(TensorMethods):
             entries=self.entries(),
             sources=tuple(self._leaves.values()),
             dtype=self.dtype,
+            numeric=self,
         )
 
     def zero_(self) -> Tensor:
@@ -344,13 +347,16 @@ class Tensor(TensorMethods):
 
     def _snapshot(self) -> Tensor:
         if self._kind == "symbol":
-            return Tensor(shape=self.shape, name=self.name, values=self._values, dtype=self.dtype)
+            copy = Tensor(shape=self.shape, name=self.name, values=self._values, dtype=self.dtype)
+            copy._owner, copy._distinct = self._owner, self._distinct  # the same symbols
+            return copy
         return Tensor(
             shape=self.shape,
             name=auto_name("old"),
             entries=self.entries(),
             sources=tuple(self._leaves.values()),
             dtype=self.dtype,
+            numeric=self._numeric,
         )
 
     def _inplace(self, compute) -> Tensor:
@@ -369,6 +375,7 @@ class Tensor(TensorMethods):
         self._sources = tuple(result._leaves.values())
         self._leaves = self._collect_leaves()
         self._value_cache = None
+        self._numeric = result
         self.dtype = result.dtype
         return self
 

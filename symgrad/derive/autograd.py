@@ -24,7 +24,7 @@ from ..core.errors import AutogradError, SymbolicShapeError, UnsupportedError
 from ..core.graph import topological
 from ..core.registry import ENGINES
 from ..core.tensor import Tensor, constant
-from .entrywise import as_grad_tensor, vjp_entries
+from .entrywise import as_grad_tensor, backward_graphs, vjp_entries
 
 _calls = itertools.count(1)
 
@@ -125,9 +125,11 @@ def backward(
                 raise UnsupportedError(f"inputs= must be leaf tensors; {t.name} is computed")
         leaves = [leaf for leaf in leaves if any(leaf is t for t in wanted)]
 
-    for leaf in leaves:
+    for leaf, numeric in zip(leaves, backward_graphs(outputs, leaves, made), strict=True):
         entries = vjp_entries(outputs, leaf, made)
-        contribution = formula(entries, sources=[*outputs, *made], name=f"{leaf.name}.grad", dtype=leaf.dtype)
+        contribution = formula(
+            entries, sources=[*outputs, *made], name=f"{leaf.name}.grad", dtype=leaf.dtype, numeric=numeric
+        )
         if leaf.grad is None:
             leaf.grad = contribution
         else:

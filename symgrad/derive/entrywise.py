@@ -187,7 +187,24 @@ def vjp(y: Tensor | Sequence[Tensor], x: Tensor | Sequence[Tensor], v: Any | Seq
         grads.append(as_grad_tensor(g, out, position))
     targets = [x] if isinstance(x, Tensor) else list(x)
     results = []
-    for target in targets:
+    for target, numeric in zip(targets, backward_graphs(outputs, targets, grads), strict=True):
         entries = vjp_entries(outputs, target, grads)
-        results.append(formula(entries, sources=[*outputs, *grads], name=f"{target.name}.grad", dtype=target.dtype))
+        results.append(
+            formula(
+                entries, sources=[*outputs, *grads], name=f"{target.name}.grad", dtype=target.dtype, numeric=numeric
+            )
+        )
     return results[0] if isinstance(x, Tensor) else tuple(results)
+
+
+def backward_graphs(outputs: Sequence[Tensor], targets: Sequence[Tensor], grads: Sequence[Tensor]) -> list:
+    """The gradients as torch computes them, op by op through the VJP rules (None where a rule is missing).
+
+    Their numbers are the ones torch gives, also at singular points (``0 * inf`` is ``nan``, a
+    ``where`` passes the ``nan`` of its unused branch, a tie is shared), where the entrywise
+    formula, simplified by SymPy, may have a different value.
+    """
+    try:
+        return list(law(list(outputs), list(targets), list(grads), simplified=False))
+    except SymgradError:
+        return [None] * len(targets)

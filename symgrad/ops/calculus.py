@@ -44,7 +44,7 @@ def expand_back(g: Tensor, shape: Shape, dim: tuple[int, ...], keepdim: bool) ->
     """Undo a reduction over ``dim``: put the reduced dims back (size 1) and expand to ``shape``."""
     out = g
     if not keepdim:
-        for axis in sorted(dim):
+        for axis in sorted(d for d in dim if d < len(shape)):  # a 0-d tensor reduced over dim 0 has no axis
             out = out.unsqueeze(axis)
     return out.expand(*shape) if tuple(out.shape) != tuple(shape) else out
 
@@ -53,7 +53,8 @@ def count(shape: Shape, dim: tuple[int, ...]):
     """How many entries a reduction over ``dim`` adds up (an int or a SymPy product of dims)."""
     total = sympy.Integer(1)
     for axis in dim:
-        total *= shape[axis]
+        if axis < len(shape):  # torch lets a 0-d tensor be reduced over dim 0
+            total *= shape[axis]
     return int(total) if total.is_Integer else total
 
 
@@ -100,8 +101,8 @@ def to_tensor(expr: sympy.Expr, bindings: dict[sympy.Symbol, Tensor], like: Tens
             return 1 / to_tensor(base**-exponent, bindings, like)
         return to_tensor(base, bindings, like) ** to_tensor(exponent, bindings, like)
     name = _function_ops().get(expr.func)
-    if name is not None and len(expr.args) == 1:
-        return apply(name, to_tensor(expr.args[0], bindings, like))
+    if name is not None:
+        return apply(name, *(to_tensor(a, bindings, like) for a in expr.args))
     if isinstance(expr, sympy.Heaviside):
         at_zero = expr.args[1] if len(expr.args) > 1 else sympy.S.Half
         return apply("step", to_tensor(expr.args[0], bindings, like), at_zero=at_zero)

@@ -29,7 +29,7 @@ def _divide(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     if b.is_Number and b.is_zero:
         if a.is_Number:
             return sympy.nan if a.is_zero else (sympy.oo if a > 0 else -sympy.oo)
-        return a * sympy.zoo
+        return a * sympy.oo  # ±inf by the sign of a, and nan where a is 0, as IEEE division
     return a / b
 
 
@@ -111,7 +111,7 @@ binary(
 )
 binary(
     "maximum",
-    sympy.Max,
+    functions.maximum,
     lambda torch, a, b: torch.maximum(a, b),
     "torch.maximum({0}, {1})",
     r"\max\left({0}, {1}\right)",
@@ -121,6 +121,21 @@ binary(
     vjp=lambda g, out, a, b: (
         unbroadcast(g * apply("step", a - b, at_zero=sympy.S.Half), a.shape),
         unbroadcast(g * apply("step", b - a, at_zero=sympy.S.Half), b.shape),
+    ),
+)
+binary(
+    "masked_div",
+    functions.masked_div,
+    lambda torch, a, b: torch.where(b == 0, torch.zeros_like(a / b), a / b),
+    "torch.where({1} == 0, 0.0, {0} / {1})",
+    r"\frac{{{0}}}{{{1}}}",
+    "DivBackward0",
+    saves=True,
+    precedence=9,
+    float_result=True,
+    vjp=lambda g, out, a, b: (
+        unbroadcast(apply("masked_div", g, b), a.shape),
+        unbroadcast(-apply("masked_div", g * out, b), b.shape),
     ),
 )
 register(

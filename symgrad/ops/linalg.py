@@ -233,7 +233,8 @@ register(
         "torch.linalg.det({0})",
         r"\det\left({0}\right)",
         "LinalgDetBackward0",
-        vjp=lambda g, out, a: (g * out * apply("inv", a).mT,),
+        # det(A) A⁻ᵀ, and 0 at a singular A, where torch's backward gives 0 too
+        vjp=lambda g, out, a: (apply("where", apply("eq", out, 0), 0, g * out * apply("inv", a).mT),),
     )
 )
 register(

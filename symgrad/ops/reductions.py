@@ -47,7 +47,9 @@ def _reduce(a: np.ndarray, dim: tuple[int, ...], keepdim: bool, combine: Callabl
 
 
 def _slices(a: np.ndarray, dim: int, fn: Callable) -> np.ndarray:
-    """Apply ``fn(list) -> list`` along one dim."""
+    """Apply ``fn(list) -> list`` along one dim (a 0-d tensor is one slice of one entry, as in torch)."""
+    if a.ndim == 0:
+        return object_array(fn([a.item()]), ())
     moved = np.moveaxis(a, dim, -1)
     rows = moved.reshape(-1, moved.shape[-1]) if moved.size else moved.reshape(0, moved.shape[-1])
     out = object_array([v for r in rows for v in fn(list(r))], moved.shape)
@@ -220,26 +222,57 @@ def _logsumexp_vjp(g, out, a, dim: tuple, keepdim: bool):
     return expand_back(g, a.shape, dim, keepdim) * weights
 
 
-def _variance(values: list, correction: int) -> sympy.Expr:
-    mean = sympy.Add(*values) / len(values)
-    return sympy.Add(*[(v - mean) ** 2 for v in values]) / (len(values) - correction)
+def _var_grad(g, a, dim: tuple, keepdim: bool, correction):
+    """2 (x − mean) / (N − correction), times the incoming gradient spread back over ``dim``."""
+    return (
+        expand_back(g, a.shape, dim, keepdim)
+        * 2
+        * (a - a.mean(dim=dim, keepdim=True))
+        / divisor(a.shape, dim, correction)
+    )
+
+
+def divisor(shape: tuple, dim: tuple, correction):
+    """N − correction, and 0 when the correction is N or more (torch then divides by 0: inf or nan)."""
+    n = count(shape, dim)
+    if isinstance(n, int):
+        return max(n - correction, 0)
+    return n - correction
 
 
 register(
     Op(
         "var",
         lambda a, dim, keepdim, correction: _reduced_shape(a, dim, keepdim),
-        lambda a, dim, keepdim, correction: _reduce(a, dim, keepdim, lambda r: _variance(r, correction)),
+        lambda a, dim, keepdim, correction: _reduce(a, dim, keepdim, lambda r: functions.variance(r, correction)),
         lambda torch, a, dim, keepdim, correction: torch.var(a, dim=list(dim), correction=correction, keepdim=keepdim),
         "torch.var({0}{reduce_kwargs}, correction={correction})",
         r"\operatorname{{Var}}_{{{dims_text}}} {0}",
         "VarBackward0",
+        vjp=lambda g, out, a, dim, keepdim, correction: (_var_grad(g, a, dim, keepdim, correction),),
+        float_result=True,
+    )
+)
+register(
+    Op(
+        "std",
+        lambda a, dim, keepdim, correction: _reduced_shape(a, dim, keepdim),
+        lambda a, dim, keepdim, correction: _reduce(a, dim, keepdim, lambda r: functions.stdev(correction, *r)),
+        lambda torch, a, dim, keepdim, correction: torch.std(a, dim=list(dim), correction=correction, keepdim=keepdim),
+        "torch.std({0}{reduce_kwargs}, correction={correction})",
+        r"\operatorname{{std}}_{{{dims_text}}} {0}",
+        "StdBackward0",
+        # torch's std backward: the gradient of the variance, scaled by g / (2 std), and 0 where std is 0
         vjp=lambda g, out, a, dim, keepdim, correction: (
-            expand_back(g, a.shape, dim, keepdim)
-            * 2
-            * (a - a.mean(dim=dim, keepdim=True))
-            / (count(a.shape, dim) - correction),
+            _var_grad(
+                apply("masked_div", g, out * 2),
+                a,
+                dim,
+                keepdim,
+                correction,
+            ),
         ),
+        float_result=True,
     )
 )
 

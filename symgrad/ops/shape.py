@@ -71,7 +71,7 @@ def _expand_shape(a: Shape, shape: tuple) -> Shape:
 
 def _index_backward(g: np.ndarray, shape: tuple, index: tuple) -> np.ndarray:
     out = np.full(shape, sympy.S.Zero, dtype=object)
-    out[index] = g
+    out[index] = g.item() if g.ndim == 0 else g  # a 0-d object array would be stored as an element
     return out
 
 

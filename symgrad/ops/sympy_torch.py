@@ -66,8 +66,11 @@ def evaluate(expr: sympy.Expr, env: dict[sympy.Symbol, Any], torch: Any) -> Any:
         x = args[0]
         at_zero = args[1] if len(args) > 1 else 0.5
         return torch.where(x > 0, 1.0, torch.where(x < 0, 0.0, at_zero)).to(x.dtype)
-    if isinstance(expr, (sympy.Max, sympy.Min)):
-        pick = torch.maximum if isinstance(expr, sympy.Max) else torch.minimum
+    if isinstance(expr, functions.masked_div):
+        a, b = (torch.as_tensor(v, dtype=torch.float64) for v in args)
+        return torch.where(b == 0, torch.zeros_like(a / b), a / b)
+    if isinstance(expr, (sympy.Max, sympy.Min, functions.maximum)):
+        pick = torch.minimum if isinstance(expr, sympy.Min) else torch.maximum
         dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor)), torch.float64)
         return _fold([torch.as_tensor(a, dtype=dtype) for a in args], pick)
     raise UnsupportedError(f"cannot evaluate {expr.func.__name__} in torch")

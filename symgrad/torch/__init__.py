@@ -265,26 +265,33 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) 
     return input.norm(p, dim=dim, keepdim=keepdim)
 
 
+def _spread_arguments(dim: Any, unbiased: Any, correction: Any, what: str) -> tuple[Any, Any]:
+    """torch's var/std signatures: ``(x)``, ``(x, unbiased)``, ``(x, dim, unbiased, keepdim)`` or ``correction=``."""
+    if isinstance(dim, bool):  # torch.var(input, unbiased)
+        if unbiased is not None:
+            raise TypeError(f"{what}(): unbiased given twice")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise RuntimeError(f"{what}(): cannot specify both unbiased and correction")
+    if unbiased is not None:
+        correction = int(bool(unbiased))
+    return dim, 1 if correction is None else correction
+
+
 def var(
     input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None
 ) -> Tensor:
     """torch.var: ``var(x)``, ``var(x, dim, keepdim=..., correction=...)`` and the old ``unbiased`` forms."""
-    if isinstance(dim, bool):  # torch.var(input, unbiased)
-        if unbiased is not None:
-            raise TypeError("var(): unbiased given twice")
-        dim, unbiased = None, dim
-    if unbiased is not None and correction is not None:
-        raise RuntimeError("var(): cannot specify both unbiased and correction")
-    if unbiased is not None:
-        correction = int(bool(unbiased))
-    return input.var(dim, correction=1 if correction is None else correction, keepdim=keepdim)
+    dim, correction = _spread_arguments(dim, unbiased, correction, "var")
+    return input.var(dim, correction=correction, keepdim=keepdim)
 
 
 def std(
     input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None
 ) -> Tensor:
-    """The square root of :func:`var` (same arguments)."""
-    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+    """torch.std (same arguments as :func:`var`); its gradient is 0 where it is 0, as torch's."""
+    dim, correction = _spread_arguments(dim, unbiased, correction, "std")
+    return input.std(dim, correction=correction, keepdim=keepdim)
 
 
 def cumsum(input: Tensor, dim: int) -> Tensor:

@@ -115,6 +115,10 @@ def _common(node: sympy.Basic, values: dict, zero: Any, one: Any) -> Any:
     if isinstance(node, functions.relu):
         x = _real(args[0])
         return x if x > 0 else zero
+    if isinstance(node, functions.maximum):
+        return max(_real(args[0]), _real(args[1]))
+    if isinstance(node, functions.masked_div):
+        return zero if args[1] == 0 else args[0] / args[1]
     raise LookupError(node.func)
 
 
@@ -136,6 +140,9 @@ _MPMATH_FUNCTIONS: dict[Any, Callable] = {
     functions.softplus: lambda x: mpmath.log(1 + mpmath.exp(x)),
     functions.norm2: lambda *xs: mpmath.sqrt(mpmath.fsum(x * x for x in xs)),
     sympy.atan2: lambda y, x: mpmath.atan2(_real(y), _real(x)),
+    functions.stdev: lambda c, *xs: mpmath.sqrt(
+        mpmath.fsum((x - mpmath.fsum(xs) / len(xs)) ** 2 for x in xs) / max(0, len(xs) - c)
+    ),
 }
 
 

@@ -118,6 +118,8 @@ CASE_SPLITS = (
     sympy.Min,
     functions.relu,
     functions.amax,
+    functions.maximum,
+    functions.masked_div,
 )
 SYMBOLIC_BUDGET = 400  # operations above which SymPy's cancellation is replaced by exact evaluation
 

@@ -18,18 +18,20 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import sympy
 
-from ..core.display import to_number
 from ..core.graph import topological_all
+from ..core.ieee import float64_values
 from ..core.tensor import Tensor
 
 
-def leaf_assignment(leaves: Sequence[Tensor], rng: random.Random, low: float, high: float) -> dict[Tensor, np.ndarray]:
-    """Numbers for each leaf: its own values, or uniform random ones in [low, high]."""
+def leaf_assignment(
+    leaves: Sequence[Tensor], rng: random.Random, low: float, high: float, *, keep_values: bool = True
+) -> dict[Tensor, np.ndarray]:
+    """Numbers for each leaf: its own values (unless ``keep_values`` is False), or uniform random ones
+    in [low, high]."""
     out = {}
     for leaf in leaves:
-        if leaf.symbol_values is not None:
+        if keep_values and leaf.symbol_values is not None:
             out[leaf] = np.array([float(v) for v in leaf.symbol_values.reshape(-1)], dtype=float).reshape(leaf.shape)
         else:
             size = int(np.prod(leaf.shape, dtype=int))
@@ -38,8 +40,8 @@ def leaf_assignment(leaves: Sequence[Tensor], rng: random.Random, low: float, hi
 
 
 def substitute(entries: np.ndarray, subs: dict) -> np.ndarray:
-    """Entry formulas with numbers substituted, as floats (nan where there is no real value)."""
-    flat = [to_number(sympy.sympify(e).xreplace(subs)) for e in entries.reshape(-1)]
+    """Entry formulas evaluated in IEEE float64 at ``subs`` (symbol → number), as torch would."""
+    flat = float64_values(entries.reshape(-1), {symbol: float(value) for symbol, value in subs.items()})
     return np.array(flat, dtype=float).reshape(entries.shape)
 
 

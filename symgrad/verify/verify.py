@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import sympy
 
+from ..core.display import to_number
 from ..core.errors import CheckError, SymgradError
+from ..core.numbers import numbers_at
 from ..core.tensor import Tensor, constant
-from ..derive.entrywise import as_grad_tensor, vjp_entries
+from ..derive.entrywise import as_grad_tensor, backward_graphs, vjp_entries
 from .torch_eval import evaluate_graph, leaf_assignment, substitute
 
 
@@ -130,26 +131,73 @@ def check(
         targets = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     rng = random.Random(seed)
     report = CheckReport()
+    leaf_list = list(leaves.values())
+    wanted = {id(t) for t in targets}
     for low, high in ((-1.5, 1.5), (0.25, 1.5)):
-        numbers = leaf_assignment(list(leaves.values()), rng, low, high)
-        subs = {}
-        for leaf, arr in numbers.items():
-            subs.update(zip(leaf.entries().reshape(-1), (sympy.Float(v) for v in arr.reshape(-1))))
-        made = evaluate_graph(torch, outs + grads, numbers, subs, {id(t) for t in targets})
+        numbers = leaf_assignment(leaf_list, rng, low, high)
+        made = _torch_backward(torch, outs, grads, targets, numbers, wanted)
         if all(bool(torch.isfinite(made[id(o)]).all()) for o in outs):
             break  # otherwise retry with positive values (log, sqrt, pow of negatives)
-    torch_outs = [made[id(o)] for o in outs]
-    torch_grads = [made[id(g)].to(torch.float64) for g in grads]
-    for out, value in zip(outs, torch_outs):
-        ours = substitute(out.entries(), subs)
-        report.comparisons.append(_compare(f"forward {out.name}", ours, value.detach().numpy(), rtol, atol))
-    torch_leaves = [made[id(t)] for t in targets]
-    torch.autograd.backward(torch_outs, torch_grads, inputs=torch_leaves)
-    for target, leaf_t in zip(targets, torch_leaves):
-        ours = substitute(vjp_entries(outs, target, grads), subs)
-        theirs = leaf_t.grad.numpy() if leaf_t.grad is not None else np.zeros(ours.shape)
-        report.comparisons.append(_compare(f"grad {target.name}", ours, theirs, rtol, atol))
+    # The numbers symgrad reports, at this point: computed node by node, as torch does.
+    point = {id(leaf): arr for leaf, arr in numbers.items()}
+    for out, ours in zip(outs, numbers_at(outs, point), strict=True):
+        theirs = made[id(out)].detach().numpy()
+        report.comparisons.append(_compare(f"forward {out.name}", _floats(ours), theirs, rtol, atol))
+    laws = backward_graphs(outs, targets, grads)
+    for target, rule in zip(targets, laws, strict=True):
+        theirs = _torch_grad(made[id(target)])
         report.values[target.name] = theirs.tolist()
+        if rule is not None:
+            (ours,) = numbers_at([rule], point)
+            ours = _floats(ours)
+        else:  # no VJP rule: the numbers come from the formula
+            ours = substitute(vjp_entries(outs, target, grads), _symbol_values(numbers))
+        report.comparisons.append(_compare(f"grad {target.name}", ours, theirs, rtol, atol))
+    # The formulas, at a point where every leaf is drawn at random: a formula holds there or it is
+    # wrong, while at a given point torch's conventions for singular values (a nan passed by where,
+    # a zero gradient at a singular matrix) may differ from the formula's value.
+    if any(leaf.symbol_values is not None for leaf in leaf_list):
+        numbers = {leaf: _nearby(arr, rng) for leaf, arr in numbers.items()}
+        made = _torch_backward(torch, outs, grads, targets, numbers, wanted)
+    subs = _symbol_values(numbers)
+    for target in targets:
+        ours = substitute(vjp_entries(outs, target, grads), subs)
+        report.comparisons.append(
+            _compare(f"formula of grad {target.name}", ours, _torch_grad(made[id(target)]), rtol, atol)
+        )
     if raise_on_mismatch and not report.ok:
         raise CheckError(str(report))
     return report
+
+
+def _nearby(values: np.ndarray, rng: random.Random) -> np.ndarray:
+    """Values moved a little off the given ones (off a tie, a kink or a singular matrix), staying in
+    their domain: each is scaled by 1 ± 5% and moved by up to 0.01."""
+    moved = [v * (1 + rng.uniform(-0.05, 0.05)) + rng.uniform(-0.01, 0.01) for v in values.reshape(-1)]
+    return np.array(moved, dtype=float).reshape(values.shape)
+
+
+def _symbol_values(numbers: dict) -> dict:
+    subs = {}
+    for leaf, arr in numbers.items():
+        subs.update(zip(leaf.entries().reshape(-1), (float(v) for v in arr.reshape(-1))))
+    return subs
+
+
+def _torch_backward(torch: Any, outs: list, grads: list, targets: list, numbers: dict, wanted: set) -> dict:
+    """The graph evaluated by torch at ``numbers``, with ``torch.autograd.backward`` run on it."""
+    made = evaluate_graph(torch, outs + grads, numbers, _symbol_values(numbers), wanted)
+    torch.autograd.backward(
+        [made[id(o)] for o in outs],
+        [made[id(g)].to(torch.float64) for g in grads],
+        inputs=[made[id(t)] for t in targets],
+    )
+    return made
+
+
+def _torch_grad(leaf: Any) -> np.ndarray:
+    return leaf.grad.numpy() if leaf.grad is not None else np.zeros(tuple(leaf.shape))
+
+
+def _floats(values: np.ndarray) -> np.ndarray:
+    return np.array([to_number(v) for v in values.reshape(-1)], dtype=float).reshape(values.shape)

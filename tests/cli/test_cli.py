@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import errno
+import importlib
 import json
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
-from symgrad.cli import main
+from symgrad.cli import catalogue, main
+from symgrad.emit.module_check import ModuleCheck
 
 SEED = ["derive", "torch.mm(w, x)", "--value", "w=[[1.0, 2.0]]", "--value", "x=[[1, 1], [2, 2]]", "--wrt", "w"]
 
@@ -210,3 +216,246 @@ def test_codegen_writes_a_checked_module(capsys, tmp_path):
 def test_codegen_refuses_bad_names(capsys):
     code, _, err = run(capsys, "codegen", "w * 2", "--shape", "w=2", "--wrt", "w", "--name", "lower case")
     assert code == 2 and err.startswith("symgrad: error:")
+
+
+# ── issue 11 (trust): no traceback, exit codes, atomic and checked files ─────────────────────────────────
+
+CLI = importlib.import_module("symgrad.cli.main")  # the module (``symgrad.cli.main`` names the function)
+SMALL = ["codegen", "x.sum()", "--shape", "x=2", "--wrt", "x"]
+
+
+def one_error_line(err: str, prefix: str = "symgrad: error: ") -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(prefix), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def fail_with(error: BaseException):
+    def raising(*args, **kwargs):
+        raise error
+
+    return raising
+
+
+def test_help_documents_the_exit_codes(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    for doc in (out, CLI.__doc__):
+        assert "exit code" in doc.lower()
+        for line in ("0", "1", "2", "3"):
+            assert re.search(rf"^\W*{line}\W", doc, re.M), (line, doc)
+        assert "disagrees with torch" in doc and "internal error" in doc and "unwritable output" in doc
+
+
+def test_an_unexpected_error_is_one_line_and_exit_3(capsys, monkeypatch):
+    monkeypatch.setattr(CLI, "derive", fail_with(AttributeError("'NoneType' object has no attribute 'shape'")))
+    code, out, err = run(capsys, *SEED, "--grad-tensor", "ones")
+    assert code == 3 and out == ""
+    line = one_error_line(err, "symgrad: internal error: ")
+    assert line == (
+        "symgrad: internal error: AttributeError: 'NoneType' object has no attribute 'shape' "
+        "(run with --debug for the traceback)"
+    )
+
+
+@pytest.mark.parametrize("where", ["before the verb", "after the verb", "environment"])
+def test_debug_shows_the_traceback(capsys, monkeypatch, where):
+    monkeypatch.setattr(CLI, "derive", fail_with(AttributeError("boom")))
+    argv = [*SEED, "--grad-tensor", "ones"]
+    monkeypatch.setenv("SYMGRAD_DEBUG", "0")
+    assert main(argv) == 3  # without --debug: one line
+    if where == "before the verb":
+        argv = ["--debug", *argv]
+    elif where == "after the verb":
+        argv = [*argv, "--debug"]
+    else:
+        monkeypatch.setenv("SYMGRAD_DEBUG", "1")
+    with pytest.raises(AttributeError, match="boom"):
+        main(argv)
+
+
+def test_memory_error_is_one_line_that_names_the_way_out(capsys, monkeypatch):
+    monkeypatch.setattr(CLI, "derive", fail_with(MemoryError()))
+    code, _, err = run(capsys, *SEED, "--grad-tensor", "ones")
+    assert code == 2
+    line = one_error_line(err)
+    assert "too large" in line and "smaller sizes" in line and "symbolic shapes" in line
+
+
+def test_keyboard_interrupt_exits_130_quietly(capsys, monkeypatch):
+    monkeypatch.setattr(CLI, "derive", fail_with(KeyboardInterrupt()))
+    try:
+        code = main([*SEED, "--grad-tensor", "ones"])
+    except KeyboardInterrupt:
+        pytest.fail("KeyboardInterrupt escaped main()")
+    out, err = capsys.readouterr()
+    assert code == 130 and out == "" and err == ""
+
+
+def test_broken_pipe_ends_quietly_with_141():
+    """`symgrad derive ... --format json | head -0`: the reader is gone before the first byte."""
+    read_end, write_end = os.pipe()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "symgrad", *SEED, "--grad-tensor", "ones", "--format", "json", "--no-check"],
+        stdin=subprocess.DEVNULL,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+    )
+    os.close(write_end)
+    os.close(read_end)
+    _, err = process.communicate(timeout=120)
+    assert err.decode() == "" and process.returncode == 141
+
+
+def _unwritable(tmp_path: Path, kind: str) -> str:
+    if kind == "missing folder":
+        return str(tmp_path / "missing" / "out.txt")
+    if kind == "a directory":
+        (tmp_path / "folder").mkdir()
+        return str(tmp_path / "folder")
+    if not Path("/dev/full").exists():
+        pytest.skip("needs /dev/full")
+    return "/dev/full"
+
+
+@pytest.mark.parametrize("kind", ["missing folder", "a directory", "/dev/full"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*SMALL, "--no-check"],
+        ["explain", "x.sum()", "--shape", "x=2", "--wrt", "x", "--no-check", "--format", "md"],
+        ["explain", "x.sum()", "--shape", "x=2", "--wrt", "x", "--no-check", "--format", "pdf"],
+    ],
+    ids=["codegen", "explain-md", "explain-pdf"],
+)
+def test_unwritable_output_is_one_line_naming_the_path_and_exit_2(capsys, monkeypatch, tmp_path, kind, argv):
+    monkeypatch.setattr(CLI, "compile_pdf", lambda source, lang: b"%PDF-1.5 stand-in")  # no TeX needed
+    target = _unwritable(tmp_path, kind)
+    before = sorted(tmp_path.rglob("*"))
+    code, out, err = run(capsys, *argv, "-o", target)
+    assert code == 2 and out == ""
+    line = one_error_line(err)
+    assert target in line
+    assert sorted(tmp_path.rglob("*")) == before  # no temporary file left behind
+
+
+def _failed_check(*args, **kwargs):
+    return ModuleCheck({"n": 3}, forward_error=0.0, vjp_error=4.59, gradcheck=False, ok=False)
+
+
+def test_codegen_module_that_fails_its_check_is_never_written(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(CLI, "check_module", _failed_check)
+    target = tmp_path / "m.py"
+    target.write_text("old\n")
+    code, out, err = run(capsys, *SMALL, "-o", str(target))
+    assert code == 1 and out == ""
+    line = one_error_line(err)
+    assert "MISMATCH" in line and str(target) in line
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
+    code, out, err = run(capsys, *SMALL)  # to stdout: the module is not printed either
+    assert code == 1 and out == ""
+    one_error_line(err)
+
+
+def test_codegen_module_that_raises_in_its_check_is_never_written(capsys, monkeypatch, tmp_path):
+    broken = "import torch\n\n\ndef forward(x):\n    return tensor([1.0])\n\n\ndef vjp(x, g):\n    return (g,)\n"
+    monkeypatch.setattr(CLI, "codegen", lambda *args, **kwargs: broken)
+    target = tmp_path / "m.py"
+    code, _, err = run(capsys, *SMALL, "--style", "function", "-o", str(target))
+    assert code == 1
+    assert "NameError" in one_error_line(err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_codegen_never_writes_a_module_that_is_not_python_even_with_no_check(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(CLI, "codegen", lambda *args, **kwargs: '"""docstring \\N"""\n')
+    target = tmp_path / "m.py"
+    code, _, err = run(capsys, *SMALL, "--no-check", "-o", str(target))
+    assert code == 1
+    assert "not valid Python" in one_error_line(err)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("verb", ["codegen", "catalogue"])
+def test_outputs_are_replaced_atomically(capsys, monkeypatch, tmp_path, verb):
+    """The old file is renamed over, never truncated: a reader that opened it still reads all of it."""
+    target = tmp_path / "m.py"
+    target.write_text("old content\n")
+    target.chmod(0o640)
+    if verb == "codegen":
+        argv = [*SMALL, "--no-check", "-o", str(target)]
+    else:
+        monkeypatch.setattr(catalogue, "render_all", lambda: {"m.py": "new content\n"})
+        argv = ["catalogue", "--directory", str(tmp_path)]
+    with open(target, encoding="utf-8") as reader:
+        code, _, err = run(capsys, *argv)
+        assert code == 0, err
+        assert reader.read() == "old content\n"
+    assert target.read_text() != "old content\n"
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
+
+
+def test_a_failed_write_keeps_the_old_file_and_removes_the_temporary_one(capsys, monkeypatch, tmp_path):
+    target = tmp_path / "m.py"
+    target.write_text("old\n")
+    monkeypatch.setattr(catalogue.os, "replace", fail_with(OSError(errno.ENOSPC, "No space left on device")))
+    code, _, err = run(capsys, *SMALL, "--no-check", "-o", str(target))
+    assert code == 2
+    assert one_error_line(err) == f"symgrad: error: cannot write {target}: No space left on device"
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
+
+
+def test_catalogue_check_works_from_any_directory(capsys, monkeypatch, tmp_path):
+    name = "seed_scalar_loss.md"
+    generated = Path(__file__).resolve().parents[2] / "generated"
+    monkeypatch.setattr(catalogue, "render_all", lambda: {name: (generated / name).read_text(encoding="utf-8")})
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "catalogue", "--check")
+    assert (code, out, err) == (0, "", "")
+
+
+def test_catalogue_outside_a_checkout_says_so_in_one_line(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(catalogue, "__file__", str(tmp_path / "site-packages" / "symgrad" / "cli" / "catalogue.py"))
+    monkeypatch.setattr(catalogue, "render_all", lambda: {"a.md": "a\n"})
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "catalogue", "--check")
+    assert code == 2 and out == ""
+    assert "--directory" in one_error_line(err)
+
+
+def _no_constants(token: str):
+    raise ValueError(f"not JSON: {token}")
+
+
+def test_derive_json_is_strict(capsys):
+    """log at 0 is -inf with gradient inf, as in torch: JSON has no Infinity, so they are strings."""
+    code, out, err = run(
+        capsys, "derive", "x.log().sum()", "--value", "x=[0.0, 1.0]", "--wrt", "x", "--no-check", "--format", "json"
+    )
+    assert code == 0, err
+    data = json.loads(out, parse_constant=_no_constants)
+    assert data["output"]["entries"][0]["value"] == "-inf"
+    assert [e["value"] for e in data["gradients"][0]["entries"]] == ["inf", 1.0]
+    assert catalogue.strict_json({"a": [float("nan"), -float("inf"), 2.5]}) == {"a": [None, "-inf", 2.5]}
+
+
+def test_codegen_accepts_both_spellings_of_the_autograd_function_style(capsys):
+    sources = []
+    for style in ("autograd_function", "autograd-function"):
+        code, out, err = run(capsys, *SMALL, "--no-check", "--style", style)
+        assert code == 0, err
+        sources.append(out)
+    assert sources[0] == sources[1] and "(torch.autograd.Function)" in sources[0]
+
+
+def test_codegen_docstring_command_leaves_out_debug_and_output(capsys, tmp_path):
+    target = tmp_path / "m.py"
+    code, _, err = run(capsys, "--debug", *SMALL, "--no-check", "--outp", str(target))
+    assert code == 0, err
+    source = target.read_text()
+    assert "symgrad codegen 'x.sum()' --shape x=2 --wrt x" in source
+    assert "--debug" not in source and "--outp" not in source and str(target) not in source

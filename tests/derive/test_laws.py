@@ -133,8 +133,8 @@ def logdet():
 @case
 def det():
     X = S("X", n, n)
-    dx = apply("det", X)
-    return Case([dx], [X], None, [dx * apply("inv", X).T])
+    dx = apply("det", X)  # torch's gradient is 0 at a singular X
+    return Case([dx], [X], None, [apply("where", apply("eq", dx, 0), 0, dx * apply("inv", X).T)])
 
 
 @case

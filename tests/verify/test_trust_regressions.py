@@ -81,7 +81,6 @@ def test_emitted_code_input_name_that_nfkc_folds_onto_an_intermediate():
 # ── 2. Simplification never changes a value at a point torch defines ────────
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: nested minimum is flattened by SymPy and loses torch's tie rule")
 def test_nested_minimum_at_a_tie_follows_torch():
     def fn(T, y):
         return T.minimum(y * 1.5, T.minimum(y, y.relu())).mean()
@@ -94,7 +93,6 @@ def test_nested_minimum_at_a_tie_follows_torch():
     _close(sg.vjp(out, y).tolist(), expected_grad, what="gradient at the tie y = 0")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: a float correction is truncated to an int (1.3 -> 1)")
 def test_var_with_a_float_correction_follows_torch():
     values = [[1.0, 2.0, 4.0], [0.5, -1.0, 3.0]]
 
@@ -118,7 +116,6 @@ SINGULAR = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: values at singular / out-of-domain points differ from torch")
 @pytest.mark.parametrize("case", list(SINGULAR))
 def test_singular_and_out_of_domain_points_follow_torch(case):
     fn, values = SINGULAR[case]
@@ -267,7 +264,6 @@ def test_compile_leaves_no_temporary_folder(tmp_path, monkeypatch):
 # ── 5. A work budget ─────────────────────────────────────────────────────────
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: clamp().norm() builds Piecewise conditions exponential in the size")
 def test_clamp_norm_of_six_values_is_fast_and_right():
     values = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
 

@@ -1,0 +1,86 @@
+"""A tensor's numbers, computed node by node in IEEE float64, the way torch computes them.
+
+Each op node builds its meaning on stand-in symbols for its inputs' values and evaluates
+that in float64 (see :mod:`symgrad.core.ieee`): ``sqrt(-1)`` is ``nan`` and stays ``nan``
+through a ``relu``; ``where`` passes what its branches hold. Integer and boolean inputs
+(class targets, masks) stay exact. A formula tensor (a gradient) takes its numbers from its
+``numeric_source`` graph when it has one, else from its formulas.
+
+>>> import symgrad as sg
+>>> x = sg.tensor([-1.0, 4.0], name="x")
+>>> numbers_at([x.sqrt().relu()], {id(x): np.array([-1.0, 4.0])})[0].tolist()
+[nan, 2.00000000000000]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import sympy
+
+from .arrays import object_array
+from .graph import topological
+from .ieee import as_sympy_number, float64_values
+from .symbols import value_symbols
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+NumbersOf = Callable[["Tensor"], np.ndarray]
+
+
+def as_numbers(flat: list[float], shape: tuple, dtype: str) -> np.ndarray:
+    """Float64 results as an object array of SymPy numbers of the tensor's dtype."""
+    if dtype == "bool":
+        return object_array([sympy.true if v else sympy.false for v in flat], shape)
+    integer = not dtype.startswith("float")
+    return object_array([as_sympy_number(v, integer=integer) for v in flat], shape)
+
+
+def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
+    """The numbers of a formula or op node, given ``numbers_of`` for the tensors it reads."""
+    if node.kind == "formula":
+        if node.numeric_source is not None:  # a gradient: the numbers of the backward graph that computed it
+            return numbers_of(node.numeric_source)
+        entries = node.entries()
+        if all(sympy.sympify(e).is_number for e in entries.reshape(-1)):
+            return entries
+        point: dict = {}
+        for leaf in node.leaves().values():
+            point.update(zip(leaf.entries().reshape(-1), (float(v) for v in numbers_of(leaf).reshape(-1))))
+        return as_numbers(float64_values(entries.reshape(-1), point), entries.shape, node.dtype)
+    args, point = [], {}
+    for position, part in enumerate(node.inputs):
+        values = numbers_of(part)
+        if part.dtype.startswith("float") and values.size:  # integers and booleans stay exact
+            holders = value_symbols(position, values.shape)
+            point.update(zip(holders.reshape(-1), (float(v) for v in values.reshape(-1))))
+            args.append(holders)
+        else:
+            args.append(values)
+    result = node.op.meaning(*args, **node.attrs)
+    if not point:
+        return result
+    return as_numbers(float64_values(result.reshape(-1), point), result.shape, node.dtype)
+
+
+def numbers_at(roots: Sequence[Tensor], leaf_numbers: Mapping[int, np.ndarray]) -> list[np.ndarray]:
+    """The numbers of ``roots`` when the leaves take ``leaf_numbers`` (by ``id`` of the leaf);
+    leaves not in it keep their own values."""
+    memo: dict[int, np.ndarray] = {}
+
+    def numbers_of(t: Tensor) -> np.ndarray:
+        if id(t) not in memo:
+            for node in topological(t):
+                if id(node) in memo:
+                    continue
+                if node.kind == "symbol":
+                    given = leaf_numbers.get(id(node))
+                    memo[id(node)] = node.values() if given is None else np.asarray(given, dtype=object)
+                else:
+                    memo[id(node)] = node_numbers(node, numbers_of)
+        return memo[id(t)]
+
+    return [numbers_of(root) for root in roots]
