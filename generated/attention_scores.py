@@ -25,6 +25,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 import math
 
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(Q, K, V):
@@ -44,7 +45,7 @@ def _check_shapes(Q, K, V):
 
 
 def forward(Q, K, V):
-    """Return out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V."""
+    r"""Return out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V."""
     _check_shapes(Q, K, V)
     d = Q.shape[1]
     t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
@@ -52,7 +53,7 @@ def forward(Q, K, V):
 
 
 def vjp(Q, K, V, grad_output):
-    """Return (grad_Q, grad_K, grad_V): the gradients of out contracted with grad_output."""
+    r"""Return (grad_Q, grad_K, grad_V): the gradients of out contracted with grad_output."""
     _check_shapes(Q, K, V)
     d = Q.shape[1]
     t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
@@ -79,7 +80,7 @@ def forward_and_vjp(Q, K, V, grad_output):
 
 
 class AttentionScoresFunction(torch.autograd.Function):
-    """out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V, with the closed-form backward above.
+    r"""out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V, with the closed-form backward above.
 
     Saves only what the backward formula reads: Q, K, V, t_1.
     """
@@ -102,6 +103,7 @@ class AttentionScoresFunction(torch.autograd.Function):
         ctx.save_for_backward(Q, K, V, t_1)
 
     @staticmethod
+    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output, *_):
         Q, K, V, t_1 = ctx.saved_tensors
         (d,) = ctx.sizes
@@ -114,5 +116,5 @@ class AttentionScoresFunction(torch.autograd.Function):
 
 
 def apply(Q, K, V):
-    """out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V, differentiable through AttentionScoresFunction."""
+    r"""out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V, differentiable through AttentionScoresFunction."""
     return AttentionScoresFunction.apply(Q, K, V)[0]

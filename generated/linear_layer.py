@@ -14,6 +14,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(W, X, b):
@@ -33,13 +34,13 @@ def _check_shapes(W, X, b):
 
 
 def forward(W, X, b):
-    """Return out = W @ X + b."""
+    r"""Return out = W @ X + b."""
     _check_shapes(W, X, b)
     return W @ X + b
 
 
 def vjp(W, X, b, grad_output):
-    """Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
+    r"""Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
     _check_shapes(W, X, b)
     grad_W = grad_output @ X.T
     grad_b = grad_output.sum(dim=1, keepdim=True)
@@ -56,7 +57,7 @@ def forward_and_vjp(W, X, b, grad_output):
 
 
 class LinearLayerFunction(torch.autograd.Function):
-    """out = W @ X + b, with the closed-form backward above.
+    r"""out = W @ X + b, with the closed-form backward above.
 
     Saves only what the backward formula reads: X.
     """
@@ -72,6 +73,7 @@ class LinearLayerFunction(torch.autograd.Function):
         ctx.save_for_backward(X)
 
     @staticmethod
+    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output):
         (X,) = ctx.saved_tensors
         grad_W = grad_output @ X.T
@@ -80,5 +82,5 @@ class LinearLayerFunction(torch.autograd.Function):
 
 
 def apply(W, X, b):
-    """out = W @ X + b, differentiable through LinearLayerFunction."""
+    r"""out = W @ X + b, differentiable through LinearLayerFunction."""
     return LinearLayerFunction.apply(W, X, b)

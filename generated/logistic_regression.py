@@ -13,6 +13,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(X, w, y):
@@ -30,14 +31,14 @@ def _check_shapes(X, w, y):
 
 
 def forward(X, w, y):
-    """Return out = F.binary_cross_entropy_with_logits(X @ w, y)."""
+    r"""Return out = F.binary_cross_entropy_with_logits(X @ w, y)."""
     _check_shapes(X, w, y)
     t_1 = X @ w
     return (torch.nn.functional.softplus(t_1) - y * t_1).mean()
 
 
 def vjp(X, w, y, grad_output):
-    """Return (grad_w): the gradients of out contracted with grad_output."""
+    r"""Return (grad_w): the gradients of out contracted with grad_output."""
     _check_shapes(X, w, y)
     m = X.shape[0]
     t_1 = X @ w
@@ -58,7 +59,7 @@ def forward_and_vjp(X, w, y, grad_output):
 
 
 class LogisticRegressionFunction(torch.autograd.Function):
-    """out = F.binary_cross_entropy_with_logits(X @ w, y), with the closed-form backward above.
+    r"""out = F.binary_cross_entropy_with_logits(X @ w, y), with the closed-form backward above.
 
     Saves only what the backward formula reads: X, y, t_1.
     """
@@ -80,6 +81,7 @@ class LogisticRegressionFunction(torch.autograd.Function):
         ctx.save_for_backward(X, y, t_1)
 
     @staticmethod
+    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output, *_):
         X, y, t_1 = ctx.saved_tensors
         (m,) = ctx.sizes
@@ -89,5 +91,5 @@ class LogisticRegressionFunction(torch.autograd.Function):
 
 
 def apply(X, w, y):
-    """out = F.binary_cross_entropy_with_logits(X @ w, y), differentiable through LogisticRegressionFunction."""
+    r"""out = F.binary_cross_entropy_with_logits(X @ w, y), differentiable through LogisticRegressionFunction."""
     return LogisticRegressionFunction.apply(X, w, y)[0]

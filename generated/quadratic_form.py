@@ -15,6 +15,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(x, A):
@@ -32,13 +33,13 @@ def _check_shapes(x, A):
 
 
 def forward(x, A):
-    """Return out = x.T @ A @ x."""
+    r"""Return out = x.T @ A @ x."""
     _check_shapes(x, A)
     return x.T @ A @ x
 
 
 def vjp(x, A, grad_output):
-    """Return (grad_x, grad_A): the gradients of out contracted with grad_output."""
+    r"""Return (grad_x, grad_A): the gradients of out contracted with grad_output."""
     _check_shapes(x, A)
     t_1 = grad_output * x.T
     grad_x = (A.T @ x) * grad_output + A @ t_1.T
@@ -57,7 +58,7 @@ def forward_and_vjp(x, A, grad_output):
 
 
 class QuadraticFormFunction(torch.autograd.Function):
-    """out = x.T @ A @ x, with the closed-form backward above.
+    r"""out = x.T @ A @ x, with the closed-form backward above.
 
     Saves only what the backward formula reads: x, A.
     """
@@ -73,6 +74,7 @@ class QuadraticFormFunction(torch.autograd.Function):
         ctx.save_for_backward(x, A)
 
     @staticmethod
+    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output):
         x, A = ctx.saved_tensors
         t_1 = grad_output * x.T
@@ -82,5 +84,5 @@ class QuadraticFormFunction(torch.autograd.Function):
 
 
 def apply(x, A):
-    """out = x.T @ A @ x, differentiable through QuadraticFormFunction."""
+    r"""out = x.T @ A @ x, differentiable through QuadraticFormFunction."""
     return QuadraticFormFunction.apply(x, A)

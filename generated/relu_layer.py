@@ -14,6 +14,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(W, X, b):
@@ -33,14 +34,14 @@ def _check_shapes(W, X, b):
 
 
 def forward(W, X, b):
-    """Return out = torch.relu(W @ X + b)."""
+    r"""Return out = torch.relu(W @ X + b)."""
     _check_shapes(W, X, b)
     t_1 = W @ X + b
     return torch.relu(t_1)
 
 
 def vjp(W, X, b, grad_output):
-    """Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
+    r"""Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
     _check_shapes(W, X, b)
     t_1 = W @ X + b
     t_2 = grad_output * (t_1 > 0).to(grad_output.dtype)
@@ -61,7 +62,7 @@ def forward_and_vjp(W, X, b, grad_output):
 
 
 class ReluLayerFunction(torch.autograd.Function):
-    """out = torch.relu(W @ X + b), with the closed-form backward above.
+    r"""out = torch.relu(W @ X + b), with the closed-form backward above.
 
     Saves only what the backward formula reads: X, t_1.
     """
@@ -81,6 +82,7 @@ class ReluLayerFunction(torch.autograd.Function):
         ctx.save_for_backward(X, t_1)
 
     @staticmethod
+    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output, *_):
         X, t_1 = ctx.saved_tensors
         t_2 = grad_output * (t_1 > 0).to(grad_output.dtype)
@@ -90,5 +92,5 @@ class ReluLayerFunction(torch.autograd.Function):
 
 
 def apply(W, X, b):
-    """out = torch.relu(W @ X + b), differentiable through ReluLayerFunction."""
+    r"""out = torch.relu(W @ X + b), differentiable through ReluLayerFunction."""
     return ReluLayerFunction.apply(W, X, b)[0]

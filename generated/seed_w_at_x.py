@@ -11,6 +11,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(w, x):
@@ -26,13 +27,13 @@ def _check_shapes(w, x):
 
 
 def forward(w, x):
-    """Return out = w @ x."""
+    r"""Return out = w @ x."""
     _check_shapes(w, x)
     return w @ x
 
 
 def vjp(w, x, grad_output):
-    """Return (grad_w): the gradients of out contracted with grad_output."""
+    r"""Return (grad_w): the gradients of out contracted with grad_output."""
     _check_shapes(w, x)
     grad_w = grad_output @ x.T
     return (grad_w,)
@@ -47,7 +48,7 @@ def forward_and_vjp(w, x, grad_output):
 
 
 class SeedWAtXFunction(torch.autograd.Function):
-    """out = w @ x, with the closed-form backward above.
+    r"""out = w @ x, with the closed-form backward above.
 
     Saves only what the backward formula reads: x.
     """
@@ -63,6 +64,7 @@ class SeedWAtXFunction(torch.autograd.Function):
         ctx.save_for_backward(x)
 
     @staticmethod
+    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output):
         (x,) = ctx.saved_tensors
         grad_w = grad_output @ x.T
@@ -70,5 +72,5 @@ class SeedWAtXFunction(torch.autograd.Function):
 
 
 def apply(w, x):
-    """out = w @ x, differentiable through SeedWAtXFunction."""
+    r"""out = w @ x, differentiable through SeedWAtXFunction."""
     return SeedWAtXFunction.apply(w, x)

@@ -17,6 +17,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(W, X, b):
@@ -36,13 +37,13 @@ def _check_shapes(W, X, b):
 
 
 def forward(W, X, b):
-    """Return out = torch.sigmoid(W @ X + b)."""
+    r"""Return out = torch.sigmoid(W @ X + b)."""
     _check_shapes(W, X, b)
     return torch.sigmoid(W @ X + b)
 
 
 def vjp(W, X, b, grad_output):
-    """Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
+    r"""Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
     _check_shapes(W, X, b)
     output = torch.sigmoid(W @ X + b)
     t_1 = grad_output * (output * (1 - output))
@@ -62,7 +63,7 @@ def forward_and_vjp(W, X, b, grad_output):
 
 
 class SigmoidLayerFunction(torch.autograd.Function):
-    """out = torch.sigmoid(W @ X + b), with the closed-form backward above.
+    r"""out = torch.sigmoid(W @ X + b), with the closed-form backward above.
 
     Saves only what the backward formula reads: X, output.
     """
@@ -78,6 +79,7 @@ class SigmoidLayerFunction(torch.autograd.Function):
         ctx.save_for_backward(X, output)
 
     @staticmethod
+    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output):
         X, output = ctx.saved_tensors
         t_1 = grad_output * (output * (1 - output))
@@ -87,5 +89,5 @@ class SigmoidLayerFunction(torch.autograd.Function):
 
 
 def apply(W, X, b):
-    """out = torch.sigmoid(W @ X + b), differentiable through SigmoidLayerFunction."""
+    r"""out = torch.sigmoid(W @ X + b), differentiable through SigmoidLayerFunction."""
     return SigmoidLayerFunction.apply(W, X, b)

@@ -12,6 +12,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(X, W, y):
@@ -29,14 +30,14 @@ def _check_shapes(X, W, y):
 
 
 def forward(X, W, y):
-    """Return out = F.cross_entropy(X @ W, y)."""
+    r"""Return out = F.cross_entropy(X @ W, y)."""
     _check_shapes(X, W, y)
     t_1 = X @ W
     return torch.nn.functional.cross_entropy(t_1, y, reduction="mean")
 
 
 def vjp(X, W, y, grad_output):
-    """Return (grad_W): the gradients of out contracted with grad_output."""
+    r"""Return (grad_W): the gradients of out contracted with grad_output."""
     _check_shapes(X, W, y)
     c = W.shape[1]
     m = X.shape[0]
@@ -59,7 +60,7 @@ def forward_and_vjp(X, W, y, grad_output):
 
 
 class SoftmaxCrossEntropyFunction(torch.autograd.Function):
-    """out = F.cross_entropy(X @ W, y), with the closed-form backward above.
+    r"""out = F.cross_entropy(X @ W, y), with the closed-form backward above.
 
     Saves only what the backward formula reads: X, y, t_1.
     """
@@ -82,6 +83,7 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
         ctx.save_for_backward(X, y, t_1)
 
     @staticmethod
+    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output, *_):
         X, y, t_1 = ctx.saved_tensors
         c, m = ctx.sizes
@@ -91,5 +93,5 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
 
 
 def apply(X, W, y):
-    """out = F.cross_entropy(X @ W, y), differentiable through SoftmaxCrossEntropyFunction."""
+    r"""out = F.cross_entropy(X @ W, y), differentiable through SoftmaxCrossEntropyFunction."""
     return SoftmaxCrossEntropyFunction.apply(X, W, y)[0]

@@ -14,6 +14,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(W, X, b):
@@ -33,13 +34,13 @@ def _check_shapes(W, X, b):
 
 
 def forward(W, X, b):
-    """Return out = torch.tanh(W @ X + b)."""
+    r"""Return out = torch.tanh(W @ X + b)."""
     _check_shapes(W, X, b)
     return torch.tanh(W @ X + b)
 
 
 def vjp(W, X, b, grad_output):
-    """Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
+    r"""Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
     _check_shapes(W, X, b)
     output = torch.tanh(W @ X + b)
     t_1 = grad_output * (1 - output**2)
@@ -59,7 +60,7 @@ def forward_and_vjp(W, X, b, grad_output):
 
 
 class TanhLayerFunction(torch.autograd.Function):
-    """out = torch.tanh(W @ X + b), with the closed-form backward above.
+    r"""out = torch.tanh(W @ X + b), with the closed-form backward above.
 
     Saves only what the backward formula reads: X, output.
     """
@@ -75,6 +76,7 @@ class TanhLayerFunction(torch.autograd.Function):
         ctx.save_for_backward(X, output)
 
     @staticmethod
+    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output):
         X, output = ctx.saved_tensors
         t_1 = grad_output * (1 - output**2)
@@ -84,5 +86,5 @@ class TanhLayerFunction(torch.autograd.Function):
 
 
 def apply(W, X, b):
-    """out = torch.tanh(W @ X + b), differentiable through TanhLayerFunction."""
+    r"""out = torch.tanh(W @ X + b), differentiable through TanhLayerFunction."""
     return TanhLayerFunction.apply(W, X, b)

@@ -30,6 +30,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(W1, b1, W2, b2, X, Y):
@@ -65,7 +66,7 @@ def _check_shapes(W1, b1, W2, b2, X, Y):
 
 
 def forward(W1, b1, W2, b2, X, Y):
-    """Return out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)."""
+    r"""Return out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)."""
     _check_shapes(W1, b1, W2, b2, X, Y)
     t_1 = torch.tanh(W1 @ X + b1)
     t_2 = W2 @ t_1 + b2 - Y
@@ -73,7 +74,7 @@ def forward(W1, b1, W2, b2, X, Y):
 
 
 def vjp(W1, b1, W2, b2, X, Y, grad_output):
-    """Return (grad_W1, grad_b1, grad_W2, grad_b2): the gradients of out contracted with grad_output."""
+    r"""Return (grad_W1, grad_b1, grad_W2, grad_b2): the gradients of out contracted with grad_output."""
     _check_shapes(W1, b1, W2, b2, X, Y)
     k = W2.shape[0]
     m = X.shape[1]
@@ -106,7 +107,7 @@ def forward_and_vjp(W1, b1, W2, b2, X, Y, grad_output):
 
 
 class TwoLayerMlpMseFunction(torch.autograd.Function):
-    """out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y), with the closed-form backward above.
+    r"""out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y), with the closed-form backward above.
 
     Saves only what the backward formula reads: W2, X, t_1, t_2.
     """
@@ -130,6 +131,7 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
         ctx.save_for_backward(W2, X, t_1, t_2)
 
     @staticmethod
+    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output, *_):
         W2, X, t_1, t_2 = ctx.saved_tensors
         k, m = ctx.sizes
@@ -143,5 +145,5 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
 
 
 def apply(W1, b1, W2, b2, X, Y):
-    """out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y), differentiable through TwoLayerMlpMseFunction."""
+    r"""out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y), differentiable through TwoLayerMlpMseFunction."""
     return TwoLayerMlpMseFunction.apply(W1, b1, W2, b2, X, Y)[0]

@@ -28,7 +28,6 @@ import json
 import os
 import shlex
 import sys
-import types
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from ..core.constructors import fresh_name
 from ..core.dims import is_concrete
 from ..core.errors import CheckError, SymgradError
 from ..core.tensor import Tensor
-from ..emit.codegen import codegen
+from ..emit.codegen import codegen, load_source
 from ..emit.module_check import check_module
 from ..reader import parse, parse_shape, parse_values
 from ..report.derivation import as_text, derive, derive_law, law_as_text
@@ -319,13 +318,13 @@ def run_codegen(args: argparse.Namespace) -> int:
     )
     where = str(target) if target is not None else "<symgrad codegen>"
     try:  # even with --no-check, a module that is not Python is never written
-        compiled = compile(source, where, "exec")
+        compile(source, where, "exec")
     except SyntaxError as error:
         return _module_failed(target, f"is not valid Python ({error.msg}, line {error.lineno})")
     report = None
     if not args.no_check:
         try:
-            module = load_module(compiled, args.name)
+            module = load_source(source, args.name, where)
             report = check_module(module, output, wrt, inputs)
         except (SymgradError, MemoryError, RecursionError):
             raise
@@ -346,18 +345,6 @@ def run_codegen(args: argparse.Namespace) -> int:
     if report is not None:
         say(str(report))
     return 0
-
-
-def load_module(compiled: types.CodeType, name: str) -> types.ModuleType:
-    """Import an emitted module from its compiled source (no file, no __pycache__)."""
-    module = types.ModuleType(f"symgrad_emitted_{name.lower()}")
-    module.__file__ = compiled.co_filename
-    sys.modules[module.__name__] = module
-    try:
-        exec(compiled, module.__dict__)  # our own emitted code; user text reaches it only as checked identifiers
-    finally:
-        sys.modules.pop(module.__name__, None)
-    return module
 
 
 def _module_failed(target: Path | None, why: str) -> int:

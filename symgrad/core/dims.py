@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Iterable, Sequence
 from numbers import Integral
 
@@ -21,7 +22,8 @@ Shape = tuple[Dim, ...]
 
 def dims(names: str) -> tuple[sympy.Symbol, ...]:
     """Symbolic dimensions, one per name: ``k, n = dims("k n")``."""
-    symbols = tuple(sympy.Symbol(name, integer=True, positive=True) for name in names.replace(",", " ").split())
+    spelled = unicodedata.normalize("NFKC", names).replace(",", " ").split()  # as Python reads identifiers
+    symbols = tuple(sympy.Symbol(name, integer=True, positive=True) for name in spelled)
     if not symbols:
         raise ValueError("dims() needs at least one name")
     return symbols

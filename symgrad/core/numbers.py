@@ -49,6 +49,8 @@ def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
             return entries
         point: dict = {}
         for leaf in node.leaves().values():
+            if leaf.kind != "symbol":
+                continue
             point.update(zip(leaf.entries().reshape(-1), (float(v) for v in numbers_of(leaf).reshape(-1))))
         return as_numbers(float64_values(entries.reshape(-1), point), entries.shape, node.dtype)
     args, point = [], {}

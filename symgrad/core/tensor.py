@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import keyword
+import unicodedata
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -50,10 +51,14 @@ def auto_name(prefix: str) -> str:
 
 
 def check_name(name: str) -> str:
-    """A tensor name must be a Python identifier that is not a keyword and does not start with '_'."""
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or name.startswith("_"):
+    """A tensor name: a Python identifier, not a keyword, not starting with '_', in the NFKC form
+    Python itself reads identifiers in (``ｔ1`` is ``t1``), which is returned."""
+    if not isinstance(name, str) or not name.isidentifier():
         raise SymgradError(f"invalid tensor name {name!r}: use a Python identifier that is not a keyword")
-    return name
+    normal = unicodedata.normalize("NFKC", name)
+    if keyword.iskeyword(normal) or normal.startswith("_"):
+        raise SymgradError(f"invalid tensor name {name!r}: use a Python identifier that is not a keyword")
+    return normal
 
 
 class GradFn:
@@ -121,7 +126,7 @@ class Tensor(TensorMethods):
             raise ShapeError(f"values of shape {format_shape(values.shape)} given for shape {format_shape(shape)}")
         self._kind = "op" if op is not None else ("formula" if entries is not None else "symbol")
         if name is not None and entries is None:
-            check_name(name)  # leaves' names become symbol names; formula labels such as "w.grad" are free text
+            name = check_name(name)  # leaves' names become symbol names; formula labels such as "w.grad" are free text
         self._name = name if name is not None else (None if op is not None or entries is not None else auto_name("t"))
         self.auto_named = name is None and entries is None  # the REPL may still name it after its variable
         self.grad_fn: GradFn | None = None
@@ -152,7 +157,7 @@ class Tensor(TensorMethods):
 
     def rename(self, name: str) -> Tensor:
         """Give the tensor a new name (used by the REPL); leaves keep theirs once formulas exist."""
-        check_name(name)
+        name = check_name(name)
         if self._kind == "symbol" and self._name_frozen and name != self.name:
             return self
         self._name = name
@@ -162,7 +167,7 @@ class Tensor(TensorMethods):
         return self
 
     def _collect_leaves(self) -> dict[str, Tensor]:
-        if self._kind == "symbol":
+        if self._kind == "symbol" or self.is_named_constant:
             return {self.name: self}
         merged: dict[str, Tensor] = {}
         for part in self.inputs + self._sources:
@@ -174,8 +179,19 @@ class Tensor(TensorMethods):
         return merged
 
     def leaves(self) -> dict[str, Tensor]:
-        """The symbol leaves this tensor's formulas are made of, by name."""
+        """The leaves this tensor is made of, by name: tensors of symbols, and named integer tensors
+        (class targets, indices), which are inputs like the others but are never differentiated."""
         return dict(self._leaves)
+
+    @property
+    def is_named_constant(self) -> bool:
+        """An integer tensor with a name and known entries (class targets given as values)."""
+        return (
+            self._kind == "formula"
+            and self._name is not None
+            and not self._sources
+            and not self.dtype.startswith("float")
+        )
 
     @property
     def is_leaf(self) -> bool:
@@ -273,7 +289,8 @@ class Tensor(TensorMethods):
         return self._numeric
 
     def has_values(self) -> bool:
-        return all(leaf._values is not None for leaf in self._leaves.values())
+        """Whether every leaf has values, so that numbers can be computed."""
+        return all(leaf._kind != "symbol" or leaf._values is not None for leaf in self._leaves.values())
 
     def tolist(self) -> Any:
         """Numbers as nested lists of Python floats (ints for integer tensors)."""
@@ -457,7 +474,4 @@ def constant(
     arr = as_object_array(numbers_only(value))
     if shape is not None:
         arr = np.broadcast_to(arr, require_concrete(as_shape(shape), "a constant")).copy()
-    out = Tensor(shape=arr.shape, name=name or "c", entries=arr, dtype=dtype, is_python_scalar=python_scalar)
-    if name is None:
-        out._name = None  # printed by value
-    return out
+    return Tensor(shape=arr.shape, name=name, entries=arr, dtype=dtype, is_python_scalar=python_scalar)

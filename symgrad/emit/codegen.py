@@ -14,13 +14,18 @@ True
 
 from __future__ import annotations
 
+import itertools
 import keyword
+import linecache
 import re
+import sys
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 
+import numpy as np
 import sympy
 
 from ..core.constructors import symbols_like
@@ -34,16 +39,25 @@ from ..ops.sympy_torch import python_source
 from ..version import __version__
 from .templates import code_environment
 
-RESERVED = {"torch", "math", "ctx", "grad_output", "output", "forward", "vjp", "inputs", "apply", "self"}
+# Every name an emitted module defines or reads besides its inputs and sizes; ``t_*`` and ``grad_*``
+# are its intermediates and gradients.
+RESERVED = {
+    "torch", "math", "F", "ctx", "grad_output", "output", "forward", "vjp", "forward_and_vjp", "inputs", "apply",
+    "self", "once_differentiable",
+}  # fmt: skip
+RESERVED_PREFIXES = ("_", "grad_", "t_")
 MAX_INLINE = 72  # longer subexpressions get a name of their own, so every line stays readable
 
 
 def check_identifier(name: str, what: str) -> str:
-    """Names reach the emitted file: they must be identifiers that clash with nothing it defines."""
+    """Names reach the emitted file: identifiers that, once Python has NFKC-normalised them (as it does
+    with every identifier it reads), clash with nothing the module defines."""
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise SymgradError(f"{what} {name!r} is not a Python identifier")
-    if name in RESERVED or name.startswith(("_", "grad_", "t_")):
-        raise SymgradError(f"{what} {name!r} clashes with a name the generated module uses; rename it")
+    normal = unicodedata.normalize("NFKC", name)
+    if normal in RESERVED or normal.startswith(RESERVED_PREFIXES) or keyword.iskeyword(normal):
+        spelled = f" (Python reads it as {normal!r})" if normal != name else ""
+        raise SymgradError(f"{what} {name!r}{spelled} clashes with a name the emitted module uses; rename it")
     return name
 
 
@@ -65,6 +79,31 @@ class CodePrinter(TorchPrinter):
         text = size_source(value)
         self.uses_math = self.uses_math or "math." in text
         return text, number_precedence(value)
+
+    def _print_leaf(self, t: Tensor) -> str:
+        """A constant tensor as torch code, on the inputs' device (and, for floats, their dtype)."""
+        if t.kind == "symbol":  # an input, or grad_output
+            return t.name
+        entries = t.entries()
+        numbers = [sympy.sympify(e) for e in entries.reshape(-1)]
+        if not all(n.is_Number and n.is_finite for n in numbers):
+            raise SymgradError(f"cannot write {t.name} as torch code: it is not an input, nor a tensor of numbers")
+        shape = ", ".join(str(d) for d in entries.shape) + ("," if entries.ndim == 1 else "")
+        if t.dtype.startswith("float"):
+            value = uniform_constant(t)
+            if value is not None:
+                return f"{self.like}.new_full(({shape}), {float(value)!r})"
+            data = np.array([float(n) for n in numbers], dtype=float).reshape(entries.shape).tolist()
+            text = f"{self.like}.new_tensor({data!r})"
+        else:
+            data = np.array([int(n) for n in numbers], dtype=object).reshape(entries.shape).tolist()
+            kind = "torch.bool" if t.dtype == "bool" else "torch.long"
+            text = f"torch.tensor({data!r}, dtype={kind}, device={self.like}.device)"
+        if len(text) > MAX_INLINE + 20:
+            raise SymgradError(
+                f"the constant {t.name} is too large to write inline ({entries.size} entries); make it an input"
+            )
+        return text
 
     def _print_pow(self, t: Tensor):
         base, exponent = (self._print(part) for part in t.inputs)
@@ -214,12 +253,13 @@ def _dim_lines(sources: dict, statements: Sequence[tuple[str, str]]) -> list[tup
 def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Plan:
     """Decide which nodes get names, which forward results are saved, and print every statement."""
     names = [check_identifier(t.name, "input name") for t in inputs]
-    if len(set(names)) != len(names):
-        raise SymgradError("two inputs share a name")
-    sizes = {str(d) for d in dims_of([output, *inputs])}
-    for name in names:
-        if name in sizes:
-            raise SymgradError(f"input name {name!r} is also a dimension name; rename one of them")
+    sizes = [check_identifier(str(d), "dimension name") for d in dims_of([output, *inputs])]
+    seen: dict[str, str] = {}
+    for name, what in [(n, "input") for n in names] + [(d, "dimension") for d in sizes]:
+        normal = unicodedata.normalize("NFKC", name)
+        if normal in seen:
+            raise SymgradError(f"the {what} name {name!r} is read by Python as the {seen[normal]} name {normal!r}")
+        seen[normal] = what
     missing = [leaf for leaf in output.leaves().values() if not any(leaf is t for t in inputs)]
     if missing:
         raise SymgradError(f"the expression uses {missing[0].name!r}, which is not among the inputs")
@@ -357,7 +397,12 @@ def codegen(
         "backward_returns": [f"grad_{t.name}" if any(t is x for x in wrt) else "None" for t in inputs],
     }
     source = code_environment().get_template("module.py.j2").render(**context)
-    return re.sub(r"\n{4,}", "\n\n\n", source).rstrip() + "\n"  # at most two blank lines, as ruff format keeps
+    source = re.sub(r"\n{4,}", "\n\n\n", source).rstrip() + "\n"  # at most two blank lines, as ruff format keeps
+    try:
+        compile(source, "<emitted module>", "exec")
+    except SyntaxError as error:  # a bug of the emitter: refuse rather than hand out broken code
+        raise SymgradError(f"the emitted module is not valid Python ({error.msg}, line {error.lineno})") from None
+    return source
 
 
 def _unpack_targets(p: Plan) -> list[str]:
@@ -403,22 +448,33 @@ def _wrapped(text: str, indent: str, width: int = 110) -> str:
 
 
 def _docstring_safe(text: str) -> str:
-    """Text placed inside the module's raw docstring: no quotes that could end it, one line."""
-    return " ".join(text.replace('"""', "'''").replace("\\\n", " ").split())
+    """Text placed inside a raw docstring: one line, no double quote that could end it, and no
+    backslash right before the closing quotes."""
+    line = " ".join(text.replace('"', "'").split())
+    return line + " " if line.endswith("\\") else line
 
 
 def compile_module(output: Tensor, wrt: Sequence[Tensor], **kwargs) -> ModuleType:
-    """The emitted module, loaded (written to a temporary file and imported)."""
-    import importlib.util
-    import tempfile
-    from pathlib import Path
+    """The emitted module, loaded: its source is compiled in memory, no file is written."""
+    return load_source(codegen(output, wrt, **kwargs), kwargs.get("name", "Generated"))
 
-    source = codegen(output, wrt, **kwargs)
-    folder = Path(tempfile.mkdtemp(prefix="symgrad_"))
-    path = folder / f"{kwargs.get('name', 'Generated').lower()}.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # our own emitted code; user text only reaches it as checked identifiers
+
+_loads = itertools.count(1)
+
+
+def load_source(source: str, name: str, filename: str | None = None) -> ModuleType:
+    """Import emitted source as a module, without a file or a temporary folder.
+
+    The source is registered with :mod:`linecache`, so tracebacks and ``inspect.getsource``
+    (which torch.compile uses) see it as if it were a file. Raises SyntaxError for source
+    that is not Python.
+    """
+    filename = filename or f"<symgrad {name}>"
+    code = compile(source, filename, "exec")
+    module = ModuleType(f"symgrad_emitted_{name.lower()}_{next(_loads)}")
+    module.__file__ = filename
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    sys.modules[module.__name__] = module  # torch looks Functions' modules up by name
+    exec(code, module.__dict__)  # symgrad's own emitted code; user text reaches it only as checked identifiers
     module.__symgrad_source__ = source
     return module

@@ -176,7 +176,7 @@ def derive(
     gradients = vjp(output, wrt, v)
     inputs = []
     for leaf in output.leaves().values():
-        values = leaf.tolist() if leaf.symbol_values is not None else None
+        values = leaf.tolist() if leaf.has_values() else None
         inputs.append(
             {
                 "name": leaf.name,

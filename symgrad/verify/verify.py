@@ -122,7 +122,8 @@ def check(
     leaves: dict[int, Tensor] = {}
     for t in outs + grads:
         for leaf in t.leaves().values():
-            leaves.setdefault(id(leaf), leaf)
+            if leaf.kind == "symbol":  # named integer tensors (class targets) keep their values
+                leaves.setdefault(id(leaf), leaf)
     if inputs is None:
         targets = [leaf for leaf in leaves.values() if leaf.requires_grad] or [
             leaf for leaf in leaves.values() if any(leaf in o.leaves().values() for o in outs)

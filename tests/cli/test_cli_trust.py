@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import math
 import os
 import re
 import shutil
@@ -319,14 +320,18 @@ def _call(fn, *tensors):
 # ── 1. silent wrong answers ──────────────────────────────────────────────────
 
 
-@_xfail("with --no-check, sqrt'(0) prints nan where torch gives inf, and exits 0")
+def _json_number(value) -> float:
+    """The strict JSON of derive: null for nan, "inf" and "-inf" for infinities."""
+    return math.nan if value is None else float(value)
+
+
 def test_no_check_value_at_a_singular_point_is_torchs(runs):
     run = _get(runs, "no_check_sqrt_at_zero")
     assert_ok(run)
     (gradient,) = json.loads(run["stdout"])["gradients"]
     x = torch.tensor([0.0, 4.0], dtype=F64, requires_grad=True)
     x.sqrt().sum().backward()
-    ours = torch.tensor([entry["value"] for entry in gradient["entries"]], dtype=F64)
+    ours = torch.tensor([_json_number(entry["value"]) for entry in gradient["entries"]], dtype=F64)
     torch.testing.assert_close(ours, x.grad, equal_nan=True)
 
 
@@ -347,7 +352,6 @@ def test_codegen_check_draws_inputs_inside_the_ops_domain(runs):
 # ── 2. invalid code written to disk ─────────────────────────────────────────
 
 
-@_xfail("a constant tensor is printed as '<constant 2×3>' in the emitted module")
 def test_codegen_prints_a_constant_tensor_as_torch_code(runs):
     run = _get(runs, "codegen_maximum_zeros_like")
     _valid_module_or_none(run)
@@ -360,7 +364,6 @@ def test_codegen_prints_a_constant_tensor_as_torch_code(runs):
     torch.testing.assert_close(grad, x.grad)
 
 
-@_xfail("class targets given with --value are emitted as tensor([0.0, 2.0, 1.0]): a NameError, and floats")
 @pytest.mark.parametrize(
     ("case", "loss"),
     [
@@ -384,7 +387,6 @@ def test_codegen_prints_class_targets_as_integer_torch_code(runs, case, loss):
     torch.testing.assert_close(grad, z.grad)
 
 
-@_xfail(r"a \N in a comment of the expression makes the emitted docstring a SyntaxError")
 def test_codegen_escapes_user_text_in_docstrings(runs):
     run = _get(runs, "codegen_backslash_N_in_a_comment")
     module = _emitted_module(run)
@@ -392,7 +394,6 @@ def test_codegen_escapes_user_text_in_docstrings(runs):
     torch.testing.assert_close(module.forward(x), x.sum())
 
 
-@_xfail("a dimension named torch shadows the module: AttributeError traceback, broken file left on disk")
 def test_codegen_dimension_named_like_a_module_name_is_renamed_or_refused(runs):
     run = _get(runs, "codegen_dimension_named_torch")
     assert_no_traceback(run)
@@ -409,7 +410,6 @@ def test_codegen_dimension_named_like_a_module_name_is_renamed_or_refused(runs):
     torch.testing.assert_close(grad, x.grad)
 
 
-@_xfail("the CLI refuses symbolic class targets ('class targets need known values') though the library can emit them")
 def test_codegen_softmax_cross_entropy_with_symbolic_class_targets(runs):
     run = _get(runs, "codegen_cross_entropy_symbolic_targets")
     module = _emitted_module(run)

@@ -44,7 +44,8 @@ def test_generated_code_passes_ruff():
 def test_generated_code_imports_only_torch_and_the_standard_library():
     for path in GENERATED.glob("*.py"):
         imports = [line for line in path.read_text().splitlines() if line.startswith(("import ", "from "))]
-        assert all(line in ("import torch", "import math") for line in imports), (path.name, imports)
+        allowed = ("import torch", "import math", "from torch.autograd.function import once_differentiable")
+        assert all(line in allowed for line in imports), (path.name, imports)
 
 
 def test_emitted_code_runs_in_float32_too():

@@ -58,7 +58,6 @@ def test_auto_named_grad_tensor_never_shares_symbols_with_a_user_tensor(user_nam
     assert sg.check(out, grad_tensors=v).ok
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: NFKC folds the input name 'ｔ_1' into the emitted intermediate t_1")
 def test_emitted_code_input_name_that_nfkc_folds_onto_an_intermediate():
     a = sg.symbols("ｔ_1", (2,), requires_grad=True)  # fullwidth t: Python reads it as t_1
     b = sg.symbols("b", (2,), requires_grad=True)
@@ -251,7 +250,6 @@ def test_distinct_names_print_as_distinct_latex():
     assert sympy.latex(omega.sympy()[0]) != sympy.latex(spelled.sympy()[0])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: every sg.compile leaves a symgrad_* folder in the temp dir")
 def test_compile_leaves_no_temporary_folder(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # gettempdir() now answers tmp_path
     k, n = sg.dims("k n")

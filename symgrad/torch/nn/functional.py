@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import sympy
 
+from ...core.constructors import symbols, tensor
 from ...core.dims import format_shape, require_concrete
 from ...core.errors import ShapeError, UnsupportedError
-from ...core.tensor import Tensor, apply, constant, wrap
+from ...core.tensor import Tensor, apply, wrap
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -136,19 +137,30 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Any = None, bias: A
 
 
 # ── class targets ────────────────────────────────────────────────────────────
-def _class_targets(target: Any, what: str) -> Tensor:
-    """Class indices as an int64 constant: their values are needed, as indices are not differentiable."""
+def _class_targets(target: Any, what: str, classes: Any = None) -> Tensor:
+    """Class indices as an int64 tensor: an input named as the user named it, with its values when
+    it has them, or symbolic (its entries are then only known in laws, where indices stay symbolic)."""
     if not isinstance(target, Tensor):
         raise TypeError(f"{what}(): target must be a Tensor, not {type(target).__name__}")
+    named = target.kind == "symbol" or target.is_named_constant
     if not target.has_values():
-        raise UnsupportedError(f"{what}(): class targets need known values ({target.name} is symbolic)")
+        if target.kind != "symbol":
+            raise UnsupportedError(f"{what}(): class targets must be a tensor of its own, not a computed one")
+        if target.dtype == "int64":
+            if getattr(target, "classes", None) is None:
+                target.classes = classes
+            return target
+        return symbols(target.name, target.shape, dtype="int64", classes=classes)
     values = target.values()
     flat = [sympy.sympify(v) for v in values.reshape(-1)]
     if not all(v.is_Number and v.is_finite and float(v).is_integer() for v in flat):
         raise UnsupportedError(
             f"{what}(): targets must be class indices (integers); probability targets are not supported"
         )
-    return constant(np.array([sympy.Integer(int(v)) for v in flat], dtype=object).reshape(values.shape), dtype="int64")
+    indices = np.array([sympy.Integer(int(v)) for v in flat], dtype=object).reshape(values.shape)
+    if target.dtype == "int64" and not named:
+        return target
+    return tensor(indices.tolist(), name=target.name if named else None, dtype="int64")
 
 
 def _check_classes(target: Tensor, classes: int, what: str) -> None:
@@ -180,7 +192,7 @@ def _check_reduction(reduction: Any, what: str, allowed: tuple[str, ...] = _REDU
     return reduction
 
 
-def _class_input(input: Tensor, target: Tensor, what: str) -> int:
+def _class_input(input: Tensor, target: Tensor, what: str) -> Any:
     if input.ndim != 2:
         raise UnsupportedError(f"{what}() supports 2-D input (N, C) only, not shape {format_shape(input.shape)}")
     if target.ndim != 1 or target.shape[0] != input.shape[0]:
@@ -188,8 +200,10 @@ def _class_input(input: Tensor, target: Tensor, what: str) -> int:
             f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
             f"({target.shape[0] if target.ndim else 'a 0-d tensor'})."
         )
-    (classes,) = require_concrete(input.shape[1:], what)
-    _check_classes(target, classes, what)
+    classes = input.shape[1]
+    if target.has_values():
+        (classes,) = require_concrete(input.shape[1:], what)
+        _check_classes(target, classes, what)
     return classes
 
 
@@ -208,9 +222,9 @@ def cross_entropy(
     if label_smoothing:
         raise UnsupportedError("cross_entropy(label_smoothing=...) is not supported")
     _check_reduction(reduction, "cross_entropy", ("mean", "sum"))
-    y = _class_targets(target, "cross_entropy")
+    y = _class_targets(target, "cross_entropy", classes=input.shape[-1] if input.ndim else None)
     _class_input(input, y, "cross_entropy")
-    if ignore_index in [int(v) for v in y.values().reshape(-1)]:
+    if y.has_values() and ignore_index in [int(v) for v in y.values().reshape(-1)]:
         raise UnsupportedError("cross_entropy(): targets equal to ignore_index are not supported")
     return apply("cross_entropy", input, y, reduction=reduction)
 
@@ -227,8 +241,10 @@ def nll_loss(
     """−input[n, target[n]], averaged (or summed): ``-(one_hot(target, C) * input).sum() / N``."""
     _unsupported_options("nll_loss", weight=weight, size_average=size_average, reduce=reduce)
     _check_reduction(reduction, "nll_loss", ("mean", "sum"))
-    y = _class_targets(target, "nll_loss")
+    y = _class_targets(target, "nll_loss", classes=input.shape[-1] if input.ndim else None)
     classes = _class_input(input, y, "nll_loss")
+    if not y.has_values():
+        raise UnsupportedError("nll_loss(): class targets need known values (give the target tensor values)")
     if ignore_index in [int(v) for v in y.values().reshape(-1)]:
         raise UnsupportedError("nll_loss(): targets equal to ignore_index are not supported")
     picked = -(apply("one_hot", y, num_classes=classes) * input).sum()
