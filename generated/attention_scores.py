@@ -25,7 +25,6 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 import math
 
 import torch
-from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(Q, K, V):
@@ -82,8 +81,11 @@ def forward_and_vjp(Q, K, V, grad_output):
 class AttentionScoresFunction(torch.autograd.Function):
     r"""out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V, with the closed-form backward above.
 
-    Saves only what the backward formula reads: Q, K, V, t_1.
+    Saves what the backward formula reads: Q, K, V, t_1. The backward is written
+    in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     """
+
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(Q, K, V):
@@ -103,10 +105,11 @@ class AttentionScoresFunction(torch.autograd.Function):
         ctx.save_for_backward(Q, K, V, t_1)
 
     @staticmethod
-    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output, *_):
         Q, K, V, t_1 = ctx.saved_tensors
         (d,) = ctx.sizes
+        if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
+            t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
         t_2 = grad_output @ V.T
         t_3 = (t_1 * (t_2 - (t_2 * t_1).sum(dim=1, keepdim=True))) / math.sqrt(d)
         grad_Q = t_3 @ K

@@ -14,7 +14,6 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
-from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(W, X, b):
@@ -59,8 +58,11 @@ def forward_and_vjp(W, X, b, grad_output):
 class LinearLayerFunction(torch.autograd.Function):
     r"""out = W @ X + b, with the closed-form backward above.
 
-    Saves only what the backward formula reads: X.
+    Saves what the backward formula reads: X. The backward is written
+    in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     """
+
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(W, X, b):
@@ -73,9 +75,10 @@ class LinearLayerFunction(torch.autograd.Function):
         ctx.save_for_backward(X)
 
     @staticmethod
-    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output):
         (X,) = ctx.saved_tensors
+        if any(ctx.needs_input_grad[i] for i in (1,)):
+            raise RuntimeError("LinearLayerFunction gives gradients for W, b only")
         grad_W = grad_output @ X.T
         grad_b = grad_output.sum(dim=1, keepdim=True)
         return grad_W, None, grad_b

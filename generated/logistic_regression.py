@@ -13,7 +13,6 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
-from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(X, w, y):
@@ -61,8 +60,12 @@ def forward_and_vjp(X, w, y, grad_output):
 class LogisticRegressionFunction(torch.autograd.Function):
     r"""out = F.binary_cross_entropy_with_logits(X @ w, y), with the closed-form backward above.
 
-    Saves only what the backward formula reads: X, y, t_1.
+    Saves what the backward formula reads: X, y, t_1, and the
+    inputs it recomputes those from under create_graph=True: w. The backward is written
+    in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     """
+
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(X, w, y):
@@ -73,18 +76,21 @@ class LogisticRegressionFunction(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        X, _, y = inputs
+        X, w, y = inputs
         m = X.shape[0]
         output, t_1 = output
         ctx.mark_non_differentiable(t_1)
         ctx.sizes = (m,)
-        ctx.save_for_backward(X, y, t_1)
+        ctx.save_for_backward(X, w, y, t_1)
 
     @staticmethod
-    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output, *_):
-        X, y, t_1 = ctx.saved_tensors
+        X, w, y, t_1 = ctx.saved_tensors
         (m,) = ctx.sizes
+        if any(ctx.needs_input_grad[i] for i in (0, 2)):
+            raise RuntimeError("LogisticRegressionFunction gives gradients for w only")
+        if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
+            t_1 = X @ w
         t_2 = grad_output / m
         grad_w = X.T @ (t_2 * torch.sigmoid(t_1) - t_2 * y)
         return None, grad_w, None

@@ -15,7 +15,6 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
-from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(x, A):
@@ -60,8 +59,11 @@ def forward_and_vjp(x, A, grad_output):
 class QuadraticFormFunction(torch.autograd.Function):
     r"""out = x.T @ A @ x, with the closed-form backward above.
 
-    Saves only what the backward formula reads: x, A.
+    Saves what the backward formula reads: x, A. The backward is written
+    in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     """
+
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(x, A):
@@ -74,7 +76,6 @@ class QuadraticFormFunction(torch.autograd.Function):
         ctx.save_for_backward(x, A)
 
     @staticmethod
-    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output):
         x, A = ctx.saved_tensors
         t_1 = grad_output * x.T

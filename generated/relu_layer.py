@@ -14,7 +14,6 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
-from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(W, X, b):
@@ -64,8 +63,12 @@ def forward_and_vjp(W, X, b, grad_output):
 class ReluLayerFunction(torch.autograd.Function):
     r"""out = torch.relu(W @ X + b), with the closed-form backward above.
 
-    Saves only what the backward formula reads: X, t_1.
+    Saves what the backward formula reads: X, t_1, and the
+    inputs it recomputes those from under create_graph=True: W, b. The backward is written
+    in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     """
+
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(W, X, b):
@@ -76,15 +79,18 @@ class ReluLayerFunction(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        _, X, _ = inputs
+        W, X, b = inputs
         output, t_1 = output
         ctx.mark_non_differentiable(t_1)
-        ctx.save_for_backward(X, t_1)
+        ctx.save_for_backward(W, X, b, t_1)
 
     @staticmethod
-    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output, *_):
-        X, t_1 = ctx.saved_tensors
+        W, X, b, t_1 = ctx.saved_tensors
+        if any(ctx.needs_input_grad[i] for i in (1,)):
+            raise RuntimeError("ReluLayerFunction gives gradients for W, b only")
+        if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
+            t_1 = W @ X + b
         t_2 = grad_output * (t_1 > 0).to(grad_output.dtype)
         grad_W = t_2 @ X.T
         grad_b = t_2.sum(dim=1, keepdim=True)

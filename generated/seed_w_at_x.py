@@ -11,7 +11,6 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
-from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(w, x):
@@ -50,8 +49,11 @@ def forward_and_vjp(w, x, grad_output):
 class SeedWAtXFunction(torch.autograd.Function):
     r"""out = w @ x, with the closed-form backward above.
 
-    Saves only what the backward formula reads: x.
+    Saves what the backward formula reads: x. The backward is written
+    in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     """
+
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(w, x):
@@ -64,9 +66,10 @@ class SeedWAtXFunction(torch.autograd.Function):
         ctx.save_for_backward(x)
 
     @staticmethod
-    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output):
         (x,) = ctx.saved_tensors
+        if any(ctx.needs_input_grad[i] for i in (1,)):
+            raise RuntimeError("SeedWAtXFunction gives gradients for w only")
         grad_w = grad_output @ x.T
         return grad_w, None
 

@@ -12,7 +12,6 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
-from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(X, W, y):
@@ -62,8 +61,12 @@ def forward_and_vjp(X, W, y, grad_output):
 class SoftmaxCrossEntropyFunction(torch.autograd.Function):
     r"""out = F.cross_entropy(X @ W, y), with the closed-form backward above.
 
-    Saves only what the backward formula reads: X, y, t_1.
+    Saves what the backward formula reads: X, y, t_1, and the
+    inputs it recomputes those from under create_graph=True: W. The backward is written
+    in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     """
+
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(X, W, y):
@@ -80,13 +83,16 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
         output, t_1 = output
         ctx.mark_non_differentiable(t_1)
         ctx.sizes = (c, m)
-        ctx.save_for_backward(X, y, t_1)
+        ctx.save_for_backward(X, W, y, t_1)
 
     @staticmethod
-    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output, *_):
-        X, y, t_1 = ctx.saved_tensors
+        X, W, y, t_1 = ctx.saved_tensors
         c, m = ctx.sizes
+        if any(ctx.needs_input_grad[i] for i in (0, 2)):
+            raise RuntimeError("SoftmaxCrossEntropyFunction gives gradients for W only")
+        if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
+            t_1 = X @ W
         t_2 = torch.softmax(t_1, dim=1) - torch.nn.functional.one_hot(y.long(), c).to(grad_output.dtype)
         grad_W = X.T @ (t_2 * (grad_output / m))
         return None, grad_W, None

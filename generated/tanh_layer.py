@@ -14,7 +14,6 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 """
 
 import torch
-from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(W, X, b):
@@ -62,8 +61,12 @@ def forward_and_vjp(W, X, b, grad_output):
 class TanhLayerFunction(torch.autograd.Function):
     r"""out = torch.tanh(W @ X + b), with the closed-form backward above.
 
-    Saves only what the backward formula reads: X, output.
+    Saves what the backward formula reads: X, output, and the
+    inputs it recomputes those from under create_graph=True: W, b. The backward is written
+    in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     """
+
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(W, X, b):
@@ -72,13 +75,16 @@ class TanhLayerFunction(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        _, X, _ = inputs
-        ctx.save_for_backward(X, output)
+        W, X, b = inputs
+        ctx.save_for_backward(W, X, b, output)
 
     @staticmethod
-    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output):
-        X, output = ctx.saved_tensors
+        W, X, b, output = ctx.saved_tensors
+        if any(ctx.needs_input_grad[i] for i in (1,)):
+            raise RuntimeError("TanhLayerFunction gives gradients for W, b only")
+        if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
+            output = torch.tanh(W @ X + b)
         t_1 = grad_output * (1 - output**2)
         grad_W = t_1 @ X.T
         grad_b = t_1.sum(dim=1, keepdim=True)

@@ -10,27 +10,26 @@ Shapes: W1: h×n, b1: h×1, W2: k×h, b2: k×1, X: n×m, Y: k×m
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
     grad_W1 = ((W2.T @ (2 * (grad_output[None][:, None] / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y))) *
         (1 - torch.tanh(W1 @ X + b1) ** 2)) @ X.T
-    LaTeX: \left(\left(\mathrm{W2}^{\top} \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot
-        \left(\mathrm{W2} \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right)\right)
-        \odot \left(1 - \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right) X^{\top}
+    LaTeX: \left(\left(\mathrm{W2}^{\top} \left(2 \frac{\mathrm{grad\_output}}{k m} \odot \left(\mathrm{W2}
+        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right)\right) \odot \left(1 -
+        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right) X^{\top}
     grad_b1 = ((W2.T @ (2 * (grad_output[None][:, None] / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y))) *
         (1 - torch.tanh(W1 @ X + b1) ** 2)).sum(dim=1, keepdim=True)
-    LaTeX: \left(\left(\mathrm{W2}^{\top} \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot
-        \left(\mathrm{W2} \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right)\right)
-        \odot \left(1 - \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right) \mathbf{1}
+    LaTeX: \left(\left(\mathrm{W2}^{\top} \left(2 \frac{\mathrm{grad\_output}}{k m} \odot \left(\mathrm{W2}
+        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right)\right) \odot \left(1 -
+        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right) \mathbf{1}
     grad_W2 = (2 * (grad_output[None][:, None] / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y)) @
         torch.tanh(W1 @ X + b1).T
-    LaTeX: \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot \left(\mathrm{W2}
-        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right) \tanh\left(\mathrm{W1} X
-        + \mathrm{b1}\right)^{\top}
+    LaTeX: \left(2 \frac{\mathrm{grad\_output}}{k m} \odot \left(\mathrm{W2} \tanh\left(\mathrm{W1} X +
+        \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right) \tanh\left(\mathrm{W1} X +
+        \mathrm{b1}\right)^{\top}
     grad_b2 = (2 * (grad_output[None][:, None] / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y)).sum(dim=1,
         keepdim=True)
-    LaTeX: \left(2 \frac{\mathrm{grad\_output}_{None}_{:, None}}{k m} \odot \left(\mathrm{W2}
-        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right) \mathbf{1}
+    LaTeX: \left(2 \frac{\mathrm{grad\_output}}{k m} \odot \left(\mathrm{W2} \tanh\left(\mathrm{W1} X +
+        \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right) \mathbf{1}
 """
 
 import torch
-from torch.autograd.function import once_differentiable
 
 
 def _check_shapes(W1, b1, W2, b2, X, Y):
@@ -109,8 +108,12 @@ def forward_and_vjp(W1, b1, W2, b2, X, Y, grad_output):
 class TwoLayerMlpMseFunction(torch.autograd.Function):
     r"""out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y), with the closed-form backward above.
 
-    Saves only what the backward formula reads: W2, X, t_1, t_2.
+    Saves what the backward formula reads: W2, X, t_1, t_2, and the
+    inputs it recomputes those from under create_graph=True: W1, b1, b2, Y. The backward is written
+    in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     """
+
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(W1, b1, W2, b2, X, Y):
@@ -122,19 +125,23 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        _, _, W2, _, X, _ = inputs
+        W1, b1, W2, b2, X, Y = inputs
         k = W2.shape[0]
         m = X.shape[1]
         output, t_1, t_2 = output
         ctx.mark_non_differentiable(t_1, t_2)
         ctx.sizes = (k, m)
-        ctx.save_for_backward(W2, X, t_1, t_2)
+        ctx.save_for_backward(W1, b1, W2, b2, X, Y, t_1, t_2)
 
     @staticmethod
-    @once_differentiable  # the closed-form backward is not itself differentiated by autograd
     def backward(ctx, grad_output, *_):
-        W2, X, t_1, t_2 = ctx.saved_tensors
+        W1, b1, W2, b2, X, Y, t_1, t_2 = ctx.saved_tensors
         k, m = ctx.sizes
+        if any(ctx.needs_input_grad[i] for i in (4, 5)):
+            raise RuntimeError("TwoLayerMlpMseFunction gives gradients for W1, b1, W2, b2 only")
+        if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
+            t_1 = torch.tanh(W1 @ X + b1)
+            t_2 = W2 @ t_1 + b2 - Y
         t_3 = 2 * (grad_output[None][:, None] / (k * m)) * t_2
         t_4 = (W2.T @ t_3) * (1 - t_1**2)
         grad_W1 = t_4 @ X.T

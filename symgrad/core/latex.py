@@ -13,6 +13,7 @@ can never leave math mode or start a TeX command.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,12 +42,35 @@ ELIDE_AFTER = 6  # rows or columns shown in full; beyond this a matrix keeps its
 GREEK = {"alpha", "beta", "gamma", "delta", "epsilon", "theta", "lambda", "mu", "sigma", "tau", "phi", "omega"}
 
 
+# Greek letters LaTeX spells as commands; the capitals that look like Latin ones (Α, Β, …) have none.
+_SMALL = (
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lamda mu nu xi pi rho sigma tau upsilon phi chi psi omega"
+)
+_CAPITAL = "gamma delta theta lamda xi pi sigma upsilon phi psi omega"
+_GREEK_COMMANDS = {
+    unicodedata.lookup(f"GREEK {case} LETTER {name.upper()}"): "\\"
+    + (name.capitalize() if case == "CAPITAL" else name).replace("amda", "ambda")
+    for case, names in (("SMALL", _SMALL), ("CAPITAL", _CAPITAL))
+    for name in names.split()
+}
+
+
+def _spelled(char: str, math: bool) -> str:
+    """A character outside printable ASCII: a Greek letter as its command, anything else by its code
+    point inside angle brackets, which no identifier can contain (``ω`` and ``u3c9`` stay apart)."""
+    command = _GREEK_COMMANDS.get(char)
+    if command is not None:
+        return f"{{{command}}}" if math else f"${command}$"
+    point = f"U+{ord(char):04X}"
+    return rf"{{\langle}}{point}{{\rangle}}" if math else rf"$\langle${point}$\rangle$"
+
+
 def text_latex(text: str, *, math: bool = False) -> str:
     """``text`` for TeX's text mode (``\\texttt{…}``, prose), or inside ``\\mathrm{}`` with ``math=True``:
     every special character escaped.
 
-    Characters outside printable ASCII are spelled by their code point (``ω`` → ``u3c9``): pdflatex
-    has no glyph for most of them, and distinct names must stay distinct.
+    Characters outside printable ASCII are spelled so that pdflatex can print them and distinct names
+    stay distinct: Greek letters as ``\\omega``, anything else as ``⟨U+3C9⟩``.
     """
     escapes = _MATH_ESCAPES if math else _TEXT_ESCAPES
     out = []
@@ -55,8 +79,8 @@ def text_latex(text: str, *, math: bool = False) -> str:
             out.append(escapes[char])
         elif " " <= char <= "~":
             out.append(char)
-        else:  # spelled by its code point, so that different names stay different (ω → u3c9)
-            out.append(f"u{ord(char):x}")
+        else:
+            out.append(_spelled(char, math))
     return "".join(out)
 
 
@@ -66,6 +90,8 @@ def latex_name(name: str) -> str:
     as ``(w @ x).sum()``, and nothing in a name may start a command or close a group)."""
     if len(name) == 1 and name.isascii() and name.isalpha():
         return name
+    if name in _GREEK_COMMANDS:
+        return _GREEK_COMMANDS[name]
     if name in GREEK:
         return "\\" + name
     return rf"\mathrm{{{text_latex(name, math=True)}}}"

@@ -107,6 +107,17 @@ def number_precedence(value: sympy.Expr) -> int:
     return ATOM
 
 
+def _index_latex(item: object) -> str:
+    """One index item in a subscript: ``3``, ``\\cdot`` for a whole dimension, ``1{:}4`` for a range."""
+    if isinstance(item, slice):
+        if item == slice(None):
+            return r"\cdot"
+        ends = ["" if end is None else str(end) for end in (item.start, item.stop)]
+        step = "" if item.step is None else f"{{:}}{item.step}"
+        return f"{ends[0]}{{:}}{ends[1]}{step}"
+    return str(item)
+
+
 def enclosed(template: str, position: int) -> bool:
     """Whether the template already brackets this argument: ``f({0})``, ``\\sqrt{{{0}}}``, ``g({0}, {1})``."""
     marker = f"{{{position}}}"
@@ -141,6 +152,19 @@ class LatexPrinter(Printer):
 
     def _wrap(self, text: str) -> str:
         return rf"\left({text}\right)"
+
+    def _print_index(self, t: Tensor) -> tuple[str, int]:
+        """``x[i, :]`` as ``x_{i,\\cdot}``; a pure broadcast (``None``, ``:``, ``...``) adds nothing in maths,
+        so ``g[None][:, None]`` is ``g``. A base that already has a subscript is bracketed."""
+        (base,) = t.inputs
+        index = t.attrs["index"]
+        text, precedence = self._print(base)
+        parts = [_index_latex(item) for item in index if item is not None and item is not Ellipsis]
+        if all(part == r"\cdot" for part in parts):
+            return text, precedence
+        if precedence < ATOM or "_" in text or "^" in text:
+            text = self._wrap(text)
+        return f"{text}_{{{','.join(parts)}}}", ATOM
 
     def _print_mul(self, t: Tensor) -> tuple[str, int]:
         """A scalar factor is juxtaposed (``2 X``); two tensors get the Hadamard product ``\\odot``."""

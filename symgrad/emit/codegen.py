@@ -388,9 +388,13 @@ def codegen(
         "vjp_forward": _needed_forward(p),
         "vjp_dims": _dims_for(p, _needed_forward(p) + p.backward),
         "fused_dims": _dims_for(p, [*p.forward, ("", p.forward_result), *p.backward]),
-        "dim_names": [d for d, _ in p.backward_dims],
+        "dim_names": [d for d, _ in _function_dims(p)],
+        "function_dims": _function_dims(p),
+        "recompute_inputs": [name for name in _function_saved_inputs(p) if name not in p.saved_inputs],
+        "fixed_positions": [str(i) for i, t in enumerate(inputs) if not any(t is x for x in wrt)],
+        "recompute": _needed_forward(p),
         "plan_intermediates": [t for t in p.saved_intermediates if t != "output"],
-        "saved": p.saved_inputs + p.saved_intermediates,
+        "saved": _function_saved_inputs(p) + p.saved_intermediates,
         "unpack_inputs": _unpack_targets(p),
         "uses_torch": style == "autograd_function"
         or "torch." in " ".join(body for _, body in [*p.forward, ("", p.forward_result), *p.backward]),
@@ -405,9 +409,21 @@ def codegen(
     return source
 
 
+def _function_saved_inputs(p: Plan) -> list[str]:
+    """The inputs the Function saves: those its backward reads, and those from which a backward under
+    ``create_graph=True`` recomputes the forward values it needs (so that autograd can differentiate it)."""
+    text = " ".join(body for _, body in _needed_forward(p))
+    return [name for name in p.inputs if name in p.saved_inputs or re.search(rf"\b{name}\b", text)]
+
+
+def _function_dims(p: Plan) -> list[tuple[str, str]]:
+    """The sizes the Function's backward reads, in its formulas or in the forward values it recomputes."""
+    return _dims_for(p, _needed_forward(p) + p.backward)
+
+
 def _unpack_targets(p: Plan) -> list[str]:
     """``_, X, _ = inputs``: the inputs setup_context saves or reads sizes from, the rest as ``_``."""
-    wanted = set(p.saved_inputs) | {where.split(".")[0] for _, where in p.backward_dims}
+    wanted = set(_function_saved_inputs(p)) | {where.split(".")[0] for _, where in _function_dims(p)}
     if not wanted:
         return []
     return [name if name in wanted else "_" for name in p.inputs]

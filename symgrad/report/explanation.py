@@ -361,6 +361,13 @@ def _difference_text(error: float) -> str:
     return "at most 1e-12" if error <= 1e-12 else f"{error:.3g}"
 
 
+def _sizes_math(sizes: dict[str, int]) -> str:
+    """``$k_{a} = 3, n = 4$``: sizes as inline math, the same in Markdown and LaTeX ("" for none)."""
+    if not sizes:
+        return ""
+    return "$" + ", ".join(f"{sympy.latex(sympy.Symbol(k))} = {v}" for k, v in sizes.items()) + "$"
+
+
 def _proof_lines(proof: Any) -> list[dict[str, Any]]:
     """The proofs as data for the wording files (which name the methods in their language)."""
     lines = []
@@ -368,7 +375,7 @@ def _proof_lines(proof: Any) -> list[dict[str, Any]]:
         lines.append(
             {
                 "kind": "exact",
-                "sizes": ", ".join(f"{k}={v}" for k, v in e["sizes"].items()),
+                "sizes": _sizes_math(e["sizes"]),
                 "held": e["held"],
                 "entries": e["entries"],
                 "methods": [(count, method) for method, count in sorted(e["methods"].items())],
@@ -378,7 +385,7 @@ def _proof_lines(proof: Any) -> list[dict[str, Any]]:
         lines.append(
             {
                 "kind": "torch",
-                "sizes": ", ".join(f"{k}={v}" for k, v in n["sizes"].items()),
+                "sizes": _sizes_math(n["sizes"]),
                 "held": n["held"],
                 "difference": _difference_text(n["max_abs_error"]),
             }

@@ -484,7 +484,6 @@ def test_broken_pipe_is_not_a_traceback(runs):
 # ── 5. documents ─────────────────────────────────────────────────────────────
 
 
-@_xfail("scalar losses with symbolic shapes put \\overline{out}_{None}_{:, None} (a double subscript) in the LaTeX")
 @pytest.mark.parametrize("case", ["pdf_scalar_loss_en", "pdf_mse_mean_zh"])
 def test_scalar_loss_pdf_builds(runs, case):
     run = _get(runs, case)
@@ -492,7 +491,6 @@ def test_scalar_loss_pdf_builds(runs, case):
     assert _file(run, "doc.pdf").read_bytes()[:5] == b"%PDF-"
 
 
-@_xfail("a dimension name with '_' reaches TeX text mode unescaped")
 def test_pdf_with_an_underscore_in_a_dimension_name_builds(runs):
     run = _get(runs, "pdf_dimension_with_underscore")
     assert_ok(run)
@@ -503,7 +501,6 @@ _MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
 _PYTHON_INDEX_IN_MATH = re.compile(r"None|_\{[^{}]*\}_\{|_\{:")
 
 
-@_xfail("the Markdown explanation of a scalar loss exits 0 with the same broken math")
 def test_markdown_of_a_scalar_loss_has_valid_math(runs):
     run = _get(runs, "markdown_scalar_loss")
     assert_ok(run)

@@ -345,7 +345,6 @@ def test_torch_error_messages(call):
         lambda x: sg.linalg.vector_norm(x, ord=3),
         lambda x: sg.linalg.matrix_norm(x, ord="nuc"),
         lambda x: sg.nn.functional.cross_entropy(x, tensor([0.5, 1.0], name="y")),
-        lambda x: sg.nn.functional.cross_entropy(x, symbols("y", (2,))),
         lambda x: sg.nn.functional.softmax(x),
         lambda x: sg.where(x),
     ],
@@ -365,11 +364,21 @@ def test_einsum_shape_errors_and_bad_equations():
         sg.einsum("ij->ij", x, x)
 
 
-def test_class_targets_become_constants():
+def test_class_targets_are_named_integer_inputs():
     z = tensor(X, requires_grad=True, name="z")
     loss = sg.nn.functional.cross_entropy(z, tensor([2, 0], name="y", dtype="int64"))
-    assert set(loss.leaves()) == {"z"}  # the target's values, not its symbols, are in the formula
+    y = loss.leaves()["y"]
+    assert y.is_named_constant and not y.requires_grad  # an input, never differentiated
+    assert "y" not in str(loss.sympy())  # its values, not symbols, are in the formula
     assert "log" in str(loss.sympy())
+
+
+def test_symbolic_class_targets_give_laws_but_no_entries():
+    z = tensor(X, requires_grad=True, name="z")
+    loss = sg.nn.functional.cross_entropy(z, symbols("y", (2,)))
+    assert loss.leaves()["y"].dtype == "int64"
+    with pytest.raises(ShapeError, match="integer values"):
+        loss.sympy()
 
 
 def test_comparisons_forward():

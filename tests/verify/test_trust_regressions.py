@@ -146,7 +146,6 @@ def _randn(generator, *shape):
     return torch.randn(*shape, dtype=F64, generator=generator)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: Hessian-vector product through TwoLayerMlpMse is silently wrong")
 def test_hvp_through_emitted_two_layer_mlp_mse():
     h, n, k, m = sg.dims("h n k m")
     names = ["W1", "b1", "W2", "b2", "X", "Y"]
@@ -176,7 +175,6 @@ def test_hvp_through_emitted_two_layer_mlp_mse():
     _second_order_or_refused(lambda: torch.autograd.functional.hvp(emitted_loss, params, direction)[1], reference)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: Hessian-vector product through AttentionScores is silently wrong")
 def test_hvp_through_emitted_attention_scores():
     n, m, d = sg.dims("n m d")
     Q = sg.symbols("Q", (n, d), requires_grad=True)
@@ -199,7 +197,6 @@ def test_hvp_through_emitted_attention_scores():
     _second_order_or_refused(lambda: torch.autograd.functional.hvp(emitted_loss, (q, k, v), direction)[1], reference)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: functional.hessian through LogisticRegression is wrong")
 def test_hessian_through_emitted_logistic_regression():
     m, n = sg.dims("m n")
     out = sg.parse("F.binary_cross_entropy_with_logits(X @ w, y)", shapes={"X": (m, n), "w": (n,), "y": (m,)})
@@ -225,7 +222,6 @@ def test_hessian_through_emitted_logistic_regression():
 _PYTHON_INDEX_IN_MATH = re.compile(r"None|_\{[^{}]*\}_\{|_\{:")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: a broadcast scalar grad_output prints as _{None}_{:, None}")
 def test_emitted_docstring_latex_of_a_scalar_loss_is_valid_math():
     k, n, m = sg.dims("k n m")
     out = sg.parse("torch.tanh(W @ X + b).sum()", shapes={"W": (k, n), "X": (n, m), "b": (k, 1)})
@@ -241,7 +237,6 @@ def test_emitted_docstring_latex_of_a_scalar_loss_is_valid_math():
     assert not _PYTHON_INDEX_IN_MATH.search(latex), latex
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: ω is spelled u3c9 in LaTeX, the same as a tensor named u3c9")
 def test_distinct_names_print_as_distinct_latex():
     omega = sg.symbols("ω", (2,))
     spelled = sg.symbols("u3c9", (2,))
