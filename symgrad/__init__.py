@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
         UnknownNameError,
         UnsupportedError,
         ValuesUnknownError,
+        WorkBudgetError,
         constant,
         dims,
         symbols,
@@ -49,7 +50,8 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
 _WHERE = {
     "core": (
         "AutogradError CheckError LatexPrinter ParseError ShapeError SymbolicShapeError SymgradError Tensor "
-        "TorchPrinter UnknownNameError UnsupportedError ValuesUnknownError constant dims symbols symbols_like tensor"
+        "TorchPrinter UnknownNameError UnsupportedError ValuesUnknownError WorkBudgetError "
+        "constant dims symbols symbols_like tensor"
     ),
     "ops": "function",
     "derive": "backward jacobian law vjp",
@@ -75,6 +77,7 @@ __all__ = [
     "UnknownNameError",
     "UnsupportedError",
     "ValuesUnknownError",
+    "WorkBudgetError",
     "__version__",
     "backward",
     "check",

@@ -39,7 +39,7 @@ from ..core.tensor import Tensor
 from ..emit.codegen import codegen, load_source
 from ..emit.module_check import check_module
 from ..reader import parse, parse_shape, parse_values
-from ..report.derivation import as_text, derive, derive_law, law_as_text
+from ..report.derivation import SHOWN, as_text, derive, derive_law, law_as_text
 from ..report.explanation import explain
 from ..report.render import render_explanation, render_markdown
 from ..report.tex import compile_pdf
@@ -134,6 +134,11 @@ def build_parser() -> argparse.ArgumentParser:
         '"inf" and "-inf" (JSON has no NaN or Infinity); null also marks a value that is not known',
     )
     derive.add_argument("--no-check", action="store_true", help="skip the cross-check against torch.autograd")
+    derive.add_argument(
+        "--full",
+        action="store_true",
+        help="write out every entry (by default, large tensors show their first and last)",
+    )
 
     explain = verbs.add_parser(
         "explain", help="a LaTeX, Markdown or PDF document explaining what backward() computes for an expression"
@@ -216,7 +221,14 @@ def run_derive(args: argparse.Namespace) -> int:
             "grad can be implicitly created only for scalar outputs; "
             "pass --grad-tensor ones, --grad-tensor v (symbolic) or values"
         )
-    result = derive(output, wrt, grad_tensor=grad_tensor, expression=args.expression, run_check=not args.no_check)
+    result = derive(
+        output,
+        wrt,
+        grad_tensor=grad_tensor,
+        expression=args.expression,
+        run_check=not args.no_check,
+        limit=None if args.full else SHOWN,
+    )
     if args.format == "json":
         print(json.dumps(strict_json(result.as_dict()), indent=2, sort_keys=True, allow_nan=False))
     elif args.format == "markdown":

@@ -20,6 +20,7 @@ from .errors import (
     UnknownNameError,
     UnsupportedError,
     ValuesUnknownError,
+    WorkBudgetError,
 )
 from .graph import dims_of, topological, topological_all, uniform_constant
 from .printers import LatexPrinter, Printer, TorchPrinter
@@ -46,6 +47,7 @@ __all__ = [
     "UnknownNameError",
     "UnsupportedError",
     "ValuesUnknownError",
+    "WorkBudgetError",
     "apply",
     "as_shape",
     "auto_name",

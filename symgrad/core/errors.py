@@ -57,3 +57,10 @@ for _public in (
     CheckError,
 ):
     _public.__module__ = "symgrad"
+
+
+class WorkBudgetError(SymgradError):
+    """Entrywise work too large to start (see :mod:`symgrad.core.budget`); the message names the way out."""
+
+
+WorkBudgetError.__module__ = "symgrad"

@@ -53,6 +53,11 @@ def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
                 continue
             point.update(zip(leaf.entries().reshape(-1), (float(v) for v in numbers_of(leaf).reshape(-1))))
         return as_numbers(float64_values(entries.reshape(-1), point), entries.shape, node.dtype)
+    if node.op.float64 is not None and all(part.dtype.startswith("float") for part in node.inputs):
+        arrays = [_float_array(numbers_of(part)) for part in node.inputs]
+        with np.errstate(all="ignore"):
+            result = np.asarray(node.op.float64(*arrays, **node.attrs), dtype=float)
+        return as_numbers(result.reshape(-1).tolist(), result.shape, node.dtype)
     args, point = [], {}
     for position, part in enumerate(node.inputs):
         values = numbers_of(part)
@@ -66,6 +71,10 @@ def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
     if not point:
         return result
     return as_numbers(float64_values(result.reshape(-1), point), result.shape, node.dtype)
+
+
+def _float_array(values: np.ndarray) -> np.ndarray:
+    return np.array([float(v) for v in values.reshape(-1)], dtype=float).reshape(values.shape)
 
 
 def numbers_at(roots: Sequence[Tensor], leaf_numbers: Mapping[int, np.ndarray]) -> list[np.ndarray]:

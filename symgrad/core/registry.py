@@ -37,7 +37,10 @@ class Op:
     - ``grad_fn``: the name of torch's backward node (or a function of the inputs and attributes);
     - ``vjp(g, out, *inputs, **attrs)``: one gradient (a symgrad tensor, or None) per input;
     - ``scalar``: the SymPy function of one entry, for elementwise ops;
-    - ``spell(attrs, inputs)``: extra template fields, for ops whose spelling depends on their attributes.
+    - ``spell(attrs, inputs)``: extra template fields, for ops whose spelling depends on their attributes;
+    - ``cost(*input_shapes, **attrs)``: about how many SymPy terms its entries take (default: the sizes);
+    - ``float64(*input_arrays, **attrs)``: the op on float64 NumPy arrays, where it is exactly IEEE arithmetic
+      (sums, products, layout): numbers then skip building the meaning from symbols.
     """
 
     name: str
@@ -55,6 +58,8 @@ class Op:
     tags: frozenset[str] = frozenset()
     float_result: bool = False  # the result is floating even when the inputs are integers (div, mean, exp, ...)
     spell: Callable[[dict, tuple], dict] | None = None
+    float64: Callable[..., Any] | None = None
+    cost: Callable[..., int] | None = None  # terms to build the entries, from the input shapes (default: sizes)
 
     def __post_init__(self) -> None:
         unknown = set(self.tags) - TAGS

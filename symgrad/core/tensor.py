@@ -25,6 +25,7 @@ import sympy
 
 from . import display
 from .arrays import as_object_array, numbers_only
+from .budget import check_budget
 from .dims import Shape, as_shape, format_shape, normalize_dim, numel, require_concrete
 from .errors import AutogradError, ShapeError, SymgradError, UnsupportedError, ValuesUnknownError
 from .graph import topological
@@ -239,9 +240,10 @@ class Tensor(TensorMethods):
     def entries(self) -> np.ndarray:
         """The entries as a NumPy object array of SymPy expressions."""
         if self._entries is None:
-            for node in topological(self):
-                if node._entries is None:
-                    node._entries = node._compute_entries()
+            pending = [node for node in topological(self) if node._entries is None]
+            check_budget(pending, f"{self.name}")
+            for node in pending:
+                node._entries = node._compute_entries()
         return self._entries  # type: ignore[return-value]
 
     def _compute_entries(self) -> np.ndarray:
@@ -267,9 +269,10 @@ class Tensor(TensorMethods):
     def values(self) -> np.ndarray:
         """The values as an object array of SymPy numbers; raises if any is unknown."""
         if self._value_cache is None:
-            for node in topological(self):
-                if node._value_cache is None:
-                    node._value_cache = node._compute_values()
+            pending = [node for node in topological(self) if node._value_cache is None]
+            check_budget([node for node in pending if node.op is None or node.op.float64 is None], self.name)
+            for node in pending:
+                node._value_cache = node._compute_values()
         return self._value_cache  # type: ignore[return-value]
 
     def _compute_values(self) -> np.ndarray:

@@ -24,6 +24,7 @@ from ..core.constructors import formula, fresh_name, tensor
 from ..core.dims import is_concrete, require_concrete
 from ..core.errors import ShapeError, SymgradError
 from ..core.tensor import Tensor, constant, wrap
+from ..ops import functions
 from .reverse import law
 
 Entry = tuple[int, int, sympy.Expr]  # (flat output index, flat input index, derivative)
@@ -59,7 +60,7 @@ def _term_derivative(term: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
     if term == symbol:
         return sympy.S.One
     if type(term) is not sympy.Mul or not term.is_commutative:
-        return term.diff(symbol)
+        return _derivative(term, symbol)
     args = term.args
     holders = [k for k, factor in enumerate(args) if symbol in factor.free_symbols]
     if len(holders) != 1 or not all(_zero_safe(factor) for factor in args):
@@ -69,7 +70,7 @@ def _term_derivative(term: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
     if args[k] == symbol:
         inner = sympy.S.One
     else:
-        inner = args[k].diff(symbol)
+        inner = _derivative(args[k], symbol)
         if inner.has(sympy.Derivative):
             return term.diff(symbol)
     if any(factor.has(sympy.Derivative) for factor in rest):
@@ -77,6 +78,43 @@ def _term_derivative(term: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
     if inner is sympy.S.One and len(rest) == 1:
         return rest[0]
     return sympy.Mul(*rest[:k], inner, *rest[k:])
+
+
+# Functions of one argument whose derivative is f'(a) · a': their ``fdiff`` is all SymPy's chain rule
+# uses, without the assumption queries ``Derivative`` makes on the whole expression first.
+_CHAIN_RULE = (
+    sympy.exp, sympy.log, sympy.sin, sympy.cos, sympy.tan, sympy.tanh, sympy.sinh, sympy.cosh, sympy.atan,
+    sympy.erf, functions.sigmoid, functions.softplus, functions.relu,
+)  # fmt: skip
+
+
+def _derivative(expr: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
+    """``expr.diff(symbol)``, with the chain rule, the product rule and constant powers done directly.
+
+    SymPy's ``diff`` builds a ``Derivative`` and asks assumptions of every subexpression before it
+    applies the same rules; for ``tanh(a*b)`` that is most of the time of a Jacobian. Anything else,
+    or any factor that is infinite (``0 * oo`` must stay ``nan``), goes to ``expr.diff(symbol)``.
+    """
+    if expr == symbol:
+        return sympy.S.One
+    if symbol not in expr.free_symbols:
+        return sympy.S.Zero
+    if isinstance(expr, _CHAIN_RULE) and len(expr.args) == 1 and _zero_safe(expr):
+        return sympy.Mul(expr.fdiff(1), _derivative(expr.args[0], symbol))
+    if type(expr) is sympy.Add:
+        return sympy.Add(*[_derivative(term, symbol) for term in expr.args if symbol in term.free_symbols])
+    if type(expr) is sympy.Mul and expr.is_commutative and all(_zero_safe(factor) for factor in expr.args):
+        args = expr.args
+        terms = [
+            sympy.Mul(*args[:k], _derivative(factor, symbol), *args[k + 1 :])
+            for k, factor in enumerate(args)
+            if symbol in factor.free_symbols
+        ]
+        return sympy.Add(*terms)
+    if type(expr) is sympy.Pow and expr.exp.is_Number and _zero_safe(expr.base):
+        base, exponent = expr.args
+        return sympy.Mul(exponent, base ** (exponent - 1), _derivative(base, symbol))
+    return expr.diff(symbol)
 
 
 def _entry_derivatives(expr: sympy.Expr, position: dict[sympy.Symbol, int]) -> Iterator[tuple[int, sympy.Expr]]:
@@ -142,18 +180,30 @@ def as_grad_tensor(v: Any, like: Tensor, position: int = 0) -> Tensor:
     return g
 
 
-def vjp_entries(outputs: Sequence[Tensor], x: Tensor, grads: Sequence[Tensor]) -> np.ndarray:
-    """Σ over outputs of vᵀJ: entry i is Σ_o v_o · d y_o / d x_i."""
+def vjp_entries(
+    outputs: Sequence[Tensor], x: Tensor, grads: Sequence[Tensor], jacobians: Sequence[list] | None = None
+) -> np.ndarray:
+    """Σ over outputs of vᵀJ: entry i is Σ_o v_o · d y_o / d x_i.
+
+    ``jacobians``, one list of :func:`sparse_jacobian` entries per output, saves deriving them again.
+    """
     x_shape = require_concrete(x.shape, "an entrywise VJP")
     terms: list[list[sympy.Expr]] = [[] for _ in range(int(np.prod(x_shape, dtype=int)))]
-    for y, v in zip(outputs, grads, strict=False):
+    for position, (y, v) in enumerate(zip(outputs, grads, strict=False)):
         weights = v.entries().reshape(-1)
-        for o, i, derivative in sparse_jacobian(y, x):
+        found = jacobians[position] if jacobians is not None else sparse_jacobian(y, x)
+        for o, i, derivative in found:
             terms[i].append(weights[o] * derivative)
     return object_array([sympy.Add(*t) for t in terms], x_shape)
 
 
-def vjp(y: Tensor | Sequence[Tensor], x: Tensor | Sequence[Tensor], v: Any | Sequence[Any] = None):
+def vjp(
+    y: Tensor | Sequence[Tensor],
+    x: Tensor | Sequence[Tensor],
+    v: Any | Sequence[Any] = None,
+    *,
+    jacobians: dict[int, list] | None = None,
+):
     """The vector-Jacobian product vᵀJ: what ``y.backward(v)`` adds to ``x.grad``.
 
     ``y`` and ``v`` may be lists (the list form of backward); ``x`` may be a
@@ -188,7 +238,8 @@ def vjp(y: Tensor | Sequence[Tensor], x: Tensor | Sequence[Tensor], v: Any | Seq
     targets = [x] if isinstance(x, Tensor) else list(x)
     results = []
     for target, numeric in zip(targets, backward_graphs(outputs, targets, grads), strict=True):
-        entries = vjp_entries(outputs, target, grads)
+        known = [jacobians[id(target)]] if jacobians is not None and len(outputs) == 1 else None
+        entries = vjp_entries(outputs, target, grads, known)
         results.append(
             formula(
                 entries, sources=[*outputs, *grads], name=f"{target.name}.grad", dtype=target.dtype, numeric=numeric

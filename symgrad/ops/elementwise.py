@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import numpy as np
 import sympy
 
 from ..core.arrays import elementwise
@@ -44,6 +45,7 @@ binary(
     saves=False,
     precedence=4,
     vjp=lambda g, out, a, b: (unbroadcast(g, a.shape), unbroadcast(g, b.shape)),
+    float64=np.add,
 )
 binary(
     "sub",
@@ -55,6 +57,7 @@ binary(
     saves=False,
     precedence=4,
     vjp=lambda g, out, a, b: (unbroadcast(g, a.shape), unbroadcast(-g, b.shape)),
+    float64=np.subtract,
 )
 binary(
     "mul",
@@ -66,6 +69,7 @@ binary(
     saves=True,
     precedence=5,
     vjp=lambda g, out, a, b: (unbroadcast(g * b, a.shape), unbroadcast(g * a, b.shape)),
+    float64=np.multiply,
 )
 binary(
     "div",
@@ -78,6 +82,7 @@ binary(
     precedence=5,
     float_result=True,
     vjp=lambda g, out, a, b: (unbroadcast(g / b, a.shape), unbroadcast(-g * out / b, b.shape)),
+    float64=np.true_divide,
 )
 binary(
     "pow",
@@ -151,6 +156,7 @@ register(
         scalar=lambda x: -x,
         precedence=6,
         vjp=lambda g, out, a: (-g,),
+        float64=np.negative,
     )
 )
 
@@ -213,14 +219,14 @@ unary(
 unary("sign", functions.sign, r"\operatorname{{sign}}\left({0}\right)", vjp=lambda g, out, a: (None,))
 
 # ── elementwise functions ──────────────────────────────────────────────────
-unary("exp", sympy.exp, r"\exp\left({0}\right)", float_result=True)
-unary("log", sympy.log, r"\log\left({0}\right)", float_result=True)
-unary("sin", sympy.sin, r"\sin\left({0}\right)", float_result=True)
-unary("cos", sympy.cos, r"\cos\left({0}\right)", float_result=True)
-unary("tanh", sympy.tanh, r"\tanh\left({0}\right)", float_result=True)
+unary("exp", sympy.exp, r"\exp\left({0}\right)", float_result=True, float64=np.exp)
+unary("log", sympy.log, r"\log\left({0}\right)", float_result=True, float64=np.log)
+unary("sin", sympy.sin, r"\sin\left({0}\right)", float_result=True, float64=np.sin)
+unary("cos", sympy.cos, r"\cos\left({0}\right)", float_result=True, float64=np.cos)
+unary("tanh", sympy.tanh, r"\tanh\left({0}\right)", float_result=True, float64=np.tanh)
 unary("sigmoid", functions.sigmoid, r"\sigma\left({0}\right)", float_result=True)
-unary("abs", sympy.Abs, r"\left|{0}\right|")
-unary("sqrt", sympy.sqrt, r"\sqrt{{{0}}}", float_result=True)
+unary("abs", sympy.Abs, r"\left|{0}\right|", float64=np.abs)
+unary("sqrt", sympy.sqrt, r"\sqrt{{{0}}}", float_result=True, float64=np.sqrt)
 unary("erf", sympy.erf, r"\operatorname{{erf}}\left({0}\right)", float_result=True)
 unary("log1p", lambda t: sympy.log(1 + t), r"\log\left(1 + {0}\right)", float_result=True)
 unary("reciprocal", lambda t: 1 / t, r"\frac{{1}}{{{0}}}", float_result=True)

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,17 @@ from .calculus import unbroadcast
 
 
 # ── products ───────────────────────────────────────────────────────────────
+def _determinant_cost(a: tuple) -> int:
+    """A determinant of n×n symbols has n! terms of n factors."""
+    n = a[-1] if a else 1
+    return math.factorial(n) * n
+
+
+def _product_cost(a: tuple, b: tuple) -> int:
+    """A matrix product has (rows × inner × columns) terms per batch."""
+    return math.prod(a or (1,)) * (b[-1] if len(b) > 1 else 1) + math.prod(b or (1,))
+
+
 def _matmul_vjp(g, out, a, b) -> tuple:
     """G Bᵀ and Aᵀ G, with 1-D operands promoted and batch broadcasting undone."""
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
@@ -53,6 +65,8 @@ register(
         precedence=5,
         vjp=_matmul_vjp,
         tags=frozenset({"bilinear"}),
+        float64=np.matmul,
+        cost=_product_cost,
     )
 )
 register(
@@ -67,6 +81,8 @@ register(
         precedence=5,
         vjp=_matmul_vjp,
         tags=frozenset({"bilinear"}),
+        float64=np.matmul,
+        cost=_product_cost,
     )
 )
 
@@ -235,6 +251,7 @@ register(
         "LinalgDetBackward0",
         # det(A) A⁻ᵀ, and 0 at a singular A, where torch's backward gives 0 too
         vjp=lambda g, out, a: (apply("where", apply("eq", out, 0), 0, g * out * apply("inv", a).mT),),
+        cost=_determinant_cost,
     )
 )
 register(
@@ -247,6 +264,7 @@ register(
         r"\log\det\left({0}\right)",
         "LogdetBackward0",
         vjp=lambda g, out, a: (g * apply("inv", a).mT,),
+        cost=_determinant_cost,
     )
 )
 register(
@@ -259,6 +277,7 @@ register(
         r"\log\left|\det\left({0}\right)\right|",
         "LinalgSlogdetBackward0",
         vjp=lambda g, out, a: (g * apply("inv", a).mT,),
+        cost=_determinant_cost,
     )
 )
 register(
@@ -272,5 +291,6 @@ register(
         "LinalgInvExBackward0",
         precedence=8,
         vjp=lambda g, out, a: (-(out.mT @ g @ out.mT),),
+        cost=lambda a: _determinant_cost(a) * a[-1],
     )
 )

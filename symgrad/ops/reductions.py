@@ -56,6 +56,10 @@ def _slices(a: np.ndarray, dim: int, fn: Callable) -> np.ndarray:
     return np.moveaxis(out, -1, dim)
 
 
+def _axes(a: np.ndarray, dim: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in dim if d < a.ndim)  # a 0-d tensor can be reduced over dim 0
+
+
 def _reduction_grad_fn(base: str) -> Callable:
     return lambda inputs, dim, keepdim: (
         f"{base}Backward1" if len(dim) < len(inputs[0].shape) or keepdim else f"{base}Backward0"
@@ -74,6 +78,7 @@ register(
         saves=False,
         vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim),),
         tags=frozenset({"linear"}),
+        float64=lambda a, dim, keepdim: np.sum(a, axis=_axes(a, dim), keepdims=keepdim),
     )
 )
 register(
@@ -89,6 +94,7 @@ register(
         vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim) / count(a.shape, dim),),
         tags=frozenset({"linear"}),
         float_result=True,
+        float64=lambda a, dim, keepdim: np.mean(a, axis=_axes(a, dim), keepdims=keepdim),
     )
 )
 register(

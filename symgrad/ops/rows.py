@@ -37,6 +37,7 @@ def unary(
     vjp: Callable | None = None,
     float_result: bool = False,
     tags: Iterable[str] = (),
+    float64: Callable | None = None,
 ) -> Op:
     """Register a row for an elementwise function of one tensor; its VJP is ``g * f'(x)`` with f' from SymPy."""
     return register(
@@ -52,6 +53,7 @@ def unary(
             vjp=vjp or (lambda g, out, a, **params: (g * elementwise_derivative(scalar, a, out, **params),)),
             float_result=float_result,
             tags=frozenset(tags),
+            float64=float64,
         )
     )
 
@@ -70,6 +72,7 @@ def binary(
     differentiable: bool = True,
     float_result: bool = False,
     tags: Iterable[str] = (),
+    float64: Callable | None = None,
 ) -> Op:
     """Register a row for a broadcasting elementwise function of two tensors."""
     return register(
@@ -88,6 +91,7 @@ def binary(
             differentiable=differentiable,
             float_result=float_result,
             tags=frozenset({"broadcasting", *tags}),
+            float64=float64,
         )
     )
 

@@ -108,6 +108,7 @@ register(
         vjp=lambda g, out, a, dim0, dim1: (g if dim0 == dim1 else g.transpose(dim0, dim1),),
         tags=frozenset({"layout", "linear"}),
         spell=lambda attrs, inputs: {"transpose_text": _transpose_text(attrs, inputs)},
+        float64=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1) if a.ndim else a,
     )
 )  # 0-d: dim0 == dim1
 register(
@@ -123,6 +124,7 @@ register(
         vjp=lambda g, out, a, dims: (g.permute(*_inverse(dims)),),
         tags=frozenset({"layout", "linear"}),
         spell=lambda attrs, inputs: {"permute_text": _permute_text(tuple(attrs["dims"]))},
+        float64=lambda a, dims: np.transpose(a, dims),
     )
 )
 register(
@@ -137,6 +139,7 @@ register(
         saves=False,
         vjp=lambda g, out, a, shape: (g.reshape(*a.shape),),
         tags=frozenset({"layout", "linear"}),
+        float64=lambda a, shape: a.reshape(shape),
     )
 )
 register(
@@ -151,6 +154,7 @@ register(
         saves=False,
         vjp=lambda g, out, a, shape: (unbroadcast(g, a.shape),),
         tags=frozenset({"layout", "linear"}),
+        float64=lambda a, shape: np.broadcast_to(a, shape),
     )
 )
 register(
@@ -165,6 +169,7 @@ register(
         saves=False,
         vjp=lambda g, out, a, dim: (g.flip(dim),),
         tags=frozenset({"linear"}),
+        float64=lambda a, dim: np.flip(a, dim),
     )
 )
 register(
@@ -179,6 +184,7 @@ register(
         saves=False,
         vjp=lambda g, out, a, index, via: (_index_vjp(g, a, index),),
         tags=frozenset({"layout", "linear"}),
+        float64=lambda a, index, via: np.asarray(a[index]),
     )
 )
 

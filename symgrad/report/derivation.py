@@ -13,7 +13,6 @@ The CLI prints it as text or JSON; explanations render it through templates.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,7 @@ from ..core.constructors import fresh_name, symbols_like, tensor
 from ..core.dims import format_shape
 from ..core.display import to_number
 from ..core.errors import SymgradError, ValuesUnknownError
-from ..core.latex import latex_name
+from ..core.latex import corner_indices, latex_name
 from ..core.printers import LatexPrinter, TorchPrinter
 from ..core.tensor import Tensor, constant
 from ..derive.entrywise import sparse_jacobian, vjp
@@ -32,6 +31,7 @@ from ..derive.reverse import law
 from ..emit.printing import listing
 from ..verify.prove import prove
 from ..verify.verify import check as torch_check
+from .latex import formula_latex, formula_text
 from .render import render_markdown
 
 
@@ -48,18 +48,29 @@ class Entry:
         return {"index": list(self.index), "formula": self.formula, "latex": self.latex, "value": self.value}
 
 
+SHOWN = 8  # entries (and Jacobian non-zeros) a report writes out by default: the first ones and the last
+
+
 @dataclass
 class TensorReport:
+    """A tensor's entries: all of them, or the first ones and the last two of ``count``."""
+
     name: str
     shape: tuple
     entries: list[Entry]
     latex_name: str = ""
+    count: int = 0
+
+    @property
+    def elided(self) -> int:
+        return self.count - len(self.entries)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "shape": [str(d) for d in self.shape],
             "entries": [e.as_dict() for e in self.entries],
+            "count": self.count,
         }
 
 
@@ -70,11 +81,23 @@ class JacobianReport:
     wrt: str
     shape: tuple
     nonzeros: list[Entry]
-    matrix: sympy.Matrix
+    matrix: sympy.Matrix | None  # None when it has more than MATRIX_CELLS cells
     wrt_latex: str = ""
+    count: int = 0  # non-zeros in all
+    rows: int = 0
+    cols: int = 0
+
+    @property
+    def elided(self) -> int:
+        return self.count - len(self.nonzeros)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"wrt": self.wrt, "shape": list(self.shape), "nonzeros": [e.as_dict() for e in self.nonzeros]}
+        return {
+            "wrt": self.wrt,
+            "shape": list(self.shape),
+            "nonzeros": [e.as_dict() for e in self.nonzeros],
+            "count": self.count,
+        }
 
 
 @dataclass
@@ -119,27 +142,53 @@ def _value_array(t: Tensor) -> np.ndarray | None:
         return None
 
 
-def tensor_report(t: Tensor, name: str | None = None, latex: str | None = None) -> TensorReport:
+MATRIX_CELLS = 1024  # a Jacobian is also built as a matrix up to this many cells
+
+
+def _shown(count: int, limit: int | None) -> list[int]:
+    """Positions written out: all, or the first ``limit - 2`` and the last."""
+    if limit is None:
+        return list(range(count))
+    return [i for i in corner_indices(count, limit) if i is not None]
+
+
+def _text(expr: sympy.Expr, limit: int | None) -> tuple[str, str]:
+    """A formula as text and LaTeX in SymPy's own argument order (sorting long sums is slow); with
+    ``limit``, sums longer than that keep their first terms and their last."""
+    if limit is None:
+        return sympy.sstr(expr, order="none"), sympy.latex(expr, order="none")
+    return formula_text(expr, limit), formula_latex(expr, limit)
+
+
+def tensor_report(
+    t: Tensor, name: str | None = None, latex: str | None = None, *, limit: int | None = None
+) -> TensorReport:
+    """Entries as formulas and numbers; with ``limit``, only that many are written out."""
     entries = t.entries()
     values = _value_array(t)
     out = []
-    for index in itertools.product(*(range(d) for d in entries.shape)):
+    for position in _shown(entries.size, limit):
+        index = tuple(int(i) for i in np.unravel_index(position, entries.shape)) if entries.shape else ()
         expr = sympy.sympify(entries[index])
         value = to_number(values[index]) if values is not None else None
-        out.append(Entry(index, str(expr), sympy.latex(expr), value))
-    return TensorReport(name or t.name, t.shape, out, latex or latex_name(name or t.name))
+        out.append(Entry(index, *_text(expr, limit), value))
+    return TensorReport(name or t.name, t.shape, out, latex or latex_name(name or t.name), entries.size)
 
 
-def jacobian_report(y: Tensor, x: Tensor) -> JacobianReport:
+def jacobian_report(y: Tensor, x: Tensor, *, limit: int | None = None, found: list | None = None) -> JacobianReport:
+    """The non-zeros of d y / d x (``found``: already derived); with ``limit``, only that many are written out."""
     y_shape, x_shape = y.entries().shape, x.entries().shape
     n_out, n_in = int(np.prod(y_shape, dtype=int)), int(np.prod(x_shape, dtype=int))
-    nonzeros, cells = [], {}
-    for o, i, derivative in sparse_jacobian(y, x):
+    found = list(sparse_jacobian(y, x)) if found is None else found
+    nonzeros = []
+    for position in _shown(len(found), limit):
+        o, i, derivative = found[position]
         index = np.unravel_index(o, y_shape) + np.unravel_index(i, x_shape) if y_shape or x_shape else ()
-        nonzeros.append(Entry(tuple(int(k) for k in index), str(derivative), sympy.latex(derivative), None))
-        cells[(o, i)] = derivative
-    matrix = sympy.Matrix(sympy.SparseMatrix(n_out, n_in, cells))
-    return JacobianReport(x.name, y_shape + x_shape, nonzeros, matrix, latex_name(x.name))
+        nonzeros.append(Entry(tuple(int(k) for k in index), *_text(derivative, limit), None))
+    matrix = None
+    if n_out * n_in <= MATRIX_CELLS:
+        matrix = sympy.Matrix(sympy.SparseMatrix(n_out, n_in, {(o, i): d for o, i, d in found}))
+    return JacobianReport(x.name, y_shape + x_shape, nonzeros, matrix, latex_name(x.name), len(found), n_out, n_in)
 
 
 def make_grad_tensor(output: Tensor, spec: str | Tensor | None) -> tuple[Tensor, str]:
@@ -170,10 +219,13 @@ def derive(
     grad_tensor: str | Tensor | None = None,
     expression: str = "",
     run_check: bool = True,
+    limit: int | None = None,
 ) -> Derivation:
-    """Everything ``symgrad derive`` shows for ``output`` with respect to ``wrt``."""
+    """Everything ``symgrad derive`` shows for ``output`` with respect to ``wrt``; with ``limit``, each
+    tensor and Jacobian writes out only that many entries (the first ones and the last two)."""
     v, kind = make_grad_tensor(output, grad_tensor)
-    gradients = vjp(output, wrt, v)
+    jacobians = {id(x): list(sparse_jacobian(output, x)) for x in wrt}  # derived once, used three times
+    gradients = vjp(output, wrt, v, jacobians=jacobians)
     inputs = []
     for leaf in output.leaves().values():
         values = leaf.tolist() if leaf.has_values() else None
@@ -188,15 +240,16 @@ def derive(
         )
     check = None
     if run_check:
-        check = torch_check(output, inputs=wrt, grad_tensors=v, raise_on_mismatch=False)
+        formulas = {id(x): g.entries() for x, g in zip(wrt, gradients, strict=True)}
+        check = torch_check(output, inputs=wrt, grad_tensors=v, raise_on_mismatch=False, formulas=formulas)
     return Derivation(
         expression=expression or output.name,
         inputs=inputs,
-        output=tensor_report(output, "out"),
-        jacobians=[jacobian_report(output, x) for x in wrt],
-        grad_tensor=tensor_report(v, "v"),
+        output=tensor_report(output, "out", limit=limit),
+        jacobians=[jacobian_report(output, x, limit=limit, found=jacobians[id(x)]) for x in wrt],
+        grad_tensor=tensor_report(v, "v", limit=limit),
         grad_tensor_kind=kind,
-        gradients=[tensor_report(g, f"{x.name}.grad", latex_name(x.name)) for g, x in zip(gradients, wrt)],
+        gradients=[tensor_report(g, f"{x.name}.grad", latex_name(x.name), limit=limit) for g, x in zip(gradients, wrt)],
         check=check,
     )
 
@@ -213,11 +266,17 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _gap(count: int, what: str) -> list[str]:
+    return [f"  ⋮ ({count} more {what}; --full writes them all)"] if count else []
+
+
 def _entry_lines(report: TensorReport) -> list[str]:
     lines = []
     for e in report.entries:
         value = f" = {e.value:.6g}" if e.value is not None and not _is_number(e.formula) else ""
         lines.append(f"  {report.name}[{_format_index(e.index)}] = {e.formula}{value}")
+    if report.elided:  # the last entry follows the gap
+        lines[-1:-1] = _gap(report.elided, "entries")
     return lines
 
 
@@ -225,7 +284,9 @@ def as_text(d: Derivation, *, max_matrix_columns: int = 12) -> str:
     """The derivation as the CLI prints it."""
     lines = [f"expression: {d.expression}", "inputs:"]
     for info in d.inputs:
-        values = "symbolic" if info["values"] is None else f"values {info['values']}"
+        given = info["values"]
+        count = int(np.size(np.array(given, dtype=object))) if given is not None else 0
+        values = "symbolic" if given is None else f"values {given}" if count <= SHOWN else f"{count} values given"
         grad = ", requires grad" if info["requires_grad"] else ""
         lines.append(f"  {info['name']}: {info['shape']}, {values}{grad}")
     lines += ["", f"forward, entry by entry (out has shape {format_shape(d.output.shape)}):", *_entry_lines(d.output)]
@@ -233,9 +294,9 @@ def as_text(d: Derivation, *, max_matrix_columns: int = 12) -> str:
         lines += [
             "",
             f"Jacobian d out / d {j.wrt} (shape {format_shape(j.shape)}; "
-            f"{len(j.nonzeros)} non-zero entries; rows: out entries, columns: {j.wrt} entries):",
+            f"{j.count} non-zero entries; rows: out entries, columns: {j.wrt} entries):",
         ]
-        if j.matrix.cols <= max_matrix_columns and j.matrix.rows <= 24:
+        if j.matrix is not None and j.cols <= max_matrix_columns and j.rows <= 24:
             lines += ["  " + line for line in sympy.pretty(j.matrix, use_unicode=True).split("\n")]
         else:
             lines += [
@@ -243,6 +304,8 @@ def as_text(d: Derivation, *, max_matrix_columns: int = 12) -> str:
                 f"[{_format_index(e.index[len(d.output.shape) :])}] = {e.formula}"
                 for e in j.nonzeros
             ]
+            if j.elided:
+                lines[-1:-1] = _gap(j.elided, "non-zero entries")
     described = {
         "ones": "ones (as torch.ones_like(out))",
         "symbolic": "symbolic",

@@ -14,6 +14,8 @@ from typing import Any
 
 import sympy
 from sympy.printing.latex import LatexPrinter
+from sympy.printing.precedence import precedence
+from sympy.printing.str import StrPrinter
 
 from ..core.latex import ELIDE_AFTER
 
@@ -45,9 +47,9 @@ class _ElidingLatexPrinter(LatexPrinter):
         self.limit = limit
 
     def _print_Add(self, expr: sympy.Add, order: str | None = None) -> str:
-        terms = self._as_ordered_terms(expr, order=order)
-        if len(terms) <= self.limit:
+        if len(expr.args) <= self.limit:
             return super()._print_Add(expr, order)
+        terms = list(expr.args)  # SymPy's own order: sorting a long sum only to drop most of it is slow
         text = ""
         for position, term in enumerate([*terms[: self.limit - 2], None, terms[-1]]):
             if term is None:
@@ -60,6 +62,32 @@ class _ElidingLatexPrinter(LatexPrinter):
             piece = self._print(term)
             text += rf"\left({piece}\right)" if self._needs_add_brackets(term) else piece
         return text
+
+
+class _ElidingStrPrinter(StrPrinter):
+    """SymPy's text printer, with sums of more than ``limit`` terms elided as in :func:`formula_latex`."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__({"order": "none"})
+        self.limit = limit
+
+    def _print_Add(self, expr: sympy.Add, order: str | None = None) -> str:
+        if len(expr.args) <= self.limit:
+            return super()._print_Add(expr, order)
+        terms = [*expr.args[: self.limit - 2], None, expr.args[-1]]
+        pieces = ["…" if term is None else self.parenthesize(term, precedence(expr)) for term in terms]
+        return " + ".join(pieces)
+
+
+def formula_text(expr: Any, limit: int | None = ELIDE_AFTER) -> str:
+    """A SymPy formula as text; sums of more than ``limit`` terms, at any depth, are elided (None: never).
+
+    >>> import sympy
+    >>> formula_text(sum(sympy.symbols("a0:9")), limit=4)
+    'a0 + a1 + … + a8'
+    """
+    expr = sympy.sympify(expr)
+    return sympy.sstr(expr, order="none") if limit is None else _ElidingStrPrinter(limit).doprint(expr)
 
 
 def formula_latex(expr: Any, limit: int = ELIDE_AFTER) -> str:

@@ -218,7 +218,7 @@ def test_codegen_refuses_bad_names(capsys):
     assert code == 2 and err.startswith("symgrad: error:")
 
 
-# ── issue 11 (trust): no traceback, exit codes, atomic and checked files ─────────────────────────────────
+# ── trust: no traceback, exit codes, atomic and checked files ──────────────────────────────────────────
 
 CLI = importlib.import_module("symgrad.cli.main")  # the module (``symgrad.cli.main`` names the function)
 SMALL = ["codegen", "x.sum()", "--shape", "x=2", "--wrt", "x"]

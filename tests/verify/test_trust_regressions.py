@@ -1,9 +1,7 @@
-"""Issue 11 (trust): library-level reproductions, each compared with real torch in float64.
+"""Trust: silent wrong answers that were found and fixed, each compared with real torch in float64.
 
-Every expected number is computed by torch inside the test. Only the public API is used
-(``symgrad``, ``symgrad.torch``), because the package's internal layout is being restructured.
-Tests marked ``xfail(strict=True)`` reproduce a bug that is still open: once it is fixed they
-XPASS, which strict mode reports as a failure, so the marker must then be removed.
+Every expected number is computed by torch inside the test, through the public API
+(``symgrad``, ``symgrad.torch``) only.
 """
 
 from __future__ import annotations
@@ -274,6 +272,6 @@ def test_clamp_norm_of_six_values_is_fast_and_right():
     assert elapsed < 1.0, f"clamp().norm() of 6 values took {elapsed:.1f} s"
 
 
-# The hangs of the issue (det of a 9x9 symbolic matrix, huge shapes, 40x40 matmul, codegen at 300x300)
+# The hangs (det of a 9x9 symbolic matrix, huge shapes, 40x40 matmul, codegen at 300x300)
 # are reproduced with a 20-second subprocess timeout in tests/cli/test_cli_trust.py, where they share
 # one time window.
