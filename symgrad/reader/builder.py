@@ -38,6 +38,7 @@ from ..core.constructors import symbols, tensor
 from ..core.dims import as_shape, format_shape, is_concrete
 from ..core.errors import ParseError, ShapeError, SymbolicShapeError, SymgradError, UnknownNameError, UnsupportedError
 from ..core.graph import topological
+from ..core.methods import TensorMethods
 from ..core.tensor import Tensor, check_name, constant
 from .syntax import (
     BINOPS,
@@ -71,24 +72,22 @@ def _literal_tensor(data: Any) -> Tensor:
     return constant(object_array(entries, shape), dtype="float32" if floats else "int64")
 
 
-_TORCH_NAMES = (
-    "abs add addmm amax atan2 bmm clamp clip cos cumsum det div dot einsum eq erf exp flatten flip full_like ge ger "
-    "gt inverse le log log1p log_softmax logdet logsumexp lt matmul max maximum mean minimum mm mul neg norm "
-    "ones_like outer permute pow reciprocal relu reshape rsqrt sigmoid sign sin slogdet softmax sqrt std sub sum t "
-    "tanh trace transpose unsqueeze var where zeros_like"
-).split()
-_TORCH: dict[str, Callable] = {name: getattr(symbolic_torch, name) for name in _TORCH_NAMES} | {
+def _functions(namespace: Any, *, leave_out: frozenset[str] = frozenset()) -> dict[str, Callable]:
+    """The functions a namespace of :mod:`symgrad.torch` exports (its ``__all__``): the whitelist is
+    what symgrad.torch provides, so a new function there is readable from strings at once."""
+    out = {}
+    for name in namespace.__all__:
+        value = getattr(namespace, name)
+        if callable(value) and not isinstance(value, type) and name not in leave_out:
+            out[name] = value
+    return out
+
+
+_TORCH: dict[str, Callable] = _functions(symbolic_torch, leave_out=frozenset({"backward", "tensor"})) | {
     "tensor": _literal_tensor
 }
-_FUNCTIONAL_NAMES = (
-    "binary_cross_entropy binary_cross_entropy_with_logits cross_entropy gelu hardtanh layer_norm leaky_relu linear "
-    "log_softmax logsigmoid mse_loss nll_loss one_hot relu sigmoid silu softmax softplus tanh threshold"
-).split()
-_FUNCTIONAL: dict[str, Callable] = {name: getattr(symbolic_torch.nn.functional, name) for name in _FUNCTIONAL_NAMES}
-_LINALG: dict[str, Callable] = {
-    name: getattr(symbolic_torch.linalg, name)
-    for name in ("det", "inv", "matrix_norm", "norm", "slogdet", "vector_norm")
-}
+_FUNCTIONAL: dict[str, Callable] = _functions(symbolic_torch.nn.functional)
+_LINALG: dict[str, Callable] = _functions(symbolic_torch.linalg)
 _NAMESPACES: dict[tuple[str, ...], dict[str, Callable]] = {
     ("torch",): _TORCH,
     ("torch", "nn", "functional"): _FUNCTIONAL,
@@ -97,13 +96,13 @@ _NAMESPACES: dict[tuple[str, ...], dict[str, Callable]] = {
     ("torch", "linalg"): _LINALG,
 }
 _ROOTS = {path[0] for path in _NAMESPACES}
-_METHOD_NAMES = (
-    "abs add amax cos cumsum div erf exp expand flatten flip log log1p log_softmax logsumexp matmul mean mm mul neg "
-    "permute pow reciprocal relu reshape rsqrt sigmoid sign sin softmax sqrt sub sum t tanh trace transpose "
-    "unsqueeze view"
-).split()
-_METHODS: dict[str, Callable] = {name: getattr(Tensor, name) for name in _METHOD_NAMES} | {
-    # torch's method signatures where symgrad's Tensor method is narrower (or missing, as clip)
+# Tensor methods: every public torch method of symgrad's Tensor (none of them changes a tensor in place)
+_METHODS: dict[str, Callable] = {
+    name: getattr(TensorMethods, name)
+    for name in dir(TensorMethods)
+    if not name.startswith("_") and name != "apply_op" and callable(getattr(TensorMethods, name))
+} | {
+    # torch's method signatures where symgrad's Tensor method is narrower
     "clamp": symbolic_torch.clamp,
     "clip": symbolic_torch.clamp,
     "max": symbolic_torch.max,
