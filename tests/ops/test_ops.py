@@ -744,10 +744,12 @@ def test_gradient_law_matches_real_torch(case: Case, seed: int) -> None:
 
 
 def test_every_symgrad_torch_function_is_covered() -> None:
-    """A new public function in symgrad.torch, torch.linalg or torch.nn.functional should get a case here."""
+    """A new public function in symgrad.torch, torch.linalg or torch.nn.functional gets a case against real torch,
+    here or in another test file of tests/ops spelling it ``w.torch.<name>(`` / ``w.F.<name>(``."""
     not_ops = {"Tensor", "autograd", "backward", "inf", "is_tensor", "linalg", "nn", "tensor"}
     not_ops |= {"float", "float32", "float64", "double", "int64", "long"}  # dtypes
     sources = Path(__file__).read_text(encoding="utf-8").split("CASES: list[Case] = [", 1)[1].split("CASE_IDS", 1)[0]
+    sources += "".join(p.read_text(encoding="utf-8") for p in Path(__file__).parent.glob("test_*.py"))
     missing = [name for name in sym_torch.__all__ if name not in not_ops and f"w.torch.{name}(" not in sources]
     missing += [
         f"linalg.{name}"
