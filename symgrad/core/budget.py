@@ -33,7 +33,10 @@ def _numel(shape: tuple) -> int:
 
 
 def node_cost(node: Tensor) -> int:
-    """About how many terms building ``node``'s entries from its inputs' takes."""
+    """About how many terms building ``node``'s entries from its inputs' takes (0 for symbolic shapes, which
+    have no entries: asking for them raises SymbolicShapeError)."""
+    if not all(isinstance(d, int) for part in (node, *node.inputs) for d in part.shape):
+        return 0
     if node.op is None:
         return _numel(node.shape)
     inputs = [tuple(int(d) for d in part.shape) for part in node.inputs]

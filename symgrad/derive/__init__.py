@@ -13,7 +13,7 @@ Forward mode and second order come here too. This package imports :mod:`symgrad.
 """
 
 from .. import ops  # noqa: F401 - the op table must be registered before anything is derived
-from .autograd import backward
+from .autograd import backward, grad
 from .entrywise import as_grad_tensor, jacobian, sparse_jacobian, vjp, vjp_entries
 from .reverse import implicit_grad, law, needed_nodes
 from .simplify import op_count, simplify
@@ -21,6 +21,7 @@ from .simplify import op_count, simplify
 __all__ = [
     "as_grad_tensor",
     "backward",
+    "grad",
     "implicit_grad",
     "jacobian",
     "law",

@@ -21,7 +21,7 @@ from typing import Any
 from ..core.constructors import formula
 from ..core.dims import is_concrete
 from ..core.errors import AutogradError, SymbolicShapeError, UnsupportedError
-from ..core.graph import topological
+from ..core.graph import topological, topological_all
 from ..core.registry import ENGINES
 from ..core.tensor import Tensor, constant
 from .entrywise import as_grad_tensor, backward_graphs, vjp_entries
@@ -84,6 +84,52 @@ def _call_text(outputs: Sequence[Tensor], grads: Sequence[Any], retain_graph: bo
     return f"torch.autograd.backward({target}{extra}{keep})"
 
 
+def _check_outputs(outputs: list[Tensor]) -> None:
+    for position, out in enumerate(outputs):
+        if not out.requires_grad:
+            raise AutogradError(f"element {position} of tensors does not require grad and does not have a grad_fn")
+        if not is_concrete(out.shape):
+            raise SymbolicShapeError("backward() needs concrete shapes; use sg.vjp or sg.law for symbolic dimensions")
+
+
+def _check_not_freed(nodes: list[Tensor]) -> None:
+    for node in nodes:
+        if node.grad_fn.saves_tensors and node.grad_fn.freed_by:
+            raise AutogradError(
+                f"{FREED_MESSAGE} [symgrad: the saved tensors of {node.grad_fn.name} (which computed "
+                f"{node.name}) were freed by {node.grad_fn.freed_by}]"
+            )
+
+
+def _gradients(outputs: list[Tensor], targets: list[Tensor], made: list[Tensor], create_graph: bool) -> list[Tensor]:
+    """vᵀJ for each target. With ``create_graph``, the gradient is a graph of ops (the VJP rules applied
+    to the forward graph), which can itself be differentiated; otherwise it is a formula tensor whose
+    entries SymPy derived and whose numbers come from that graph."""
+    graphs = backward_graphs(outputs, targets, made)
+    if create_graph:
+        missing = [t.name for t, g in zip(targets, graphs, strict=True) if g is None]
+        if missing:
+            raise UnsupportedError(f"create_graph=True needs a VJP rule for every op on the way to {missing[0]}")
+        return graphs
+    out = []
+    for target, numeric in zip(targets, graphs, strict=True):
+        if target.kind == "symbol":
+            entries = vjp_entries(outputs, target, made)
+        elif numeric is not None:  # a computed tensor: its gradient's formulas are the graph's entries
+            entries = numeric.entries()
+        else:
+            raise UnsupportedError(f"no VJP rule leads to {target.name}; differentiate with respect to a leaf")
+        out.append(
+            formula(entries, sources=[*outputs, *made], name=f"{target.name}.grad", dtype=target.dtype, numeric=numeric)
+        )
+    return out
+
+
+def _free(nodes: list[Tensor], described: str) -> None:
+    for node in nodes:
+        node.grad_fn.freed_by = node.grad_fn.freed_by or described
+
+
 def backward(
     tensors: Tensor | Sequence[Tensor],
     grad_tensors: Any = None,
@@ -93,30 +139,23 @@ def backward(
     *,
     call: str | None = None,
 ) -> None:
-    """Accumulate vᵀJ into ``.grad`` of every leaf that requires grad, as torch.autograd.backward does."""
-    if create_graph:
-        raise UnsupportedError("create_graph=True (higher-order gradients) is not supported yet")
+    """Accumulate vᵀJ into ``.grad`` of every leaf that requires grad, as torch.autograd.backward does.
+
+    With ``create_graph=True`` the gradient is itself a graph that requires grad (``.grad`` then
+    accumulates out of place, as a graph), and ``retain_graph`` defaults to True, as in torch.
+    """
+    if retain_graph is None:
+        retain_graph = create_graph
     outputs = _as_list(tensors)
     grads = [None] * len(outputs) if grad_tensors is None else _as_list(grad_tensors)
     if len(grads) < len(outputs):
         raise AutogradError(f"got {len(outputs)} tensors and {len(grads)} gradients")
     grads = grads[: len(outputs)]
     made = _make_grads(outputs, grads)
-    for position, out in enumerate(outputs):
-        if not out.requires_grad:
-            raise AutogradError(f"element {position} of tensors does not require grad and does not have a grad_fn")
-        if not is_concrete(out.shape):
-            raise SymbolicShapeError("backward() needs concrete shapes; use sg.vjp for symbolic dimensions")
+    _check_outputs(outputs)
     described = f"backward call #{next(_calls)}, {call or _call_text(outputs, grads, retain_graph)}"
-
     nodes = _graph_nodes(outputs)
-    for node in nodes:
-        if node.grad_fn.saves_tensors and node.grad_fn.freed_by:
-            raise AutogradError(
-                f"{FREED_MESSAGE} [symgrad: the saved tensors of {node.grad_fn.name} (which computed "
-                f"{node.name}) were freed by {node.grad_fn.freed_by}]"
-            )
-
+    _check_not_freed(nodes)
     leaves = _grad_leaves(outputs)
     if inputs is not None:
         wanted = _as_list(inputs)
@@ -124,20 +163,74 @@ def backward(
             if not t.is_leaf:
                 raise UnsupportedError(f"inputs= must be leaf tensors; {t.name} is computed")
         leaves = [leaf for leaf in leaves if any(leaf is t for t in wanted)]
-
-    for leaf, numeric in zip(leaves, backward_graphs(outputs, leaves, made), strict=True):
-        entries = vjp_entries(outputs, leaf, made)
-        contribution = formula(
-            entries, sources=[*outputs, *made], name=f"{leaf.name}.grad", dtype=leaf.dtype, numeric=numeric
-        )
+    for leaf, contribution in zip(leaves, _gradients(outputs, leaves, made, create_graph), strict=True):
         if leaf.grad is None:
             leaf.grad = contribution
+        elif create_graph or leaf.grad.requires_grad:
+            leaf.grad = leaf.grad + contribution  # out of place, so the old gradient's graph stays intact
         else:
             leaf.grad.add_(contribution)
-
     if not retain_graph:
-        for node in nodes:
-            node.grad_fn.freed_by = node.grad_fn.freed_by or described
+        _free(nodes, described)
+
+
+def grad(
+    outputs: Tensor | Sequence[Tensor],
+    inputs: Tensor | Sequence[Tensor],
+    grad_outputs: Any = None,
+    retain_graph: bool | None = None,
+    create_graph: bool = False,
+    only_inputs: bool = True,
+    allow_unused: bool | None = None,
+    is_grads_batched: bool = False,
+    materialize_grads: bool = False,
+) -> tuple[Tensor | None, ...]:
+    """The gradients of ``outputs`` with respect to ``inputs`` (vᵀJ), as torch.autograd.grad returns them.
+
+    >>> import symgrad as sg
+    >>> x = sg.tensor([1.0, 2.0], requires_grad=True, name="x")
+    >>> (g,) = grad((x * x).sum(), x, create_graph=True)
+    >>> g.tolist(), grad(g.sum(), x)[0].tolist()
+    ([2.0, 4.0], [2.0, 2.0])
+    """
+    if is_grads_batched:
+        raise UnsupportedError("is_grads_batched=True is not supported; call grad once per grad_output")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if retain_graph is None:
+        retain_graph = create_graph
+    outs = _as_list(outputs)
+    targets = _as_list(inputs)
+    grads = [None] * len(outs) if grad_outputs is None else _as_list(grad_outputs)
+    if len(grads) != len(outs):
+        raise AutogradError(f"grad requires one grad_output per output: got {len(outs)} outputs and {len(grads)}")
+    made = _make_grads(outs, grads)
+    _check_outputs(outs)
+    for target in targets:
+        if not isinstance(target, Tensor):
+            raise TypeError(f"inputs must be Tensors, not {type(target).__name__}")
+        if not target.requires_grad:
+            raise AutogradError("One of the differentiated Tensors does not require grad")
+    nodes = _graph_nodes(outs)
+    _check_not_freed(nodes)
+    reached = {id(node) for node in topological_all(outs)}
+    used = [t for t in targets if id(t) in reached]
+    unused = [position for position, t in enumerate(targets) if id(t) not in reached]
+    if unused and not allow_unused:
+        raise AutogradError(
+            f"The differentiated Tensor at index {unused[0]} appears to not have been used in the graph. "
+            "Set allow_unused=True if this is the desired behavior."
+        )
+    found = dict(zip(map(id, used), _gradients(outs, used, made, create_graph), strict=True))
+    results: list[Tensor | None] = []
+    for target in targets:
+        g = found.get(id(target))
+        if g is None and materialize_grads:
+            g = constant(0, shape=target.shape, dtype=target.dtype)
+        results.append(g)
+    if not retain_graph:
+        _free(nodes, f"backward call #{next(_calls)}, torch.autograd.grad(...)")
+    return tuple(results)
 
 
 ENGINES["backward"] = backward

@@ -1,5 +1,5 @@
-"""``torch.autograd`` as symgrad mirrors it: ``backward`` only."""
+"""``torch.autograd`` as symgrad mirrors it: ``backward`` and ``grad`` (with ``create_graph``)."""
 
-from ..derive.autograd import backward
+from ..derive.autograd import backward, grad
 
-__all__ = ["backward"]
+__all__ = ["backward", "grad"]
