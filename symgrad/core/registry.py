@@ -36,6 +36,8 @@ class Op:
     - ``code`` and ``latex``: templates of the spelling, ``{0}``, ``{1}`` for inputs, ``{name}`` for attributes;
     - ``grad_fn``: the name of torch's backward node (or a function of the inputs and attributes);
     - ``vjp(g, out, *inputs, **attrs)``: one gradient (a symgrad tensor, or None) per input;
+    - ``jvp(tangents, out, *inputs, **attrs)``: the forward-mode derivative (tangents: one per input, or None);
+      without one, forward mode transposes the VJP rule;
     - ``scalar``: the SymPy function of one entry, for elementwise ops;
     - ``spell(attrs, inputs)``: extra template fields, for ops whose spelling depends on their attributes;
     - ``cost(*input_shapes, **attrs)``: about how many SymPy terms its entries take (default: the sizes);
@@ -60,6 +62,7 @@ class Op:
     spell: Callable[[dict, tuple], dict] | None = None
     float64: Callable[..., Any] | None = None
     cost: Callable[..., int] | None = None  # terms to build the entries, from the input shapes (default: sizes)
+    jvp: Callable[..., Any] | None = None  # (tangents, out, *inputs, **attrs) -> J·t; default: the VJP transposed
 
     def __post_init__(self) -> None:
         unknown = set(self.tags) - TAGS

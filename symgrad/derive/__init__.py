@@ -5,16 +5,18 @@
   for small concrete shapes;
 - :mod:`.autograd`: ``backward`` as torch has it (implicit grads, accumulation into ``.grad``,
   ``retain_graph``), registered as the core's backward engine;
+- :mod:`.forward`: forward mode, J·t, from each op's JVP rule (or its VJP rule, transposed);
 - :mod:`.reverse`: reverse mode over the graph with one VJP rule per op, giving laws such as
   ``V @ X.T`` that hold for symbolic sizes; :mod:`.simplify` rewrites them as a person would.
 
-Forward mode and second order come here too. This package imports :mod:`symgrad.ops` and
+This package imports :mod:`symgrad.ops` and
 :mod:`symgrad.core` only.
 """
 
 from .. import ops  # noqa: F401 - the op table must be registered before anything is derived
 from .autograd import backward, grad
 from .entrywise import as_grad_tensor, jacobian, sparse_jacobian, vjp, vjp_entries
+from .forward import jvp
 from .reverse import implicit_grad, law, needed_nodes
 from .simplify import op_count, simplify
 
@@ -24,6 +26,7 @@ __all__ = [
     "grad",
     "implicit_grad",
     "jacobian",
+    "jvp",
     "law",
     "needed_nodes",
     "op_count",

@@ -230,7 +230,8 @@ def _simplify_index(x: Tensor, index: tuple, shape: tuple) -> Tensor | None:
     """``(A @ v[:, None])[..., 0]`` → ``A @ v``; ``x.sum(d, keepdim=True)`` indexed at 0 on ``d`` → ``x.sum(d)``."""
     if x.op is not None and x.op.name in ("matmul", "mm"):
         p, q = x.inputs
-        if index == (Ellipsis, 0) and _is_unsqueeze(q, (slice(None), None)) and len(q.inputs[0].shape) == 1:
+        last = index == (Ellipsis, 0) or (len(x.shape) == 2 and index == (slice(None), 0))
+        if last and _is_unsqueeze(q, (slice(None), None)) and len(q.inputs[0].shape) == 1:
             return apply("matmul", p, q.inputs[0])
         if index == (0,) and _is_unsqueeze(p, (None,)) and len(p.inputs[0].shape) == 1 and len(q.shape) == 2:
             return apply("matmul", p.inputs[0], q)

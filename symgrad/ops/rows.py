@@ -51,11 +51,17 @@ def unary(
             grad_fn=grad_fn or f"{name.capitalize()}Backward0",
             scalar=scalar,
             vjp=vjp or (lambda g, out, a, **params: (g * elementwise_derivative(scalar, a, out, **params),)),
+            jvp=None if vjp is not None else _elementwise_jvp(scalar),
             float_result=float_result,
             tags=frozenset(tags),
             float64=float64,
         )
     )
+
+
+def _elementwise_jvp(scalar: Callable) -> Callable:
+    """f'(x) · t, with f' from SymPy (the same derivative the VJP multiplies by g)."""
+    return lambda tangents, out, a, **params: tangents[0] * elementwise_derivative(scalar, a, out, **params)
 
 
 def binary(

@@ -1,0 +1,79 @@
+"""Forward mode: Jacobian-vector products J·t, pushed through the graph op by op.
+
+An op's row may carry a JVP rule (``jvp(tangents, out, *inputs, **attrs)``, one tangent or None per
+input); elementwise functions get theirs from SymPy. An op without one gets its JVP from its VJP rule,
+which is linear in the cotangent g: the JVP is the gradient, with respect to g, of the sum of the
+pieces ⟨vjp_i(g), t_i⟩, so every op with a VJP rule works in forward mode too.
+
+>>> import symgrad as sg
+>>> n = sg.dims("n")[0]
+>>> x, t = sg.symbols("x", (n,)), sg.symbols("t", (n,))
+>>> jvp([x.tanh()], [x], [t])[0].name
+'t * (1 - torch.tanh(x) ** 2)'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..core.constructors import symbols
+from ..core.dims import format_shape, same_dim
+from ..core.errors import SymgradError
+from ..core.graph import topological_all
+from ..core.tensor import Tensor, apply
+from .reverse import law
+from .simplify import simplify
+
+
+def _shaped(t: Tensor, shape: tuple) -> Tensor:
+    """A tangent broadcast to the node's shape (``ta + 0`` of a broadcasting add keeps ``a``'s shape)."""
+    if len(t.shape) == len(shape) and all(same_dim(a, b) for a, b in zip(t.shape, shape, strict=True)):
+        return t
+    return t.expand(*shape)
+
+
+def _node_jvp(node: Tensor, tangents: list[Tensor | None]) -> Tensor:
+    if node.op.jvp is not None:
+        return node.op.jvp(tangents, node, *node.inputs, **node.attrs)
+    # transpose the VJP: it is linear in g, so d/dg Σ ⟨vjp_i(g), t_i⟩ is J t
+    g = symbols("g_tangent", node.shape, distinct=True)
+    pieces = node.op.vjp(g, node, *node.inputs, **node.attrs)
+    pairing = None
+    for piece, tangent in zip(pieces, tangents, strict=False):
+        if piece is None or tangent is None:
+            continue
+        term = (piece * tangent).sum()
+        pairing = term if pairing is None else pairing + term
+    if pairing is None:
+        return apply("full", shape=node.shape, value=0)
+    (out,) = law(pairing, [g], simplified=False)
+    return out
+
+
+def jvp(
+    outputs: Sequence[Tensor], inputs: Sequence[Tensor], tangents: Sequence[Tensor], *, simplified: bool = True
+) -> list[Tensor]:
+    """J·t for each output: how the outputs move when ``inputs`` move along ``tangents``.
+
+    Works for symbolic sizes (the result is a law, such as ``t * (1 - tanh(x)**2)``) and concrete ones.
+    """
+    if len(inputs) != len(tangents):
+        raise SymgradError(f"got {len(inputs)} inputs and {len(tangents)} tangents")
+    tangent: dict[int, Tensor] = {}
+    for x, t in zip(inputs, tangents, strict=True):
+        if len(x.shape) != len(t.shape) or not all(same_dim(a, b) for a, b in zip(x.shape, t.shape, strict=True)):
+            raise SymgradError(
+                f"the tangent of {x.name} has shape {format_shape(t.shape)}, but {x.name} has shape "
+                f"{format_shape(x.shape)}"
+            )
+        tangent[id(x)] = t
+    for node in topological_all(list(outputs)):
+        if node.op is None or id(node) in tangent or not node.op.differentiable:
+            continue
+        parts = [tangent.get(id(part)) for part in node.inputs]
+        if any(p is not None for p in parts):
+            if node.op.vjp is None and node.op.jvp is None:
+                raise SymgradError(f"no gradient rule for {node.op.name} yet")
+            tangent[id(node)] = _shaped(_node_jvp(node, parts), node.shape)
+    results = [tangent[id(o)] if id(o) in tangent else apply("full", shape=o.shape, value=0) for o in outputs]
+    return simplify(results, context=list(outputs)) if simplified else results
