@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
         symbols_like,
         tensor,
     )
-    from .derive import backward, jacobian, law, vjp
+    from .derive import backward, jacobian, jvp, law, vjp
     from .emit import codegen, compile, listing  # noqa: A004 - sg.compile is the public name
     from .ops import function
     from .reader import parse
@@ -54,7 +54,7 @@ _WHERE = {
         "constant dims symbols symbols_like tensor"
     ),
     "ops": "function",
-    "derive": "backward jacobian law vjp",
+    "derive": "backward jacobian jvp law vjp",
     "verify": "CheckReport Proof check prove",
     "emit": "codegen compile listing",
     "report": "explain",
@@ -88,6 +88,7 @@ __all__ = [
     "explain",
     "function",
     "jacobian",
+    "jvp",
     "law",
     "listing",
     "parse",

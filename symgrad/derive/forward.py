@@ -51,12 +51,21 @@ def _node_jvp(node: Tensor, tangents: list[Tensor | None]) -> Tensor:
 
 
 def jvp(
-    outputs: Sequence[Tensor], inputs: Sequence[Tensor], tangents: Sequence[Tensor], *, simplified: bool = True
-) -> list[Tensor]:
-    """J·t for each output: how the outputs move when ``inputs`` move along ``tangents``.
+    outputs: Tensor | Sequence[Tensor],
+    inputs: Tensor | Sequence[Tensor],
+    tangents: Tensor | Sequence[Tensor],
+    *,
+    simplified: bool = True,
+) -> Tensor | list[Tensor]:
+    """J·t for each output: how the outputs move when ``inputs`` move along ``tangents`` (one tensor
+    for one output, a list for a list).
 
     Works for symbolic sizes (the result is a law, such as ``t * (1 - tanh(x)**2)``) and concrete ones.
     """
+    if isinstance(outputs, Tensor):
+        return jvp([outputs], inputs, tangents, simplified=simplified)[0]
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    tangents = [tangents] if isinstance(tangents, Tensor) else list(tangents)
     if len(inputs) != len(tangents):
         raise SymgradError(f"got {len(inputs)} inputs and {len(tangents)} tangents")
     tangent: dict[int, Tensor] = {}
