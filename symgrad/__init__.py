@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
     from .ops import function
     from .reader import parse
     from .report import explain
+    from .torch.tracing import trace
     from .verify import CheckReport, Proof, check, prove
 
 _WHERE = {
@@ -59,6 +60,7 @@ _WHERE = {
     "emit": "codegen compile listing",
     "report": "explain",
     "reader": "parse",
+    "tracing": "trace",
 }
 _PACKAGE_OF = {name: package for package, names in _WHERE.items() for name in names.split()}
 
@@ -96,6 +98,7 @@ __all__ = [
     "symbols",
     "symbols_like",
     "tensor",
+    "trace",
     "vjp",
 ]
 
@@ -113,6 +116,8 @@ def _package(name: str) -> Any:
         from . import report as package
     elif name == "reader":
         from . import reader as package
+    elif name == "tracing":
+        from .torch import tracing as package
     elif name == "ops":
         from . import ops as package
     elif name == "derive":

@@ -21,7 +21,7 @@ import re
 import sys
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 
@@ -36,6 +36,7 @@ from ..core.printers import LatexPrinter, TorchPrinter, number_precedence
 from ..core.tensor import Tensor
 from ..derive.reverse import law
 from ..ops.sympy_torch import python_source
+from ..torch.tracing import Trace
 from ..version import __version__
 from .templates import code_environment
 
@@ -346,29 +347,58 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
 
 
 def codegen(
-    output: Tensor,
-    wrt: Sequence[Tensor],
+    output: Tensor | Trace,
+    wrt: Sequence[Tensor] | None = None,
     *,
     inputs: Sequence[Tensor] | None = None,
     style: str = "function",
     name: str = "Generated",
     expression: str | None = None,
     command: str | None = None,
+    parameters: Mapping[str, str] | None = None,
+    buffers: Mapping[str, str] | None = None,
 ) -> str:
     """Python source of a module computing ``output`` and the gradients of ``wrt``.
 
     ``style="function"`` emits ``forward``, ``vjp`` and ``forward_and_vjp`` (one pass that computes
-    the forward values once); ``"autograd_function"``
-    adds ``class <name>Function(torch.autograd.Function)`` and ``apply``.
+    the forward values once); ``"autograd_function"`` (or ``"autograd-function"``) adds
+    ``class <name>Function(torch.autograd.Function)`` and ``apply``. Given the result of
+    :func:`symgrad.trace` instead of a tensor, the gradients are the module's parameters', and the
+    module also gets ``class <name>Module(torch.nn.Module)``: a drop-in for the traced model whose
+    forward runs the Function with the model's own parameters (``parameters`` and ``buffers`` map
+    input names to the model's names, ``fc1.weight``).
     """
+    if isinstance(output, Trace):
+        traced = output
+        leaves = {**traced.parameters, **traced.buffers}
+        output = traced.output
+        wrt = list(traced.parameters.values()) if wrt is None else wrt
+        inputs = [*traced.inputs, *leaves.values()] if inputs is None else inputs
+        parameters = {leaf.name: path for path, leaf in traced.parameters.items()}
+        buffers = {leaf.name: path for path, leaf in traced.buffers.items()}
+        style = "autograd_function"
+    if wrt is None:
+        raise SymgradError("codegen() needs wrt: the tensors to differentiate with respect to")
+    style = style.replace("-", "_")
     if style not in ("function", "autograd_function"):
-        raise SymgradError(f"style must be 'function' or 'autograd_function', not {style!r}")
+        raise SymgradError(f"style must be 'function' or 'autograd_function' (or 'autograd-function'), not {style!r}")
     if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name or ""):
         raise SymgradError(f"module name {name!r} must be a CamelCase identifier")
     inputs = list(inputs) if inputs is not None else list(output.leaves().values())
     p = plan(output, list(wrt), inputs)
     shapes = ", ".join(f"{t.name}: {format_shape(t.shape)}" for t in inputs)
+    owned = {**(parameters or {}), **(buffers or {})}
+    module_args = [
+        f'self.model.get_parameter("{owned[t.name]}")'
+        if t.name in (parameters or {})
+        else f'self.model.get_buffer("{owned[t.name]}")'
+        if t.name in owned
+        else t.name
+        for t in inputs
+    ]
     context = {
+        "module_args": module_args if owned and style == "autograd_function" else [],
+        "data_inputs": [t.name for t in inputs if t.name not in owned],
         "plan": p,
         "name": name,
         "style": style,
@@ -470,8 +500,8 @@ def _docstring_safe(text: str) -> str:
     return line + " " if line.endswith("\\") else line
 
 
-def compile_module(output: Tensor, wrt: Sequence[Tensor], **kwargs) -> ModuleType:
-    """The emitted module, loaded: its source is compiled in memory, no file is written."""
+def compile_module(output: Tensor | Trace, wrt: Sequence[Tensor] | None = None, **kwargs) -> ModuleType:
+    """The emitted module (see :func:`codegen`), loaded: its source is compiled in memory, no file is written."""
     return load_source(codegen(output, wrt, **kwargs), kwargs.get("name", "Generated"))
 
 

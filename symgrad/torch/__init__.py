@@ -21,11 +21,12 @@ import math as _math
 from ..core.constructors import tensor
 from ..core.tensor import Tensor
 from ..derive.autograd import backward
-from . import autograd, creation, func, linalg, nn, pointwise, products, reductions, shape
+from . import autograd, creation, func, linalg, nn, pointwise, products, recurrent, reductions, shape
 from .creation import *  # noqa: F403 - each family module lists its functions in __all__
 from .linalg import slogdet
 from .pointwise import *  # noqa: F403
 from .products import *  # noqa: F403
+from .recurrent import *  # noqa: F403
 from .reductions import *  # noqa: F403
 from .shape import *  # noqa: F403
 
@@ -38,4 +39,5 @@ __all__ = [
     "Tensor", "autograd", "backward", "double", "float", "float32", "float64", "func", "inf", "int64", "linalg",
     "long", "nn", "slogdet", "tensor",
 ]  # fmt: skip
-__all__ += creation.__all__ + pointwise.__all__ + products.__all__ + reductions.__all__ + shape.__all__
+__all__ += creation.__all__ + pointwise.__all__ + products.__all__ + recurrent.__all__ + reductions.__all__
+__all__ += shape.__all__

@@ -1,0 +1,121 @@
+"""sg.trace: real torch code and real nn.Modules, run symbolically, give exactly torch's gradients."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+
+torch = pytest.importorskip("torch")
+F64 = torch.float64
+
+
+def _gradients_match(model: torch.nn.Module, *inputs: torch.Tensor) -> sg.Tensor:
+    """Trace ``model`` on ``inputs`` and compare the loss and every parameter's gradient with torch's."""
+    traced = sg.trace(model, *inputs)
+    model.zero_grad()
+    loss = model(*inputs)
+    loss.backward()
+    np.testing.assert_allclose(traced.output.tolist(), loss.item(), rtol=1e-12, atol=1e-12)
+    names = list(traced.parameters)
+    ours = sg.vjp(traced.output, [traced.parameters[n] for n in names])
+    for name, grad in zip(names, ours, strict=True):
+        theirs = model.get_parameter(name).grad
+        np.testing.assert_allclose(np.asarray(grad.tolist()), theirs.numpy(), rtol=1e-10, atol=1e-12, err_msg=name)
+    return traced
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(3, 4)
+        self.fc2 = torch.nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.fc2(torch.tanh(self.fc1(x)))
+        return torch.nn.functional.mse_loss(out, x[:, :2].sin())
+
+
+class Unrolled(torch.nn.Module):
+    """A recurrent cell unrolled over the time steps by a Python loop."""
+
+    def __init__(self, cell: torch.nn.Module) -> None:
+        super().__init__()
+        self.cell = cell
+
+    def forward(self, xs: torch.Tensor) -> torch.Tensor:
+        state = None
+        for step in range(xs.shape[0]):
+            state = self.cell(xs[step], state)
+        hidden = state[0] if isinstance(state, tuple) else state
+        return hidden.pow(2).sum()
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(d, d, bias=False) for _ in range(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scores = self.q(x) @ self.k(x).transpose(-2, -1) / x.shape[-1] ** 0.5
+        return (torch.softmax(scores, dim=-1) @ self.v(x)).tanh().sum()
+
+
+def test_an_mlp_gives_torchs_gradients():
+    torch.manual_seed(0)
+    _gradients_match(Mlp().double(), torch.randn(5, 3, dtype=F64))
+
+
+@pytest.mark.parametrize("cell", [torch.nn.RNNCell, torch.nn.GRUCell, torch.nn.LSTMCell])
+def test_a_recurrent_cell_unrolled_by_a_loop_gives_torchs_gradients(cell):
+    torch.manual_seed(1)
+    _gradients_match(Unrolled(cell(3, 2)).double(), torch.randn(3, 2, 3, dtype=F64))
+
+
+def test_attention_gives_torchs_gradients():
+    torch.manual_seed(2)
+    _gradients_match(Attention(3).double(), torch.randn(4, 3, dtype=F64))
+
+
+def test_parameters_are_named_as_the_module_names_them():
+    torch.manual_seed(0)
+    traced = sg.trace(Mlp(), torch.randn(2, 3))
+    assert list(traced.parameters) == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    assert all(leaf.requires_grad for leaf in traced.parameters.values())
+    assert [leaf.name for leaf in traced.inputs] == ["x"]
+
+
+def test_an_unsupported_op_names_itself_and_the_line_that_called_it():
+    def uses_fft(x):
+        return torch.fft.fft(x).real.sum()
+
+    with pytest.raises(sg.UnsupportedError, match=r"fft.*test_trace\.py, line \d+"):
+        sg.trace(uses_fft, torch.randn(3))
+
+
+def test_dynamic_shapes_give_a_law_for_every_batch_size():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Tanh())
+    traced = sg.trace(lambda x: model(x).sum(), torch.randn(4, 3), dynamic_shapes={"x": {0: "m"}})
+    assert str(traced.inputs[0].shape[0]) == "m"
+
+
+def test_the_emitted_backward_trains_exactly_like_the_original():
+    torch.manual_seed(3)
+    original = Mlp().double()
+    x = torch.randn(6, 3, dtype=F64)
+    module = sg.compile(sg.trace(original, x, dynamic_shapes={"x": {0: "m"}}), name="Net")
+    twin = copy.deepcopy(original)
+    drop_in = module.NetModule(twin)
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (original, twin)]
+    for step in range(3):
+        batch = torch.randn(6 + step, 3, dtype=F64)  # the batch size changes: the law holds for every m
+        for model, optimizer in zip((original, drop_in), optimizers, strict=True):
+            optimizer.zero_grad()
+            model(batch).backward()
+            optimizer.step()
+        for (name, a), b in zip(original.named_parameters(), twin.parameters(), strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14, msg=name)
