@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from .errors import SymgradError
+from .errors import SymgradError, UnsupportedError
 
 
 def as_object_array(value: object) -> np.ndarray:
@@ -58,14 +58,26 @@ def elementwise(fn: Callable, *arrays: np.ndarray) -> np.ndarray:
     return object_array(flat, shape)
 
 
+def groups(arr: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """The entries reduced together over ``axes``: one row per entry of the result, kept axes in order
+    (also when some size is 0, where NumPy cannot infer a -1 in a reshape).
+
+    >>> groups(np.arange(6).reshape(2, 3), (0,)).tolist()
+    [[0, 3], [1, 4], [2, 5]]
+    """
+    axes = tuple(a for a in axes if a < arr.ndim)
+    keep = [a for a in range(arr.ndim) if a not in axes]
+    moved = np.transpose(arr, keep + list(axes))
+    count = int(np.prod([arr.shape[a] for a in keep], dtype=int))
+    return moved.reshape(count, int(np.prod([arr.shape[a] for a in axes], dtype=int)))
+
+
 def reduce_sum(arr: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
     """Sum over ``axes`` with a single ``Add`` per output entry."""
     axes = tuple(a for a in axes if a < arr.ndim)  # torch lets a 0-d tensor be reduced over dim 0
     keep = [a for a in range(arr.ndim) if a not in axes]
-    moved = np.transpose(arr, keep + list(axes))
     out_shape = tuple(arr.shape[a] for a in keep)
-    rows = moved.reshape(int(np.prod(out_shape, dtype=int)), -1)
-    flat = [sympy.Add(*row) for row in rows]
+    flat = [sympy.Add(*row) for row in groups(arr, axes)]
     out = object_array(flat, out_shape)
     if keepdim:
         out = out.reshape(tuple(1 if a in axes else arr.shape[a] for a in range(arr.ndim)))
@@ -92,3 +104,34 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if b.ndim == 1:
         out = out.reshape(out.shape[:-1])
     return out
+
+
+def topk_positions(values: np.ndarray, k: int, dim: int, largest: bool) -> np.ndarray:
+    """The positions along ``dim`` of the ``k`` largest (or smallest) values, in order, as torch.topk picks
+    them: a nan counts as larger than any number, and ties go to the lower position.
+
+    >>> topk_positions(np.array([1.0, np.nan, 3.0, 2.0]), 2, 0, largest=True).tolist()
+    [1, 2]
+    """
+    if values.ndim == 0:
+        return np.zeros((), dtype=int)
+    nan = np.isnan(values)
+    keys = np.where(nan, -np.inf, -values) if largest else np.where(nan, np.inf, values)
+    rank = np.where(nan, 0 if largest else 2, 1)  # nan first for the largest, last for the smallest
+    order = np.lexsort((keys, rank), axis=dim) if values.ndim == 1 else _lexsort_along(keys, rank, dim)
+    head = np.take(order, np.arange(min(k + 1, values.shape[dim])), axis=dim)
+    key, kind = (np.moveaxis(np.take_along_axis(a, head, axis=dim), dim, -1) for a in (keys, rank))
+    if np.any((key[..., 1:] == key[..., :-1]) & (kind[..., 1:] == kind[..., :-1])):
+        raise UnsupportedError(
+            "topk of tied values is not supported: torch's choice and order among equal entries is unspecified "
+            "(the k picked entries and the next one must differ)"
+        )
+    return np.take(order, np.arange(k), axis=dim)
+
+
+def _lexsort_along(keys: np.ndarray, rank: np.ndarray, dim: int) -> np.ndarray:
+    moved_keys, moved_rank = np.moveaxis(keys, dim, -1), np.moveaxis(rank, dim, -1)
+    order = np.empty(moved_keys.shape, dtype=int)
+    for index in np.ndindex(moved_keys.shape[:-1]):
+        order[index] = np.lexsort((moved_keys[index], moved_rank[index]))
+    return np.moveaxis(order, -1, dim)

@@ -16,14 +16,33 @@ from collections import namedtuple
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .dims import as_shape, normalize_dim, normalize_dims, reshape_target
-from .errors import UnsupportedError
-from .indexing import normalize_index
+import numpy as np
+
+from . import indexing
+from .arrays import object_array, topk_positions
+from .dims import as_shape, normalize_dim, normalize_dims, numel, reshape_target
+from .errors import ShapeError, UnsupportedError
 
 if TYPE_CHECKING:
     from .tensor import Tensor
 
 max_result = namedtuple("max", ["values", "indices"])  # torch.return_types.max's fields
+min_result = namedtuple("min", ["values", "indices"])
+topk_result = namedtuple("topk", ["values", "indices"])
+_ROUNDING = {"trunc": "div_trunc", "floor": "div_floor"}
+
+
+def dtype_label(dtype: Any) -> str:
+    """``torch.float64``, ``"double"`` or ``"float64"`` as ``"float64"``."""
+    text = str(dtype).replace("torch.", "")
+    return {"float": "float32", "double": "float64", "long": "int64", "int": "int32"}.get(text, text)
+
+
+def relabel(t: Any, dtype: Any) -> Any:
+    """The node with another dtype label (a ``dtype=`` argument); numbers are float64 whatever the label."""
+    if dtype is not None:
+        t.dtype = dtype_label(dtype)
+    return t
 
 
 class TensorMethods:
@@ -89,7 +108,16 @@ class TensorMethods:
     def mul(self, other: Any) -> Tensor:
         return self * other
 
-    def div(self, other: Any) -> Tensor:
+    def div(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        if rounding_mode is None:
+            return self / other
+        if rounding_mode not in _ROUNDING:
+            raise ValueError(
+                f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+            )
+        return self.apply_op(_ROUNDING[rounding_mode], self, other)
+
+    def true_divide(self, other: Any) -> Tensor:
         return self / other
 
     def pow(self, exponent: Any) -> Tensor:
@@ -103,6 +131,12 @@ class TensorMethods:
 
     def matmul(self, other: Tensor) -> Tensor:
         return self.apply_op("matmul", self, other)
+
+    def mv(self, vec: Tensor) -> Tensor:
+        """The product of this matrix and a vector, as torch.Tensor.mv."""
+        if self.ndim != 2 or vec.ndim != 1:
+            raise ShapeError(f"vector + matrix @ vector expected, got 1, {self.ndim}, {vec.ndim}")
+        return self.apply_op("matmul", self, vec)
 
     def exp(self) -> Tensor:
         return self.apply_op("exp", self)
@@ -176,11 +210,18 @@ class TensorMethods:
     def view(self, *shape: Any) -> Tensor:
         return self.reshape(*shape)
 
-    def flatten(self) -> Tensor:
-        return self.reshape(-1)
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        if not self.shape:
+            return self.reshape(1)
+        start, end = normalize_dim(start_dim, self.ndim), normalize_dim(end_dim, self.ndim)
+        if start > end:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+        return self.reshape(*self.shape[:start], numel(self.shape[start : end + 1]), *self.shape[end + 1 :])
 
     def __getitem__(self, index: Any) -> Tensor:
-        return self.apply_op("index", self, index=normalize_index(index), via="index")
+        """Basic indexing (ints, slices, None, ``...``) and torch's advanced indexing (integer tensors,
+        lists, boolean masks), see :mod:`symgrad.core.indexing`."""
+        return indexing.getitem(self, index)
 
     def __iter__(self) -> Iterator[Tensor]:
         if not self.shape:
@@ -208,12 +249,108 @@ class TensorMethods:
             out = self.apply_op("flip", out, dim=normalize_dim(d, self.ndim))
         return out
 
-    # ── more functions, as Tensor methods in torch ───────────────────────
-    def softmax(self, dim: int) -> Tensor:
-        return self.apply_op("softmax", self, dim=normalize_dim(dim, self.ndim))
+    # ── squeezing, splitting, repeating; triangles and diagonals ─────────
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        empty = isinstance(dim, (tuple, list)) and not dim  # squeeze(()) squeezes nothing
+        axes = () if empty else normalize_dims(dim, self.ndim)
+        kept = tuple(d for axis, d in enumerate(self.shape) if not (axis in axes and d == 1))
+        return self.apply_op("reshape", self, shape=kept)
 
-    def log_softmax(self, dim: int) -> Tensor:
-        return self.apply_op("log_softmax", self, dim=normalize_dim(dim, self.ndim))
+    def unflatten(self, dim: int, sizes: Sequence[Any]) -> Tensor:
+        axis, sizes = normalize_dim(dim, self.ndim), tuple(sizes)
+        if not sizes:
+            raise RuntimeError("unflatten: sizes must be non-empty")
+        try:
+            middle = reshape_target(self.shape[axis : axis + 1], sizes)
+        except ShapeError:
+            raise ShapeError(
+                f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} "
+                f"({self.shape[axis]}) in the input tensor"
+            ) from None
+        return self.reshape(*self.shape[:axis], *middle, *self.shape[axis + 1 :])
+
+    def repeat(self, *sizes: Any) -> Tensor:
+        """Tiles of the tensor: a reshape that spreads its dims, an expand, and a reshape back (no copies)."""
+        repeats = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+        if len(repeats) < self.ndim:
+            raise RuntimeError(
+                "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
+            )
+        shape = (1,) * (len(repeats) - self.ndim) + tuple(self.shape)
+        as_shape(tuple(r * s for r, s in zip(repeats, shape)))  # torch's error for a negative repeat
+        spread = self.reshape(*(d for s in shape for d in (1, s)))
+        tiled = spread.expand(*(d for r, s in zip(repeats, shape) for d in (r, s)))
+        return tiled.reshape(*(r * s for r, s in zip(repeats, shape)))
+
+    def narrow(self, dim: int, start: Any, length: int) -> Tensor:
+        return indexing.narrow(self, dim, start, length)
+
+    def select(self, dim: int, index: Any) -> Tensor:
+        return indexing.select(self, dim, index)
+
+    def split(self, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        return indexing.split(self, split_size, dim)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        return indexing.chunk(self, chunks, dim)
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        return indexing.unbind(self, dim)
+
+    def index_select(self, dim: int, index: Any) -> Tensor:
+        return indexing.index_select(self, dim, index)
+
+    def gather(self, dim: int, index: Any, *, sparse_grad: bool = False) -> Tensor:
+        return indexing.gather(self, dim, index)
+
+    def scatter(self, dim: int, index: Any, src: Any = None, value: Any = None, *, reduce: str | None = None) -> Tensor:
+        return indexing.scatter(self, dim, index, src if src is not None else value, reduce)
+
+    def scatter_add(self, dim: int, index: Any, src: Any) -> Tensor:
+        return indexing.scatter_add(self, dim, index, src)
+
+    def take_along_dim(self, indices: Any, dim: int | None = None) -> Tensor:
+        return indexing.take_along_dim(self, indices, dim)
+
+    def masked_fill(self, mask: Any, value: Any) -> Tensor:
+        if getattr(mask, "dtype", None) != "bool":
+            kind = getattr(mask, "dtype", type(mask).__name__)
+            kind = {"int64": "long int", "int32": "int", "uint8": "unsigned char", "float32": "float"}.get(kind, kind)
+            raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
+        if hasattr(value, "apply_op") and value.ndim != 0:
+            raise RuntimeError(
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value.ndim} dimension(s)."
+            )
+        return self.apply_op("where", mask, value, self)
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        return self.apply_op("tril", self, diagonal=int(diagonal))
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        return self.apply_op("triu", self, diagonal=int(diagonal))
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+        first, second = normalize_dim(dim1, self.ndim), normalize_dim(dim2, self.ndim)
+        if first == second:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        return self.apply_op("diagonal", self, offset=int(offset), dim1=first, dim2=second)
+
+    def diag(self, diagonal: int = 0) -> Tensor:
+        """The ``diagonal``-th diagonal of a matrix, or the square matrix with a vector on it."""
+        if self.ndim == 1:
+            size = self.shape[0] + abs(int(diagonal))
+            return self.apply_op("diagonal_backward", self, shape=(size, size), offset=int(diagonal), dim1=0, dim2=1)
+        if self.ndim == 2:
+            return self.diagonal(diagonal)
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
+
+    # ── more functions, as Tensor methods in torch ───────────────────────
+    def softmax(self, dim: int, dtype: Any = None) -> Tensor:
+        return relabel(self.apply_op("softmax", self, dim=normalize_dim(dim, self.ndim)), dtype)
+
+    def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
+        return relabel(self.apply_op("log_softmax", self, dim=normalize_dim(dim, self.ndim)), dtype)
 
     def logsumexp(self, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
         return self.apply_op("logsumexp", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim))
@@ -221,30 +358,103 @@ class TensorMethods:
     def amax(self, dim: int | Sequence[int] = (), keepdim: bool = False) -> Tensor:
         return self.apply_op("amax", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim))
 
-    def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
-        """``x.max()`` (ties share the gradient) or ``x.max(dim)`` (values, indices; the first max gets it)."""
+    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """``x.max()`` (ties share the gradient), ``x.max(dim)`` (values, int64 indices; the first max gets the
+        gradient) or ``x.max(other)`` (``maximum``)."""
+        if isinstance(dim, TensorMethods):
+            return self.apply_op("maximum", self, dim)
         if dim is None:
             return self.amax()
-        values = self.apply_op("max_dim", self, dim=normalize_dim(dim, self.ndim), keepdim=bool(keepdim))
-        return max_result(values, None)
+        axis = normalize_dim(dim, self.ndim)
+        values = self.apply_op("max_dim", self, dim=axis, keepdim=bool(keepdim))
+        return max_result(values, relabel(self.apply_op("argmax", self, dim=axis, keepdim=bool(keepdim)), "int64"))
 
-    def norm(self, p: Any = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """``max`` of ``-x``, negated: the smallest entries, ties and indices as torch."""
+        if isinstance(dim, TensorMethods):
+            return -self.apply_op("maximum", -self, -dim)
+        if dim is None:
+            return self.amin()
+        values, indices = (-self).max(dim, keepdim)
+        return min_result(-values, indices)
+
+    def amin(self, dim: int | Sequence[int] = (), keepdim: bool = False) -> Tensor:
+        return -(-self).amax(dim, keepdim)
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the first maximum (int64; of the flattened tensor when ``dim`` is None)."""
+        if dim is None:
+            index = self.reshape(-1).argmax(0)
+            return relabel(index.reshape(*([1] * self.ndim)), "int64") if keepdim else index
+        axis = normalize_dim(dim, self.ndim)
+        return relabel(self.apply_op("argmax", self, dim=axis, keepdim=bool(keepdim)), "int64")
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        return (-self).argmax(dim, keepdim)
+
+    def prod(self, dim: int | None = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+        """The product over ``dim`` (all entries by default); its gradient is exact at zeros, as torch's."""
+        axes = tuple(range(self.ndim)) if dim is None else (normalize_dim(dim, self.ndim),)
+        return relabel(self.apply_op("prod", self, dim=axes, keepdim=bool(keepdim) and dim is not None), dtype)
+
+    def cumprod(self, dim: int, dtype: Any = None) -> Tensor:
+        return relabel(self.apply_op("cumprod", self, dim=normalize_dim(dim, self.ndim)), dtype)
+
+    def topk(self, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:  # noqa: A002
+        """The k largest (or smallest) entries along ``dim`` and their int64 indices. Which entries they are
+        depends on the values, so the input needs values; the gradient goes to the picked entries."""
+        axis = normalize_dim(dim, self.ndim)
+        size = self.shape[axis] if self.ndim else 1
+        if not isinstance(k, int) or not 0 <= k <= size:
+            raise RuntimeError("selected index k out of range")
+        if not self.has_values():
+            raise UnsupportedError(
+                "topk needs its input's values: which entries are the largest depends on them (give values)"
+            )
+        if not sorted and k > 1:
+            raise UnsupportedError("topk(sorted=False) is not supported: torch's order is unspecified; use sorted=True")
+        numbers = np.array([float(v) for v in self.values().reshape(-1)], dtype=float).reshape(self.shape)
+        positions = topk_positions(numbers, k, axis, bool(largest))
+        values = self.apply_op("take_at", self, dim=axis, positions=positions.tolist())
+        entries = object_array([int(i) for i in positions.reshape(-1)], positions.shape)
+        return topk_result(values, type(self)(shape=positions.shape, entries=entries, dtype="int64"))
+
+    def norm(self, p: Any = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+        """The p-norm over ``dim`` (all entries by default): any number p, ±inf, or "fro"; torch's gradients
+        (0 at a zero norm, ties of ±inf shared evenly)."""
+        axes = normalize_dims(dim, self.ndim)
         if p in (2, "fro", None):
-            return self.apply_op("norm", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim))
+            return self.apply_op("norm", self, dim=axes, keepdim=bool(keepdim))
         if p == 1:
-            return self.abs().sum(dim=dim, keepdim=keepdim)
-        raise UnsupportedError(f"norm with p={p!r} is not supported (use 1 or 2)")
+            return self.abs().sum(dim=axes, keepdim=keepdim)
+        if p in (float("inf"), float("-inf")):
+            return self.abs().amax(axes, keepdim) if p > 0 else self.abs().amin(axes, keepdim)
+        if isinstance(p, (int, float)) and not isinstance(p, bool):
+            return self.apply_op("pnorm", self, p=p, dim=axes, keepdim=bool(keepdim))
+        raise UnsupportedError(f"norm with p={p!r} is not supported (use a number, inf, -inf or 'fro')")
 
     def clamp(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - torch's spelling
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        if isinstance(min, TensorMethods) or isinstance(max, TensorMethods):  # tensor bounds: their own ops
+            if max is None:
+                return self.apply_op("clamp_min", self, min)
+            if min is None:
+                return self.apply_op("clamp_max", self, max)
+            return self.apply_op("clamp_between", self, min, max)
         return self.apply_op("clamp", self, min=min, max=max)
+
+    def clamp_min(self, min: Any) -> Tensor:  # noqa: A002 - torch's spelling
+        return self.clamp(min=min)
+
+    def clamp_max(self, max: Any) -> Tensor:  # noqa: A002 - torch's spelling
+        return self.clamp(max=max)
 
     def clip(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - torch's spelling
         return self.clamp(min, max)
 
-    def cumsum(self, dim: int) -> Tensor:
-        return self.apply_op("cumsum", self, dim=normalize_dim(dim, self.ndim))
+    def cumsum(self, dim: int, dtype: Any = None) -> Tensor:
+        return relabel(self.apply_op("cumsum", self, dim=normalize_dim(dim, self.ndim)), dtype)
 
     def var(
         self,
@@ -293,6 +503,36 @@ class TensorMethods:
 
     def sign(self) -> Tensor:
         return self.apply_op("sign", self)
+
+    def floor(self) -> Tensor:
+        return self.apply_op("floor", self)
+
+    def ceil(self) -> Tensor:
+        return self.apply_op("ceil", self)
+
+    def trunc(self) -> Tensor:
+        return self.apply_op("trunc", self)
+
+    def round(self) -> Tensor:
+        return self.apply_op("round", self)
+
+    def isnan(self) -> Tensor:
+        return self.apply_op("isnan", self)
+
+    def hypot(self, other: Any) -> Tensor:
+        return self.apply_op("hypot", self, other)
+
+    def logaddexp(self, other: Any) -> Tensor:
+        return self.apply_op("logaddexp", self, other)
+
+    def xlogy(self, other: Any) -> Tensor:
+        return self.apply_op("xlogy", self, other)
+
+    def eq(self, other: Any) -> Tensor:
+        return self.apply_op("eq", self, other)
+
+    def ne(self, other: Any) -> Tensor:
+        return self.apply_op("ne", self, other)
 
     def __gt__(self, other: Any) -> Tensor:
         return self.apply_op("gt", self, other)

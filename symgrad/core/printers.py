@@ -91,7 +91,10 @@ class Printer:
             if not bracketed and (nested_prefix or theirs < mine or same_level):
                 text = self._wrap(text)
             parts.append(text)
-        return template.format(*parts, **describe(t.op, t.attrs, t.inputs)), mine
+        if template == "{0} + {1}" and parts[1].startswith("-"):  # a + -2 * b reads as a - 2 * b
+            return f"{parts[0]} - {parts[1][1:]}", mine
+        fields = {"inputs": ", ".join(parts), **describe(t.op, t.attrs, t.inputs)}  # {inputs}: any number of them
+        return template.format(*parts, **fields), mine
 
 
 def number_precedence(value: sympy.Expr) -> int:

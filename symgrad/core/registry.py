@@ -42,7 +42,12 @@ class Op:
     - ``spell(attrs, inputs)``: extra template fields, for ops whose spelling depends on their attributes;
     - ``cost(*input_shapes, **attrs)``: about how many SymPy terms its entries take (default: the sizes);
     - ``float64(*input_arrays, **attrs)``: the op on float64 NumPy arrays, where it is exactly IEEE arithmetic
-      (sums, products, layout): numbers then skip building the meaning from symbols.
+      (sums, products, layout): numbers then skip building the meaning from symbols;
+    - ``batch``: how the op acts on inputs with extra leading (batch) dims, so that a law can be taken for a
+      whole basis of cotangents at once (Jacobian and Hessian laws): ``"pointwise"`` (the same op),
+      ``"broadcast"`` (the same op, batched operands aligned), ``"dims"`` (its dim attributes shifted past the
+      batch dims), ``"trailing"`` (it acts on trailing dims only), or ``batch(inputs, batched, nb, **attrs)``
+      returning the batched result (``batched``: which inputs carry the ``nb`` leading dims); None: no rule.
     """
 
     name: str
@@ -63,6 +68,7 @@ class Op:
     float64: Callable[..., Any] | None = None
     cost: Callable[..., int] | None = None  # terms to build the entries, from the input shapes (default: sizes)
     jvp: Callable[..., Any] | None = None  # (tangents, out, *inputs, **attrs) -> J·t; default: the VJP transposed
+    batch: str | Callable[..., Any] | None = None  # see above: "pointwise", "broadcast", "dims", "trailing"
 
     def __post_init__(self) -> None:
         unknown = set(self.tags) - TAGS

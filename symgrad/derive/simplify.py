@@ -24,6 +24,7 @@ from ..core.dims import broadcast_shapes, same_dim
 from ..core.graph import is_size, topological, uniform_constant
 from ..core.registry import lookup
 from ..core.tensor import Tensor, apply, constant
+from .fuse import fuse
 
 
 def _same_shape(a: Sequence, b: Sequence) -> bool:
@@ -131,6 +132,13 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
     if name == "pow":
         if consts[1] == 1:
             return inputs[0]
+        if consts[1] == 0:  # torch: x ** 0 is 1, even for nan and inf
+            return _fill(sympy.S.One, shape)
+    if name == "where":
+        decided = _decided(inputs[0])
+        if decided is not None:
+            chosen = inputs[1] if decided else inputs[2]
+            return chosen if _same_shape(chosen.shape, shape) else chosen.expand(*shape)
     if name in ("transpose", "permute"):
         return _simplify_layout(name, inputs[0], _as_permutation(name, attrs, len(shape)))
     if name == "mean" and not attrs["dim"]:
@@ -245,10 +253,53 @@ def _simplify_index(x: Tensor, index: tuple, shape: tuple) -> Tensor | None:
     return None
 
 
+def _decided(condition: Tensor) -> bool | None:
+    """The truth of a condition that is the same everywhere (``1 == 0``), else None."""
+    value = uniform_constant(condition)
+    if value is None and condition.op is not None and condition.op.has("comparison") and condition.inputs:
+        consts = [uniform_constant(t) for t in condition.inputs]
+        if len(consts) == 2 and all(c is not None and c.is_Number for c in consts):
+            value = condition.op.scalar(*consts)
+    if value is None:
+        return None
+    value = sympy.sympify(value)
+    if isinstance(value, sympy.logic.boolalg.BooleanAtom):
+        return bool(value)
+    return bool(value) if value.is_Number else None
+
+
+def _sum_of_diagonal(x: Tensor, attrs: dict) -> Tensor | None:
+    """``(eye(n) * u).sum(1)`` → ``u``: summing a row of a diagonal picks its one entry."""
+    if x.op is None or x.op.name != "mul" or len(x.shape) != 2 or len(attrs["dim"]) != 1:
+        return None
+    (axis,) = attrs["dim"]
+    for eye, u in (x.inputs, tuple(reversed(x.inputs))):
+        if eye.op is None or eye.op.name != "eye" or not _same_shape(eye.shape, x.shape):
+            continue
+        n = eye.shape[0]
+        if len(u.shape) == 1 and same_dim(u.shape[0], n):
+            vector = u
+        elif len(u.shape) == 2 and (_same_shape(u.shape, (1, n)) or _same_shape(u.shape, (n, 1))):
+            vector = u.reshape(n)
+        else:
+            continue
+        if not attrs["keepdim"]:
+            return vector
+        return vector[:, None] if axis == 1 else vector[None, :]
+    return None
+
+
 def _simplify_sum(x: Tensor, attrs: dict, shape: tuple) -> Tensor | None:
     """``(M * v[None, :]).sum(1)`` → ``M @ v`` and ``(M * u[:, None]).sum(0)`` → ``u @ M``."""
     if not attrs["dim"]:
         return x
+    picked = _sum_of_diagonal(x, attrs)
+    if picked is not None:
+        return picked
+    everything = len(attrs["dim"]) == len(x.shape)
+    if everything and x.op is not None and x.op.name == "index_backward":  # the scattered zeros add nothing
+        total = x.inputs[0].sum() if x.inputs[0].shape else x.inputs[0]
+        return total.reshape(*shape) if shape else total
     if attrs["keepdim"] or x.op is None or x.op.name != "mul" or len(x.shape) != 2 or len(attrs["dim"]) != 1:
         return None
     (axis,) = attrs["dim"]
@@ -380,20 +431,32 @@ def _key(t: Tensor) -> tuple:
     return (t.op.name, repr(sorted(t.attrs.items())), tuple(id(i) for i in t.inputs))
 
 
-def simplify(results: Sequence[Tensor], *, context: Sequence[Tensor] = ()) -> list[Tensor]:
+def simplify(results: Sequence[Tensor], *, context: Sequence[Tensor] = (), fused: bool = True) -> list[Tensor]:
     """Simplified, hash-consed versions of ``results``; nodes equal to ones in ``context`` are reused."""
     memo: dict[tuple, Tensor] = {}
     rebuilt: dict[int, Tensor] = {}
-    for root in context:
+    for root in context:  # forward nodes keep their identity, but equal ones (sigmoid(z) written twice) merge
         for node in topological(root):
-            rebuilt.setdefault(id(node), node)
-            memo.setdefault(_key(node), node)
+            if id(node) in rebuilt:
+                continue
+            if node.op is None:
+                rebuilt[id(node)] = memo.setdefault(_key(node), node)
+                continue
+            inputs = [rebuilt[id(i)] for i in node.inputs]
+            same = all(a is b for a, b in zip(inputs, node.inputs))
+            candidate = node if same else apply(node.op.name, *inputs, **node.attrs)
+            rebuilt[id(node)] = memo.setdefault(_key(candidate), candidate)
+            memo.setdefault(_key(node), rebuilt[id(node)])
     for root in results:
         for node in topological(root):
             if id(node) in rebuilt:
                 continue
             rebuilt[id(node)] = _canonical(node, rebuilt, memo)
-    return [rebuilt[id(r)] for r in results]
+    simplified = [rebuilt[id(r)] for r in results]
+    if not fused:
+        return simplified
+    # arithmetic regions cancelled and factored by SymPy, then the rules and sharing once more
+    return simplify(fuse(simplified), context=context, fused=False)
 
 
 MAX_REWRITE_DEPTH = 40  # rules shrink or reorder expressions; the bound is a guard, not a tuning knob

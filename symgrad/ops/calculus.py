@@ -20,6 +20,7 @@ import sympy
 
 from ..core.dims import Shape, same_dim
 from ..core.errors import UnsupportedError
+from ..core.graph import is_size
 from ..core.registry import OPS
 from ..core.tensor import Tensor, apply, constant
 
@@ -71,7 +72,7 @@ def to_tensor(expr: sympy.Expr, bindings: dict[sympy.Symbol, Tensor], like: Tens
     if expr.is_Number:
         value = int(expr) if expr.is_Integer else (float(expr) if expr.is_Float else expr)
         return constant(value, dtype=like.dtype, python_scalar=True)
-    if expr.is_number:  # an exact constant such as sqrt(2)/sqrt(pi): kept exact, printed as is
+    if expr.is_number or is_size(expr):  # an exact constant such as sqrt(2)/sqrt(pi), or a size such as 1/n
         return Tensor(shape=(), entries=np.array(expr, dtype=object), dtype=like.dtype, is_python_scalar=True)
     if expr.is_Add:
         negatives = [a for a in expr.args if a.could_extract_minus_sign()]

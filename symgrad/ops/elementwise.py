@@ -95,11 +95,50 @@ binary(
     ),
     saves=True,
     precedence=7,
-    vjp=lambda g, out, a, b: (
-        unbroadcast(g * b * a ** (b - 1), a.shape),
-        unbroadcast(g * out * apply("log", a), b.shape),
-    ),
+    vjp=lambda g, out, a, b: _pow_vjp(g, out, a, b),
+    float64=lambda a, b: _pow_float64(a, b),
 )
+
+
+def _pow_float64(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a ** b as torch's kernel: an exponent of 0.5 is sqrt and -0.5 is rsqrt, so (-inf) ** 0.5 is nan
+    (C's pow gives inf) and (-0.0) ** -0.5 is -inf."""
+    with np.errstate(all="ignore"):
+        if np.ndim(b) == 0 and float(b) == 0.5:
+            return np.sqrt(a)
+        if np.ndim(b) == 0 and float(b) == -0.5:
+            return 1.0 / np.sqrt(a)
+        return np.power(a, b)
+
+
+def _scalar_value(t: Any) -> Any:
+    """The number a Python scalar operand holds (None for a tensor, or a size such as 1/n)."""
+    if not getattr(t, "is_python_scalar", False) or t.shape:
+        return None
+    value = sympy.sympify(t.entries().item())
+    return float(value) if value.is_Number else None
+
+
+def _pow_vjp(g, out, a, b) -> tuple:
+    """torch's pow backward: no gradient to the base where the exponent is 0, none to the exponent where
+    the base is 0 and the exponent is at least 0 (where 0 · inf would give nan)."""
+    exponent, base = _scalar_value(b), _scalar_value(a)
+    if exponent is not None:  # the lowered exponent stays a Python number: x ** 2 → 2 * x ** 1 → 2 * x
+        lowered = sympy.sympify(b.entries().item()) - 1
+        if lowered.is_Integer or lowered.is_Float:
+            ga = None if exponent == 0 else g * b * a ** (int(lowered) if lowered.is_Integer else float(lowered))
+        else:
+            ga = None if exponent == 0 else g * b * a ** (b - 1)
+    else:
+        ga = g * apply("where", apply("eq", b, 0), 0, b * a ** (b - 1))
+    log_term = out * apply("log", a)
+    if base is not None:
+        gb = g * (apply("where", apply("ge", b, 0), 0, log_term) if base == 0 else log_term)
+    else:
+        gb = g * apply("where", apply("eq", a, 0), apply("where", apply("ge", b, 0), 0, log_term), log_term)
+    return (None if ga is None else unbroadcast(ga, a.shape)), unbroadcast(gb, b.shape)
+
+
 binary(
     "atan2",
     sympy.atan2,
@@ -157,16 +196,18 @@ register(
         precedence=6,
         vjp=lambda g, out, a: (-g,),
         float64=np.negative,
+        batch="pointwise",
     )
 )
 
 # ── comparisons and masks (no gradient) ────────────────────────────────────
-for _name, _relation, _symbol, _tex in (
-    ("gt", sympy.StrictGreaterThan, ">", ">"),
-    ("ge", sympy.GreaterThan, ">=", r"\geq"),
-    ("lt", sympy.StrictLessThan, "<", "<"),
-    ("le", sympy.LessThan, "<=", r"\leq"),
-    ("eq", sympy.Eq, "==", "="),
+for _name, _relation, _symbol, _tex, _ufunc in (
+    ("gt", sympy.StrictGreaterThan, ">", ">", np.greater),
+    ("ge", sympy.GreaterThan, ">=", r"\geq", np.greater_equal),
+    ("lt", sympy.StrictLessThan, "<", "<", np.less),
+    ("le", sympy.LessThan, "<=", r"\leq", np.less_equal),
+    ("eq", sympy.Eq, "==", "=", np.equal),
+    ("ne", sympy.Ne, "!=", r"\neq", np.not_equal),
 ):
     binary(
         _name,
@@ -180,6 +221,7 @@ for _name, _relation, _symbol, _tex in (
         vjp=lambda g, out, a, b: (None, None),
         differentiable=False,
         tags=("comparison",),
+        float64=_ufunc,
     )
 
 
@@ -206,6 +248,7 @@ register(
             unbroadcast(apply("where", c, g, 0), a.shape),
             unbroadcast(apply("where", c, 0, g), b.shape),
         ),
+        batch="broadcast",
     )
 )
 unary(
@@ -238,7 +281,24 @@ unary(
     torch_fn=lambda torch, a, min, max: torch.clamp(a, min=min, max=max),
     code="torch.clamp({0}, min={min}, max={max})",
     grad_fn="ClampBackward1",
+    vjp=lambda g, out, a, min, max: (_inside(g, a, min, max),),
+    float64=lambda a, min, max: _clip(a, min, max),
 )
+
+
+def _inside(g, a, low, high):
+    """g where low <= a <= high, else 0 (torch's clamp backward: nan gets 0, a bound passes g)."""
+    if high is not None:
+        g = apply("where", apply("le", a, high), g, 0)
+    if low is not None:
+        g = apply("where", apply("ge", a, low), g, 0)
+    return g
+
+
+def _clip(a: np.ndarray, low: Any, high: Any) -> np.ndarray:
+    """min(max(a, low), high) with nan passing through, as torch.clamp (high wins when low > high)."""
+    out = a if low is None else np.maximum(a, low)
+    return out if high is None else np.minimum(out, high)
 
 
 def _clamp(t: sympy.Expr, low: Any, high: Any) -> sympy.Expr:
@@ -269,3 +329,183 @@ register(
 def _evaluate_lambda(torch: Any, fn: sympy.Lambda, a: Any) -> Any:
     (variable,) = fn.variables
     return evaluate(fn.expr, {variable: a}, torch) + 0 * a  # keeps shape for constant functions
+
+
+# ── clamp with tensor bounds: torch's gradients, the bounds' included ─────
+binary(
+    "clamp_min",
+    lambda x, low: sympy.Piecewise((low, x < low), (x, True)),
+    lambda torch, x, low: torch.clamp_min(x, low),
+    "torch.clamp_min({0}, {1})",
+    r"\max\left({0}, {1}\right)",
+    "ClampMinBackward1",
+    saves=True,
+    precedence=9,
+    vjp=lambda g, out, x, low: (
+        unbroadcast(apply("where", apply("ge", x, low), g, 0), x.shape),
+        unbroadcast(apply("where", apply("lt", x, low), g, 0), low.shape),
+    ),
+    float64=np.maximum,
+)
+binary(
+    "clamp_max",
+    lambda x, high: sympy.Piecewise((high, x > high), (x, True)),
+    lambda torch, x, high: torch.clamp_max(x, high),
+    "torch.clamp_max({0}, {1})",
+    r"\min\left({0}, {1}\right)",
+    "ClampMaxBackward1",
+    saves=True,
+    precedence=9,
+    vjp=lambda g, out, x, high: (
+        unbroadcast(apply("where", apply("le", x, high), g, 0), x.shape),
+        unbroadcast(apply("where", apply("gt", x, high), g, 0), high.shape),
+    ),
+    float64=np.minimum,
+)
+
+
+def _clamp_between(x: Any, low: Any, high: Any) -> sympy.Expr:
+    """min(max(x, low), high): ``high`` wherever low > high, as in torch."""
+    return sympy.Piecewise((low, (x < low) & (low <= high)), (high, (x > high) | (low > high)), (x, True))
+
+
+def _clamp_between_vjp(g, out, x, low, high) -> tuple:
+    """torch's clamp backward for tensor bounds: x gets g inside [low, high], low where x < low < high,
+    high where x > high or high < low."""
+    zero = 0
+    gx = apply("where", apply("ge", x, low), apply("where", apply("le", x, high), g, zero), zero)
+    glow = apply("where", apply("lt", x, low), apply("where", apply("lt", low, high), g, zero), zero)
+    ghigh = apply("where", apply("gt", x, high), g, apply("where", apply("lt", high, low), g, zero))
+    return unbroadcast(gx, x.shape), unbroadcast(glow, low.shape), unbroadcast(ghigh, high.shape)
+
+
+register(
+    Op(
+        "clamp_between",
+        lambda x, low, high: broadcast_shapes(broadcast_shapes(x, low), high),
+        lambda x, low, high: elementwise(_clamp_between, x, low, high),
+        lambda torch, x, low, high: torch.clamp(x, low, high),
+        "torch.clamp({0}, {1}, {2})",
+        r"\operatorname{{clamp}}\left({0}, {1}, {2}\right)",
+        "ClampBackward0",
+        tags=frozenset({"broadcasting"}),
+        vjp=_clamp_between_vjp,
+        float64=lambda x, low, high: np.minimum(np.maximum(x, low), high),
+        batch="broadcast",
+    )
+)
+
+# ── rounding (torch's gradient is 0) and division with a rounding mode ─────
+for _name, _fn, _tex in (
+    ("floor", functions.floor, r"\left\lfloor {0} \right\rfloor"),
+    ("ceil", functions.ceil, r"\left\lceil {0} \right\rceil"),
+    ("trunc", functions.trunc, r"\operatorname{{trunc}}\left({0}\right)"),
+    ("round", functions.round_half_even, r"\operatorname{{round}}\left({0}\right)"),
+):
+    unary(_name, _fn, _tex, vjp=lambda g, out, a: (None,), float64=getattr(np, _name if _name != "round" else "rint"))
+binary(
+    "div_trunc",
+    lambda a, b: functions.trunc(_divide(a, b)),
+    lambda torch, a, b: torch.div(a, b, rounding_mode="trunc"),
+    'torch.div({0}, {1}, rounding_mode="trunc")',
+    r"\operatorname{{trunc}}\left(\frac{{{0}}}{{{1}}}\right)",
+    "DivBackward2",
+    saves=True,
+    precedence=9,
+    vjp=lambda g, out, a, b: (None, None),
+    float64=lambda a, b: np.trunc(np.true_divide(a, b)),
+)
+binary(
+    "div_floor",
+    functions.div_floor,
+    lambda torch, a, b: torch.div(a, b, rounding_mode="floor"),
+    'torch.div({0}, {1}, rounding_mode="floor")',
+    r"\left\lfloor\frac{{{0}}}{{{1}}}\right\rfloor",
+    "DivBackward2",
+    saves=True,
+    precedence=9,
+    vjp=lambda g, out, a, b: (None, None),
+    float64=np.floor_divide,
+)
+
+# ── more binary functions, with torch's numerics and gradients ─────────────
+binary(
+    "hypot",
+    functions.hypot,
+    lambda torch, a, b: torch.hypot(a, b),
+    "torch.hypot({0}, {1})",
+    r"\sqrt{{{0}^2 + {1}^2}}",
+    "HypotBackward0",
+    saves=True,
+    precedence=9,
+    vjp=lambda g, out, a, b: (unbroadcast(g * a / out, a.shape), unbroadcast(g * b / out, b.shape)),
+    float_result=True,
+    float64=np.hypot,
+)
+
+
+def _logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """torch's logaddexp: max + log1p(exp(-|a − b|)), and a itself where both are the same infinity."""
+    out = np.maximum(a, b) + np.log1p(np.exp(-np.abs(a - b)))
+    return np.where(np.isinf(a) & (a == b), a, out)
+
+
+binary(
+    "logaddexp",
+    functions.logaddexp,
+    lambda torch, a, b: torch.logaddexp(a, b),
+    "torch.logaddexp({0}, {1})",
+    r"\log\left(e^{{{0}}} + e^{{{1}}}\right)",
+    "LogaddexpBackward0",
+    saves=True,
+    precedence=9,
+    vjp=lambda g, out, a, b: (
+        unbroadcast(g / (1 + apply("exp", b - a)), a.shape),
+        unbroadcast(g / (1 + apply("exp", a - b)), b.shape),
+    ),
+    float_result=True,
+    float64=_logaddexp,
+)
+
+
+def _xlogy(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """torch's xlogy: nan where y is nan, else 0 where x is 0, else x · log(y)."""
+    return np.where(np.isnan(y), np.nan, np.where(x == 0, 0.0, x * np.log(y)))
+
+
+def _xlogy_grad(g, x, y):
+    """torch's: xlogy(g, y), and 0 where x is 0 and y ≤ 0 (the derivative along x = 0 there)."""
+    grad = apply("xlogy", g, y)
+    return apply("where", apply("eq", x, 0), apply("where", apply("le", y, 0), 0, grad), grad)
+
+
+binary(
+    "xlogy",
+    functions.xlogy,
+    lambda torch, a, b: torch.xlogy(a, b),
+    "torch.xlogy({0}, {1})",
+    r"{0} \log {1}",
+    "XlogyBackward0",
+    saves=True,
+    precedence=9,
+    vjp=lambda g, out, x, y: (unbroadcast(_xlogy_grad(g, x, y), x.shape), unbroadcast(g * x / y, y.shape)),
+    float_result=True,
+    float64=_xlogy,
+)
+register(
+    Op(
+        "isnan",
+        same_shape,
+        lambda a: elementwise(functions.isnan, a),
+        lambda torch, a: torch.isnan(a),
+        "torch.isnan({0})",
+        r"\operatorname{{isnan}}\left({0}\right)",
+        "none",
+        saves=False,
+        differentiable=False,
+        vjp=lambda g, out, a: (None,),
+        tags=frozenset({"comparison"}),
+        float64=np.isnan,
+        batch="pointwise",
+    )
+)

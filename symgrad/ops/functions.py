@@ -17,6 +17,7 @@ Heaviside(x, 0)
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -121,10 +122,23 @@ class softplus(sympy.Function):  # noqa: N801 - spelled as in torch
 
 
 def _indicator(condition) -> sympy.Expr:
-    return sympy.Piecewise((1, condition), (0, True))
+    return sympy.Piecewise((1, condition), (0, True), evaluate=False)
 
 
-class amax(sympy.Function):  # noqa: N801 - spelled as in torch
+class _ManyArguments:
+    """A mixin for functions of many arguments: the chain rule over the arguments that hold the symbol only
+    (SymPy's visits every argument, which is quadratic for a reduction)."""
+
+    def _eval_derivative(self, s):
+        terms = [
+            self.fdiff(i + 1) * (sympy.S.One if a == s else a.diff(s))
+            for i, a in enumerate(self.args)
+            if s in a.free_symbols
+        ]
+        return sympy.Add(*terms)
+
+
+class amax(_ManyArguments, sympy.Function):  # noqa: N801 - spelled as in torch
     """The largest argument; ties share the derivative evenly, as torch's amax and max() do."""
 
     @classmethod
@@ -134,12 +148,31 @@ class amax(sympy.Function):  # noqa: N801 - spelled as in torch
         return None
 
     def fdiff(self, argindex=1):
-        ties = sympy.Add(*[_indicator(sympy.Eq(a, self)) for a in self.args])
-        return _indicator(sympy.Eq(self.args[argindex - 1], self)) / ties
+        return _indicator(sympy.Eq(self.args[argindex - 1], self, evaluate=False)) / max_ties(*self.args)
 
     @staticmethod
     def float64(*xs: float) -> float:
         return math.nan if any(math.isnan(x) for x in xs) else max(xs)
+
+
+class max_ties(sympy.Function):  # noqa: N801
+    """How many arguments equal the largest (the share of amax's gradient each tie gets is its inverse)."""
+
+    @classmethod
+    def eval(cls, *args):
+        if all(a.is_Number for a in args):
+            top = amax(*args)
+            return sympy.Integer(sum(1 for a in args if a == top)) if top is not sympy.nan else sympy.nan
+        return None
+
+    def _eval_rewrite_as_Piecewise(self, *args, **kwargs):
+        top = amax(*args)
+        return sympy.Add(*[_indicator(sympy.Eq(a, top)) for a in args])
+
+    @staticmethod
+    def float64(*xs: float) -> float:
+        top = amax.float64(*xs)
+        return math.nan if math.isnan(top) else float(sum(1 for x in xs if x == top))
 
 
 class norm2(sympy.Function):  # noqa: N801
@@ -266,16 +299,238 @@ def variance(values: list, correction: Any) -> sympy.Expr:
 
 def first_max(args: list) -> sympy.Expr:
     """max with the derivative going to the first maximal argument, as torch's max(dim) does."""
-    pieces = []
-    for i, a in enumerate(args):
-        condition = sympy.And(*[a > b for b in args[:i]], *[a >= b for b in args[i + 1 :]])
-        pieces.append((a, condition))
-    pieces[-1] = (args[-1], True)
-    return sympy.Piecewise(*pieces)
+    return args[0] if len(args) == 1 else max_first(*args)
+
+
+class max_first(_ManyArguments, sympy.Function):  # noqa: N801
+    """The largest argument; its derivative goes to the first maximal one (torch's max(dim) backward).
+
+    A function rather than a Piecewise: SymPy differentiates a Piecewise of n branches slowly, this in n steps.
+    """
+
+    @classmethod
+    def eval(cls, *args):
+        if all(a.is_Number for a in args):
+            return sympy.nan if any(a is sympy.nan for a in args) else max(args)
+        return None
+
+    def fdiff(self, argindex=1):
+        return first_max_indicator(list(self.args), argindex - 1)
+
+    def _eval_rewrite_as_Piecewise(self, *args, **kwargs):
+        pieces = [(a, _first_max_condition(list(args), i)) for i, a in enumerate(args[:-1])]
+        return sympy.Piecewise(*pieces, (args[-1], True))
+
+    @staticmethod
+    def float64(*xs: float) -> float:
+        return math.nan if any(math.isnan(x) for x in xs) else max(xs)
+
+    def _latex(self, printer, exp=None):
+        body = r"\max\left(" + ", ".join(printer._print(a) for a in self.args) + r"\right)"
+        return rf"{body}^{{{exp}}}" if exp else body
+
+
+def _first_max_condition(args: list, i: int):
+    """args[i] is above every argument before it and at least every one after it (built without SymPy's
+    assumption queries, which would dominate the time of a Jacobian)."""
+    a = args[i]
+    before = [sympy.StrictGreaterThan(a, b, evaluate=False) for b in args[:i]]
+    after = [sympy.GreaterThan(a, b, evaluate=False) for b in args[i + 1 :]]
+    return sympy.And(*before, *after)
 
 
 def first_max_indicator(args: list, i: int) -> sympy.Expr:
     """1 where ``args[i]`` is the first maximal argument, else 0."""
-    a = args[i]
-    condition = sympy.And(*[a > b for b in args[:i]], *[a >= b for b in args[i + 1 :]])
-    return _indicator(condition)
+    return sympy.Piecewise((1, _first_max_condition(args, i)), (0, True), evaluate=False)
+
+
+# ── rounding: torch's gradient is 0 everywhere ────────────────────────────
+class _Flat:
+    """A mixin for SymPy functions whose derivative torch takes to be 0 (rounding)."""
+
+    def fdiff(self, argindex=1):
+        return sympy.S.Zero
+
+    def _eval_derivative(self, x):
+        return sympy.S.Zero
+
+
+class floor(_Flat, sympy.floor):  # noqa: N801 - spelled as in torch
+    """floor(x), with torch's zero gradient (SymPy's is left unevaluated)."""
+
+    float64 = staticmethod(lambda x: float(np.floor(x)))
+
+
+class ceil(_Flat, sympy.ceiling):  # noqa: N801 - spelled as in torch
+    """ceil(x), with torch's zero gradient."""
+
+    float64 = staticmethod(lambda x: float(np.ceil(x)))
+
+
+class trunc(_Flat, sympy.Function):  # noqa: N801 - spelled as in torch
+    """x rounded toward zero, with torch's zero gradient."""
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_Integer or arg in (sympy.nan, sympy.oo, -sympy.oo):
+            return arg
+        if arg.is_Rational:
+            return sympy.Integer(int(arg))
+        if arg.is_Float:
+            return sympy.Float(float(np.trunc(float(arg))))
+        return None
+
+    float64 = staticmethod(lambda x: float(np.trunc(x)))
+
+
+class round_half_even(_Flat, sympy.Function):  # noqa: N801
+    """torch.round: to the nearest integer, ties to even (IEEE's nearbyint), with torch's zero gradient."""
+
+    @classmethod
+    def eval(cls, arg):
+        if arg.is_Integer or arg in (sympy.nan, sympy.oo, -sympy.oo):
+            return arg
+        if arg.is_Rational:
+            return sympy.Integer(round(Fraction(int(arg.p), int(arg.q))))  # Python rounds ties to even
+        if arg.is_Float:
+            return sympy.Float(float(np.round(float(arg))))
+        return None
+
+    float64 = staticmethod(lambda x: float(np.round(x)))
+
+    def _sympystr(self, printer):
+        return f"round({printer._print(self.args[0])})"
+
+    def _latex(self, printer, exp=None):
+        body = rf"\operatorname{{round}}\left({printer._print(self.args[0])}\right)"
+        return rf"{body}^{{{exp}}}" if exp else body
+
+
+class div_floor(_Flat, sympy.Function):  # noqa: N801
+    """torch.div(a, b, rounding_mode="floor"): floor(a / b), computed as Python's ``//`` (a / b for b = 0)."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a, b):
+        if a.is_Number and b.is_Number:
+            if a.is_Rational and b.is_Rational and b != 0:
+                return sympy.floor(a / b)
+            return sympy.Float(div_floor.float64(float(a), float(b)))
+        return None
+
+    @staticmethod
+    def float64(a: float, b: float) -> float:
+        with np.errstate(all="ignore"):
+            return float(np.floor_divide(np.float64(a), np.float64(b)))
+
+    def _latex(self, printer, exp=None):
+        a, b = (printer._print(x) for x in self.args)
+        body = rf"\left\lfloor\frac{{{a}}}{{{b}}}\right\rfloor"
+        return rf"{body}^{{{exp}}}" if exp else body
+
+
+# ── binary functions with torch's numerics ─────────────────────────────────
+class hypot(sympy.Function):  # noqa: N801 - spelled as in torch
+    """sqrt(a² + b²) without overflow; its gradient a / hypot is nan at (0, 0), as torch's."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a, b):
+        if a.is_Number and b.is_Number:
+            return sympy.sqrt(a**2 + b**2) if not (a.is_Float or b.is_Float) else sympy.Float(math.hypot(a, b))
+        return None
+
+    def fdiff(self, argindex=1):
+        return self.args[argindex - 1] / self
+
+    def _eval_rewrite_as_sqrt(self, a, b, **kwargs):
+        return sympy.sqrt(a**2 + b**2)
+
+    float64 = staticmethod(lambda a, b: float(np.hypot(a, b)))
+
+    def _eval_is_real(self):
+        return self.args[0].is_real and self.args[1].is_real
+
+
+class logaddexp(sympy.Function):  # noqa: N801 - spelled as in torch
+    """log(exp(a) + exp(b)), computed as torch does: max + log1p(exp(-|a - b|))."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, a, b):
+        if a.is_Float and b.is_Float:
+            return sympy.Float(logaddexp.float64(float(a), float(b)))
+        return None
+
+    def fdiff(self, argindex=1):
+        a, b = self.args
+        return 1 / (1 + sympy.exp(b - a)) if argindex == 1 else 1 / (1 + sympy.exp(a - b))
+
+    def _eval_rewrite_as_log(self, a, b, **kwargs):
+        return sympy.log(sympy.exp(a) + sympy.exp(b))
+
+    @staticmethod
+    def float64(a: float, b: float) -> float:
+        if math.isinf(a) and a == b:
+            return a
+        with np.errstate(all="ignore"):
+            return float(np.maximum(a, b) + np.log1p(np.exp(-np.abs(np.float64(a) - b))))
+
+    def _eval_is_real(self):
+        return self.args[0].is_real and self.args[1].is_real
+
+
+class xlogy(sympy.Function):  # noqa: N801 - spelled as in torch
+    """x · log(y), and 0 where x is 0 (unless y is nan), as torch.xlogy."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, x, y):
+        if y is sympy.nan:
+            return sympy.nan
+        if x.is_zero:
+            return sympy.S.Zero
+        if x.is_Number and y.is_Number:
+            return x * sympy.log(y) if not (x.is_Float or y.is_Float) else sympy.Float(xlogy.float64(x, y))
+        return None
+
+    def fdiff(self, argindex=1):
+        x, y = self.args
+        if argindex == 2:
+            return x / y
+        return sympy.Piecewise((0, sympy.Eq(x, 0) & (y <= 0)), (sympy.log(y), True))  # torch's value at x = 0
+
+    @staticmethod
+    def float64(x: float, y: float) -> float:
+        if math.isnan(y):
+            return math.nan
+        if x == 0:
+            return 0.0
+        with np.errstate(all="ignore"):
+            return float(np.float64(x) * np.log(np.float64(y)))
+
+
+class isnan(sympy.logic.boolalg.BooleanFunction):  # noqa: N801 - spelled as in torch
+    """Whether x is nan (left unevaluated for a symbol: its value decides)."""
+
+    @classmethod
+    def eval(cls, arg):
+        if arg is sympy.nan:
+            return sympy.true
+        if arg.is_Number:
+            return sympy.false
+        return None
+
+    float64 = staticmethod(lambda x: math.isnan(x))
+
+
+def first_argmax(args: list) -> sympy.Expr:
+    """The index of the first maximal argument, as a Piecewise of integers (torch's argmax and max(dim))."""
+    if len(args) == 1:
+        return sympy.S.Zero
+    pieces = [(i, _first_max_condition(args, i)) for i in range(len(args) - 1)]
+    return sympy.Piecewise(*pieces, (len(args) - 1, True))

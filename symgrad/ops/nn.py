@@ -10,16 +10,25 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import sympy
 
+from ..core.arrays import elementwise
 from ..core.errors import ShapeError
 from ..core.registry import Op, register
 from ..core.tensor import apply
 from . import functions
-from .rows import unary
+from .calculus import unbroadcast
+from .rows import binary, same_shape, unary
 
 # ── activations ────────────────────────────────────────────────────────────
+_GELU_BETA = sympy.sqrt(2) / sympy.sqrt(sympy.pi)  # torch's kBeta = sqrt(2) · (2 / sqrt(pi)) / 2
+_GELU_KAPPA = sympy.Float(0.044715)
+SELU_ALPHA = sympy.Float(1.6732632423543772848170429916717)  # torch's constants, as float64
+SELU_SCALE = sympy.Float(1.0507009873554804934193349852946)
+
 unary("relu", functions.relu, r"\operatorname{{relu}}\left({0}\right)")
 unary(
     "softplus",
@@ -59,12 +68,294 @@ unary(
     grad_fn="LeakyReluBackward0",
 )
 unary(
+    "gelu_tanh",
+    lambda t: t / 2 * (1 + sympy.tanh(_GELU_BETA * (t + _GELU_KAPPA * t**3))),
+    r"\operatorname{{GELU}}_{{\tanh}}\left({0}\right)",
+    torch_fn=lambda torch, a: torch.nn.functional.gelu(a, approximate="tanh"),
+    code='torch.nn.functional.gelu({0}, approximate="tanh")',
+    grad_fn="GeluBackward0",
+)
+# torch's ELU family: x ≤ 0 (0 included, for the gradient too) takes the exponential branch, x > 0 and nan the linear
+unary(
+    "elu",
+    lambda t, alpha: sympy.Piecewise((alpha * (sympy.exp(t) - 1), t <= 0), (t, True)),
+    r"\operatorname{{ELU}}\left({0}\right)",
+    torch_fn=lambda torch, a, alpha: torch.nn.functional.elu(a, alpha),
+    code="torch.nn.functional.elu({0}, {alpha})",
+    grad_fn="EluBackward0",
+)
+unary(
+    "selu",
+    lambda t: sympy.Piecewise((SELU_SCALE * SELU_ALPHA * (sympy.exp(t) - 1), t <= 0), (SELU_SCALE * t, True)),
+    r"\operatorname{{SELU}}\left({0}\right)",
+    torch_fn=lambda torch, a: torch.nn.functional.selu(a),
+    code="torch.nn.functional.selu({0})",
+    grad_fn="EluBackward0",
+)
+unary(
+    "celu",
+    lambda t, alpha: sympy.Piecewise((alpha * (sympy.exp(t / alpha) - 1), t <= 0), (t, True)),
+    r"\operatorname{{CELU}}\left({0}\right)",
+    torch_fn=lambda torch, a, alpha: torch.nn.functional.celu(a, alpha),
+    code="torch.nn.functional.celu({0}, {alpha})",
+    grad_fn="CeluBackward0",
+)
+unary(
+    "mish",
+    lambda t: t * sympy.tanh(functions.softplus(t)),
+    r"\operatorname{{mish}}\left({0}\right)",
+    torch_fn=lambda torch, a: torch.nn.functional.mish(a),
+    code="torch.nn.functional.mish({0})",
+    grad_fn="MishBackward0",
+)
+
+
+class hardswish(sympy.Function):  # noqa: N801 - spelled as in torch
+    """x · min(max(x + 3, 0), 6) / 6; torch's gradient at x = −3 is 0 and at x = 3 is 1 (the outer pieces')."""
+
+    @classmethod
+    def eval(cls, t):
+        if t is sympy.nan:
+            return sympy.nan
+        if t.is_Number:
+            return sympy.S.Zero if t <= -3 else (t if t >= 3 else t * (t + 3) / 6)
+        return None
+
+    def fdiff(self, argindex=1):
+        t = self.args[0]
+        return sympy.Piecewise((0, t <= -3), (t / 3 + sympy.S.Half, t < 3), (1, True))  # nan: 1, as torch
+
+    @staticmethod
+    def float64(x: float) -> float:
+        return x * min(max(x + 3.0, 0.0), 6.0) / 6.0 if x == x else math.nan
+
+    def _latex(self, printer, exp=None):
+        body = rf"\operatorname{{hardswish}}\left({printer._print(self.args[0])}\right)"
+        return rf"{body}^{{{exp}}}" if exp else body
+
+
+_ONE_SIXTH_FLOAT32 = sympy.Float(float(np.float32(1 / 6)))  # torch's hardsigmoid backward multiplies by 1.0f / 6
+
+
+class hardsigmoid(sympy.Function):  # noqa: N801 - spelled as in torch
+    """min(max(x + 3, 0), 6) / 6; torch's gradient is 1/6 (its float32 value) strictly inside (−3, 3), else 0."""
+
+    @classmethod
+    def eval(cls, t):
+        if t is sympy.nan:
+            return sympy.nan
+        if t.is_Number:
+            return sympy.S.Zero if t <= -3 else (sympy.S.One if t >= 3 else t / 6 + sympy.S.Half)
+        return None
+
+    def fdiff(self, argindex=1):
+        t = self.args[0]
+        return sympy.Piecewise((_ONE_SIXTH_FLOAT32, (t > -3) & (t < 3)), (0, True))
+
+    @staticmethod
+    def float64(x: float) -> float:
+        return min(max(x + 3.0, 0.0), 6.0) / 6.0 if x == x else math.nan
+
+    def _latex(self, printer, exp=None):
+        body = rf"\operatorname{{hardsigmoid}}\left({printer._print(self.args[0])}\right)"
+        return rf"{body}^{{{exp}}}" if exp else body
+
+
+unary(
+    "hardswish",
+    hardswish,
+    r"\operatorname{{hardswish}}\left({0}\right)",
+    torch_fn=lambda torch, a: torch.nn.functional.hardswish(a),
+    code="torch.nn.functional.hardswish({0})",
+    grad_fn="HardswishBackward0",
+)
+unary(
+    "hardsigmoid",
+    hardsigmoid,
+    r"\operatorname{{hardsigmoid}}\left({0}\right)",
+    torch_fn=lambda torch, a: torch.nn.functional.hardsigmoid(a),
+    code="torch.nn.functional.hardsigmoid({0})",
+    grad_fn="HardsigmoidBackward0",
+)
+
+
+class hardtanh(sympy.Function):  # noqa: N801 - spelled as in torch
+    """clamp(x, low, high) in value (nan stays nan); torch's gradient is 0 at and beyond the bounds, else 1."""
+
+    nargs = 3
+
+    @classmethod
+    def eval(cls, t, low, high):
+        if t is sympy.nan:
+            return sympy.nan
+        if t.is_Number:
+            return low if t <= low else (high if t >= high else t)
+        return None
+
+    def fdiff(self, argindex=1):
+        if argindex != 1:
+            raise sympy.ArgumentIndexError(self, argindex)
+        t, low, high = self.args
+        return sympy.Piecewise((0, (t <= low) | (t >= high)), (1, True))  # nan passes it, as in torch
+
+    @staticmethod
+    def float64(x: float, low: float, high: float) -> float:
+        return x if x != x else min(max(x, low), high)
+
+    def _latex(self, printer, exp=None):
+        body = rf"\operatorname{{hardtanh}}\left({printer._print(self.args[0])}\right)"
+        return rf"{body}^{{{exp}}}" if exp else body
+
+
+unary(
+    "hardtanh",
+    lambda t, min_val, max_val: hardtanh(t, sympy.sympify(min_val), sympy.sympify(max_val)),
+    r"\operatorname{{hardtanh}}\left({0}\right)",
+    torch_fn=lambda torch, a, min_val, max_val: torch.nn.functional.hardtanh(a, min_val, max_val),
+    code="torch.nn.functional.hardtanh({0}, {min_val}, {max_val})",
+    grad_fn="HardtanhBackward0",
+)
+unary(
     "threshold",
-    lambda t, threshold, value: sympy.Piecewise((t, t > threshold), (value, True)),
+    lambda t, threshold, value: sympy.Piecewise((value, t <= threshold), (t, True)),  # nan passes, as in torch
     r"\operatorname{{threshold}}\left({0}\right)",
     torch_fn=lambda torch, a, threshold, value: torch.nn.functional.threshold(a, threshold, value),
     code="torch.nn.functional.threshold({0}, {threshold}, {value})",
     grad_fn="ThresholdBackward0",
+)
+
+
+# ── a clamp whose gradient passes unchanged (torch clamps cosine_similarity's norms under no_grad) ──
+class clamp_min_nograd(sympy.Function):  # noqa: N801 - spelled like a SymPy function
+    """max(x, low) in value; its derivative is 1, as if no clamp were there."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, x, low):
+        if x is sympy.nan:
+            return sympy.nan
+        if x.is_Number and low.is_Number:
+            return max(x, low)
+        return None
+
+    def fdiff(self, argindex=1):
+        return sympy.S.One if argindex == 1 else sympy.S.Zero
+
+    @staticmethod
+    def float64(x: float, low: float) -> float:
+        return x if math.isnan(x) else max(x, low)
+
+    def _latex(self, printer, exp=None):
+        body = rf"\max\left({printer._print(self.args[0])}, {printer._print(self.args[1])}\right)"
+        return rf"{body}^{{{exp}}}" if exp else body
+
+
+register(
+    Op(
+        "clamp_min_nograd",
+        same_shape,
+        lambda a, min: elementwise(lambda t: clamp_min_nograd(t, sympy.sympify(min)), a),
+        lambda torch, a, min: a + (a.clamp_min(min) - a).detach(),
+        "({0} + ({0}.clamp_min({min}) - {0}).detach())",
+        r"\max\left({0}, {min}\right)",
+        "none",
+        saves=False,
+        vjp=lambda g, out, a, min: (g,),
+        batch="pointwise",
+    )
+)
+
+
+# ── a value without a gradient (embedding's padding_idx row) ──
+class detached(sympy.Function):  # noqa: N801 - spelled like a SymPy function
+    """x in value; its derivative is 0 (torch's ``x.detach()``)."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x):
+        return x if x.is_Number else None
+
+    def fdiff(self, argindex=1):
+        return sympy.S.Zero
+
+    @staticmethod
+    def float64(x: float) -> float:
+        return x
+
+    def _latex(self, printer, exp=None):
+        body = printer._print(self.args[0])
+        return rf"\left({body}\right)^{{{exp}}}" if exp else body
+
+
+register(
+    Op(
+        "stop_gradient",
+        same_shape,
+        lambda a: elementwise(detached, a),
+        lambda torch, a: a.detach(),
+        "{0}.detach()",
+        "{0}",
+        "none",
+        saves=False,
+        differentiable=False,
+        vjp=lambda g, out, a: (None,),
+        batch="pointwise",
+    )
+)
+
+
+# ── binary cross-entropy as torch computes it: logs clamped at −100, the gradient guarded at p(1 − p) = 0 ──
+_BCE_EPSILON = sympy.Float(1e-12)
+
+
+class binary_cross_entropy(sympy.Function):  # noqa: N801 - spelled as in torch
+    """−[t · max(log p, −100) + (1 − t) · max(log(1 − p), −100)], with torch's gradients:
+    (p − t) / max(p(1 − p), 1e-12) for p, and log(1 − p) − log p for t."""
+
+    nargs = 2
+
+    @classmethod
+    def eval(cls, p, t):
+        if p.is_Number and t.is_Number:
+            if p is sympy.nan or t is sympy.nan:
+                return sympy.nan
+            return -(t * sympy.Max(sympy.log(p), -100) + (1 - t) * sympy.Max(sympy.log(1 - p), -100))
+        return None
+
+    def fdiff(self, argindex=1):
+        p, t = self.args
+        if argindex == 1:
+            return (p - t) / functions.maximum(p * (1 - p), _BCE_EPSILON)
+        return sympy.log(1 - p) - sympy.log(p)
+
+    @staticmethod
+    def float64(p: float, t: float) -> float:
+        with np.errstate(all="ignore"):
+            return float((t - 1) * max(np.log1p(-p), -100.0) - t * max(np.log(p), -100.0)) if p == p else math.nan
+
+    def _latex(self, printer, exp=None):
+        body = rf"\operatorname{{BCE}}\left({printer._print(self.args[0])}, {printer._print(self.args[1])}\right)"
+        return rf"{body}^{{{exp}}}" if exp else body
+
+
+def _bce_vjp(g, out, p, t):
+    guard = apply("clamp", p * (1 - p), min=1e-12, max=None)
+    return unbroadcast(g * (p - t) / guard, p.shape), unbroadcast(g * (apply("log", 1 - p) - apply("log", p)), t.shape)
+
+
+binary(
+    "binary_cross_entropy",
+    binary_cross_entropy,
+    lambda torch, p, t: torch.nn.functional.binary_cross_entropy(p, t, reduction="none"),
+    'torch.nn.functional.binary_cross_entropy({0}, {1}, reduction="none")',
+    r"\operatorname{{BCE}}\left({0}, {1}\right)",
+    "BinaryCrossEntropyBackward0",
+    saves=True,
+    precedence=9,
+    vjp=_bce_vjp,
+    float_result=True,
 )
 
 

@@ -8,13 +8,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 import sympy
 
-from ..core.arrays import elementwise, object_array, reduce_sum
+from ..core.arrays import elementwise, groups, object_array, reduce_sum
 from ..core.dims import Shape
+from ..core.errors import UnsupportedError
 from ..core.registry import Op, register
 from ..core.tensor import apply
 from . import functions
@@ -36,11 +38,8 @@ def _mean(a: np.ndarray, dim: tuple[int, ...], keepdim: bool) -> np.ndarray:
 def _reduce(a: np.ndarray, dim: tuple[int, ...], keepdim: bool, combine: Callable) -> np.ndarray:
     """Apply ``combine(list_of_entries)`` over ``dim``."""
     axes = tuple(d for d in dim if d < a.ndim)
-    keep = [d for d in range(a.ndim) if d not in axes]
-    moved = np.transpose(a, keep + list(axes))
-    out_shape = tuple(a.shape[d] for d in keep)
-    rows = moved.reshape(int(np.prod(out_shape, dtype=int)), -1)
-    out = object_array([combine(list(r)) for r in rows], out_shape)
+    out_shape = tuple(a.shape[d] for d in range(a.ndim) if d not in axes)
+    out = object_array([combine(list(r)) for r in groups(a, axes)], out_shape)
     if keepdim:
         out = out.reshape(tuple(1 if d in axes else a.shape[d] for d in range(a.ndim)))
     return out
@@ -51,7 +50,7 @@ def _slices(a: np.ndarray, dim: int, fn: Callable) -> np.ndarray:
     if a.ndim == 0:
         return object_array(fn([a.item()]), ())
     moved = np.moveaxis(a, dim, -1)
-    rows = moved.reshape(-1, moved.shape[-1]) if moved.size else moved.reshape(0, moved.shape[-1])
+    rows = moved.reshape(int(np.prod(moved.shape[:-1], dtype=int)), moved.shape[-1])
     out = object_array([v for r in rows for v in fn(list(r))], moved.shape)
     return np.moveaxis(out, -1, dim)
 
@@ -79,6 +78,7 @@ register(
         vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim),),
         tags=frozenset({"linear"}),
         float64=lambda a, dim, keepdim: np.sum(a, axis=_axes(a, dim), keepdims=keepdim),
+        batch="dims",
     )
 )
 register(
@@ -95,6 +95,7 @@ register(
         tags=frozenset({"linear"}),
         float_result=True,
         float64=lambda a, dim, keepdim: np.mean(a, axis=_axes(a, dim), keepdims=keepdim),
+        batch="dims",
     )
 )
 register(
@@ -107,6 +108,7 @@ register(
         r"\max_{{{dims_text}}} {0}",
         "AmaxBackward0",
         vjp=lambda g, out, a, dim, keepdim: (_tie_share(g, out, a, dim, keepdim),),
+        batch="dims",
     )
 )
 
@@ -129,6 +131,24 @@ register(
         vjp=lambda g, out, a, dim, keepdim: (
             expand_back(g, a.shape, (dim,), keepdim) * apply("first_max_mask", a, dim=dim),
         ),
+        float64=lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim) if a.ndim else a,
+        batch="dims",
+    )
+)
+register(
+    Op(
+        "argmax",
+        lambda a, dim, keepdim: _reduced_shape(a, (dim,), keepdim),
+        lambda a, dim, keepdim: _reduce(a, (dim,), keepdim, functions.first_argmax),
+        lambda torch, a, dim, keepdim: torch.argmax(a, dim=dim, keepdim=keepdim),
+        "torch.argmax({0}, dim={dim}, keepdim={keepdim})",
+        r"\operatorname{{argmax}}_{{{dim}}} {0}",
+        "none",
+        saves=False,
+        differentiable=False,
+        vjp=lambda g, out, a, dim, keepdim: (None,),
+        float64=lambda a, dim, keepdim: np.argmax(a, axis=dim, keepdims=keepdim) if a.ndim else np.zeros(()),
+        batch="dims",
     )
 )
 register(
@@ -142,8 +162,20 @@ register(
         "none",
         differentiable=False,
         vjp=lambda g, out, a, dim: (None,),
+        float64=lambda a, dim: _first_max_mask(a, dim),
+        batch="dims",
     )
 )
+
+
+def _first_max_mask(a: np.ndarray, dim: int) -> np.ndarray:
+    """1 at the first maximum along ``dim`` (a nan counts as the maximum, as in torch), else 0."""
+    if a.ndim == 0:
+        return np.ones(())
+    first = np.expand_dims(np.argmax(a, axis=dim), dim)
+    return (np.arange(a.shape[dim]).reshape([-1 if d == dim else 1 for d in range(a.ndim)]) == first) * 1.0
+
+
 register(
     Op(
         "norm",
@@ -154,6 +186,7 @@ register(
         r"\left\|{0}\right\|_{{{dims_text}}}",
         "NormBackward1",
         vjp=lambda g, out, a, dim, keepdim: (_norm_vjp(g, out, a, dim, keepdim),),
+        batch="dims",
     )
 )
 
@@ -185,6 +218,8 @@ register(
         r"\operatorname{{softmax}}\left({0}\right)",
         "SoftmaxBackward0",
         vjp=lambda g, out, a, dim: (out * (g - (g * out).sum(dim=dim, keepdim=True)),),
+        float64=lambda a, dim: _softmax_float64(a, dim, log=False),
+        batch="dims",
     )
 )
 register(
@@ -197,8 +232,22 @@ register(
         r"\log\operatorname{{softmax}}\left({0}\right)",
         "LogSoftmaxBackward0",
         vjp=lambda g, out, a, dim: (g - apply("softmax", a, dim=dim) * g.sum(dim=dim, keepdim=True),),
+        float64=lambda a, dim: _softmax_float64(a, dim, log=True),
+        batch="dims",
     )
 )
+
+
+def _softmax_float64(a: np.ndarray, dim: int, log: bool) -> np.ndarray:
+    """torch's softmax and log_softmax: the maximum is subtracted first, so large inputs do not overflow."""
+    if a.size == 0:
+        return a.copy()
+    axis = dim if a.ndim else None
+    shifted = a - np.max(a, axis=axis, keepdims=True)
+    total = np.sum(np.exp(shifted), axis=axis, keepdims=True)
+    return shifted - np.log(total) if log else np.exp(shifted) / total
+
+
 register(
     Op(
         "logsumexp",
@@ -210,8 +259,20 @@ register(
         "LogsumexpBackward0",
         vjp=lambda g, out, a, dim, keepdim: (_logsumexp_vjp(g, out, a, dim, keepdim),),
         spell=lambda attrs, inputs: _logsumexp_spelling(attrs, inputs),
+        float64=lambda a, dim, keepdim: _logsumexp_float64(a, _axes(a, dim), keepdim),
+        batch="dims",
     )
 )
+
+
+def _logsumexp_float64(a: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
+    """torch's logsumexp: log Σ exp(x − m) + m with m the maximum (taken as 0 where it is infinite)."""
+    if a.size == 0:
+        return np.log(np.sum(np.exp(a), axis=axes, keepdims=keepdim))
+    peak = np.max(a, axis=axes, keepdims=True)
+    peak = np.where(np.isinf(peak), 0.0, peak)
+    total = np.log(np.sum(np.exp(a - peak), axis=axes, keepdims=keepdim))
+    return total + (peak if keepdim else np.squeeze(peak, axis=axes))
 
 
 def _logsumexp_spelling(attrs: dict, inputs: tuple) -> dict:
@@ -221,11 +282,39 @@ def _logsumexp_spelling(attrs: dict, inputs: tuple) -> dict:
 
 
 def _logsumexp_vjp(g, out, a, dim: tuple, keepdim: bool):
-    """g times the softmax over ``dim`` (written as a softmax when ``dim`` is one dimension)."""
-    weights = (
-        apply("softmax", a, dim=dim[0]) if len(dim) == 1 else apply("exp", a - expand_back(out, a.shape, dim, keepdim))
+    """g times the softmax over ``dim``, as torch's logsumexp backward computes it (see ``lse_softmax``)."""
+    return expand_back(g, a.shape, dim, keepdim) * apply("lse_softmax", a, dim=dim)
+
+
+def _lse_softmax_float64(a: np.ndarray, dim: tuple) -> np.ndarray:
+    """exp(x − logsumexp(x)): torch's logsumexp backward, which differs from torch.softmax where an entry is
+    infinite (softmax gives nan everywhere, this gives 0 where the entry is finite)."""
+    return np.exp(a - _logsumexp_float64(a, _axes(a, dim), keepdim=True)) if a.size else a.copy()
+
+
+def _grouped(a: np.ndarray, dim: tuple, fn: Callable) -> np.ndarray:
+    """``fn(list) -> list`` over the entries of each group reduced together over ``dim``, in place."""
+    axes = _axes(a, dim)
+    keep = [d for d in range(a.ndim) if d not in axes]
+    rows = groups(a, axes)
+    moved = object_array([v for r in rows for v in fn(list(r))], tuple(a.shape[d] for d in keep + list(axes)))
+    return np.transpose(moved, np.argsort(keep + list(axes)))
+
+
+register(
+    Op(
+        "lse_softmax",
+        lambda a, dim: a,
+        lambda a, dim: _grouped(a, dim, _softmax),
+        lambda torch, a, dim: torch.exp(a - torch.logsumexp(a, dim=list(dim), keepdim=True)),
+        "torch.exp({0} - torch.logsumexp({0}, {dim_arg}, keepdim=True))",
+        r"\operatorname{{softmax}}\left({0}\right)",
+        "none",
+        vjp=lambda g, out, a, dim: (out * (g - (g * out).sum(dim=dim, keepdim=True)),),
+        spell=lambda attrs, inputs: {"dim_arg": attrs["dim"][0] if len(attrs["dim"]) == 1 else attrs["dim"]},
+        float64=_lse_softmax_float64,
     )
-    return expand_back(g, a.shape, dim, keepdim) * weights
+)
 
 
 def _var_grad(g, a, dim: tuple, keepdim: bool, correction):
@@ -257,6 +346,7 @@ register(
         "VarBackward0",
         vjp=lambda g, out, a, dim, keepdim, correction: (_var_grad(g, a, dim, keepdim, correction),),
         float_result=True,
+        batch="dims",
     )
 )
 register(
@@ -279,6 +369,7 @@ register(
             ),
         ),
         float_result=True,
+        batch="dims",
     )
 )
 
@@ -297,7 +388,266 @@ register(
         r"\operatorname{{cumsum}}_{{{dim}}} {0}",
         "CumsumBackward0",
         saves=False,
-        vjp=lambda g, out, a, dim: (apply("cumsum", g.flip(dim), dim=dim).flip(dim),),
+        vjp=lambda g, out, a, dim: (apply("cumsum", g.flip(dim), dim=dim).flip(dim) if a.ndim else g,),
         tags=frozenset({"linear"}),
+        float64=lambda a, dim: np.cumsum(a, axis=dim) if a.ndim else a,
+        batch="dims",
+    )
+)
+
+
+# ── products ───────────────────────────────────────────────────────────────
+def _groupwise(a: np.ndarray, dim: int, fn: Callable) -> np.ndarray:
+    """``fn(rows) -> rows`` on the 2-D array of slices along ``dim`` (a 0-d tensor is one slice of one entry)."""
+    if a.ndim == 0:
+        return fn(a.reshape(1, 1)).reshape(())
+    moved = np.moveaxis(a, dim, -1)
+    rows = moved.reshape(int(np.prod(moved.shape[:-1], dtype=int)), moved.shape[-1])
+    return np.moveaxis(np.asarray(fn(rows)).reshape(moved.shape), -1, dim)
+
+
+def _exclusive_products(rows: np.ndarray) -> np.ndarray:
+    """Each entry's product of the other entries of its row, without dividing (exact at zeros, as torch's
+    prod backward): the product of the entries before it times the product of those after it."""
+    ones = np.ones_like(rows[:, :1])
+    before = np.cumprod(np.concatenate([ones, rows[:, :-1]], axis=1), axis=1)
+    after = np.cumprod(np.concatenate([ones, rows[:, :0:-1]], axis=1), axis=1)[:, ::-1]
+    return before * after
+
+
+def _torch_prod(torch, a, dim: tuple, keepdim: bool):
+    if not dim or (len(dim) == a.ndim and not keepdim):
+        return torch.prod(a)
+    return torch.prod(a, dim=dim[0], keepdim=keepdim)
+
+
+register(
+    Op(
+        "prod",
+        _reduced_shape,
+        lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: sympy.Mul(*r)),
+        _torch_prod,
+        "{0}.prod({reduce_args})",
+        r"\prod_{{{dims_text}}} {0}",
+        _reduction_grad_fn("Prod"),
+        vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim) * _others(a, dim),),
+        float64=lambda a, dim, keepdim: np.prod(a, axis=_axes(a, dim), keepdims=keepdim),
+        batch="dims",
+    )
+)
+
+
+def _others(a, dim: tuple):
+    """Each entry's product of the others it is multiplied with (over one dim, or over all of them)."""
+    if len(dim) <= 1:
+        return apply("prod_others", a, dim=dim[0] if dim else 0)
+    return apply("prod_others", a.reshape(-1), dim=0).reshape(*a.shape)
+
+
+def _no_law_for_second_order(op: str) -> Callable:
+    """The VJP rule of a gradient op whose own law symgrad lacks: a law one order up refuses in one line
+    (entrywise derivation still differentiates it, through its SymPy meaning)."""
+
+    def refuse(g, out, *inputs, **attrs):
+        raise UnsupportedError(f"no law for the second derivative of {op} yet; use concrete shapes")
+
+    return refuse
+
+
+def _torch_prod_others(torch, a, dim: int):
+    if a.ndim == 0:
+        return torch.ones_like(a)
+    ones = torch.ones_like(a.narrow(dim, 0, 1))
+    before = torch.cat([ones, a.narrow(dim, 0, a.shape[dim] - 1)], dim).cumprod(dim)
+    after = torch.cat([ones, a.flip(dim).narrow(dim, 0, a.shape[dim] - 1)], dim).cumprod(dim).flip(dim)
+    return before * after
+
+
+register(
+    Op(
+        "prod_others",
+        lambda a, dim: a,
+        lambda a, dim: _slices(a, dim, lambda r: [sympy.Mul(*r[:i], *r[i + 1 :]) for i in range(len(r))]),
+        _torch_prod_others,
+        "torch.cat([torch.ones_like({0}.narrow({dim}, 0, 1)), {0}.narrow({dim}, 0, {0}.shape[{dim}] - 1)], {dim})"
+        ".cumprod({dim}) * torch.cat([torch.ones_like({0}.narrow({dim}, 0, 1)), {0}.flip({dim}).narrow({dim}, 0, "
+        "{0}.shape[{dim}] - 1)], {dim}).cumprod({dim}).flip({dim})",
+        r"\prod_{{j \neq i}} {0}_j",
+        "none",
+        vjp=_no_law_for_second_order("prod"),
+        float64=lambda a, dim: _groupwise(a, dim, _exclusive_products),
+        batch="dims",
+    )
+)
+
+
+def _cumprod(values: list) -> list:
+    out, running = [], sympy.S.One
+    for v in values:
+        running = running * v
+        out.append(running)
+    return out
+
+
+register(
+    Op(
+        "cumprod",
+        lambda a, dim: a,
+        lambda a, dim: _slices(a, dim, _cumprod),
+        lambda torch, a, dim: torch.cumprod(a, dim=dim),
+        "torch.cumprod({0}, dim={dim})",
+        r"\operatorname{{cumprod}}_{{{dim}}} {0}",
+        "CumprodBackward0",
+        vjp=lambda g, out, a, dim: (apply("cumprod_grad", g, a, dim=dim),),
+        float64=lambda a, dim: np.cumprod(a, axis=dim) if a.ndim else a,
+        batch="dims",
+    )
+)
+
+
+def _cumprod_grad(g: np.ndarray, a: np.ndarray, dim: int) -> np.ndarray:
+    """Σ_{k ≥ i} g_k Π_{j ≤ k, j ≠ i} a_j along ``dim``: the VJP of cumprod, exact at zeros."""
+    if a.ndim == 0:
+        return g.copy()
+    gs, xs = (np.moveaxis(t, dim, -1) for t in (g, a))
+    out = np.empty(xs.shape, dtype=object)
+    n = xs.shape[-1]
+    for index in np.ndindex(xs.shape[:-1]):
+        row, weights = list(xs[index]), list(gs[index])
+        for i in range(n):
+            others = [sympy.Mul(*row[:i], *row[i + 1 : k + 1]) for k in range(i, n)]
+            out[index + (i,)] = sympy.Add(*[w * p for w, p in zip(weights[i:], others)])
+    return np.moveaxis(out, -1, dim)
+
+
+def _cumprod_grad_float64(g: np.ndarray, a: np.ndarray, dim: int) -> np.ndarray:
+    if a.ndim == 0:
+        return g
+    gs, xs = (np.moveaxis(t, dim, -1) for t in (g, a))
+    out = np.zeros(xs.shape)
+    for i in range(xs.shape[-1]):
+        for k in range(i, xs.shape[-1]):
+            others = np.prod(np.delete(xs[..., : k + 1], i, axis=-1), axis=-1)
+            out[..., i] += gs[..., k] * others
+    return np.moveaxis(out, -1, dim)
+
+
+def _torch_cumprod_grad(torch, g, a, dim: int):
+    return torch.ops.aten.cumprod_backward(g, a, dim, torch.cumprod(a, dim)) if a.ndim else g
+
+
+register(
+    Op(
+        "cumprod_grad",
+        lambda g, a, dim: a,
+        _cumprod_grad,
+        _torch_cumprod_grad,
+        "torch.ops.aten.cumprod_backward({0}, {1}, {dim}, torch.cumprod({1}, {dim}))",
+        r"\operatorname{{cumprod}}'_{{{dim}}}\left({0}, {1}\right)",
+        "none",
+        vjp=_no_law_for_second_order("cumprod"),
+        float64=_cumprod_grad_float64,
+        cost=lambda g, a, dim: math.prod(a or (1,)) * (a[dim] if a else 1) ** 2,
+        batch="dims",
+    )
+)
+
+
+# ── p-norms (other than 1, 2 and ±inf, which are sums, norm and amax of |x|) ──
+def _pnorm(values: list, p) -> sympy.Expr:
+    if p == 0:
+        return sympy.Add(*[sympy.Piecewise((0, sympy.Eq(v, 0)), (1, True)) for v in values])
+    return sympy.Add(*[sympy.Abs(v) ** p for v in values]) ** (1 / sympy.sympify(p))
+
+
+def _pnorm_float64(a: np.ndarray, p, dim: tuple, keepdim: bool) -> np.ndarray:
+    axes = _axes(a, dim)
+    if p == 0:
+        return np.sum(a != 0, axis=axes, keepdims=keepdim) * 1.0
+    return np.sum(np.abs(a) ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
+
+
+def _pnorm_vjp(g, out, a, p, dim: tuple, keepdim: bool):
+    """torch's norm backward for p ∉ {1, 2, ±inf}: 0 for p = 0; sgn(x)|x|^(p−1) (0 at x = 0) · g · ‖x‖^(1−p)
+    for p < 1; sgn(x)|x|^(p−1) · g / ‖x‖^(p−1), 0 where the norm is 0, for p > 1."""
+    if p == 0:
+        return None
+    g, norm = expand_back(g, a.shape, dim, keepdim), expand_back(out, a.shape, dim, keepdim)
+    if p < 1:
+        scaled = apply("where", apply("eq", a, 0), 0, apply("sign", a) * a.abs() ** (p - 1))
+        return scaled * g * norm ** (1 - p)
+    scaled = apply("sign", a) * a.abs() ** (p - 1) if p < 2 else a * a.abs() ** (p - 2)
+    return scaled * apply("masked_div", g, norm ** (p - 1))
+
+
+register(
+    Op(
+        "pnorm",
+        lambda a, p, dim, keepdim: _reduced_shape(a, dim, keepdim),
+        lambda a, p, dim, keepdim: _reduce(a, dim, keepdim, lambda r: _pnorm(r, p)),
+        lambda torch, a, p, dim, keepdim: torch.linalg.vector_norm(a, p, dim=list(dim), keepdim=keepdim),
+        "torch.linalg.vector_norm({0}, {p}{reduce_kwargs})",
+        r"\left\|{0}\right\|_{{{p}}}",
+        "LinalgVectorNormBackward0",
+        vjp=lambda g, out, a, p, dim, keepdim: (_pnorm_vjp(g, out, a, p, dim, keepdim),),
+        float_result=True,
+        float64=_pnorm_float64,
+        batch="dims",
+    )
+)
+
+
+# ── entries picked along a dim at positions known when the graph is built (topk) ──
+def _take_at(a: np.ndarray, dim: int, positions: tuple) -> np.ndarray:
+    return np.take_along_axis(a, np.array(positions, dtype=int), axis=dim) if a.ndim else a.copy()
+
+
+def _put_at(g: np.ndarray, shape: tuple, dim: int, positions: tuple) -> np.ndarray:
+    """Zeros of ``shape`` with g added at the positions along ``dim`` (the adjoint of take_at)."""
+    if not shape:
+        return g.copy()
+    out = np.full(shape, sympy.S.Zero, dtype=object)
+    index = np.array(positions, dtype=int)
+    for where in np.ndindex(index.shape):
+        target = where[:dim] + (int(index[where]),) + where[dim + 1 :]
+        out[target] = out[target] + g[where]
+    return out
+
+
+def _positions_text(attrs: dict, inputs: tuple) -> dict:
+    return {"positions_text": f"torch.tensor({np.array(attrs['positions']).tolist()})"}
+
+
+register(
+    Op(
+        "take_at",
+        lambda a, dim, positions: tuple(np.shape(positions)) if a else a,
+        lambda a, dim, positions: _take_at(a, dim, positions),
+        lambda torch, a, dim, positions: torch.take_along_dim(a, torch.tensor(positions), dim) if a.ndim else a,
+        "torch.take_along_dim({0}, {positions_text}, {dim})",
+        "{0}_{{\\mathrm{{top}}}}",
+        "TopkBackward0",
+        saves=False,
+        vjp=lambda g, out, a, dim, positions: (apply("put_at", g, shape=a.shape, dim=dim, positions=positions),),
+        tags=frozenset({"linear"}),
+        spell=_positions_text,
+        float64=_take_at,
+    )
+)
+register(
+    Op(
+        "put_at",
+        lambda g, shape, dim, positions: tuple(shape),
+        _put_at,
+        lambda torch, g, shape, dim, positions: (
+            torch.zeros(shape, dtype=g.dtype).scatter_add(dim, torch.tensor(positions), g) if shape else g
+        ),
+        "torch.zeros({shape}, dtype=torch.float64).scatter_add({dim}, {positions_text}, {0})",
+        r"\operatorname{{scatter}}\left({0}\right)",
+        "none",
+        saves=False,
+        vjp=lambda g, out, x, shape, dim, positions: (apply("take_at", g, dim=dim, positions=positions),),
+        tags=frozenset({"linear"}),
+        spell=_positions_text,
     )
 )

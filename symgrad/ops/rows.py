@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import sympy
+
 from ..core.arrays import elementwise
 from ..core.dims import Shape, broadcast_shapes
 from ..core.registry import Op, register
@@ -55,6 +57,7 @@ def unary(
             float_result=float_result,
             tags=frozenset(tags),
             float64=float64,
+            batch="pointwise",
         )
     )
 
@@ -62,6 +65,24 @@ def unary(
 def _elementwise_jvp(scalar: Callable) -> Callable:
     """f'(x) · t, with f' from SymPy (the same derivative the VJP multiplies by g)."""
     return lambda tangents, out, a, **params: tangents[0] * elementwise_derivative(scalar, a, out, **params)
+
+
+def _is_truth_value(e: Any) -> bool:
+    """A comparison or true/false (a SymPy Symbol is a Boolean too, but also an Expr)."""
+    return isinstance(e, sympy.logic.boolalg.Boolean) and not isinstance(e, sympy.Expr)
+
+
+def _promoting_bools(scalar: Callable) -> Callable:
+    """The scalar function with a boolean entry next to a number read as 1 or 0, as torch promotes a bool
+    tensor in ``(x > 0) * x``."""
+
+    def promoted(a: Any, b: Any) -> Any:
+        a_bool, b_bool = _is_truth_value(a), _is_truth_value(b)
+        if a_bool != b_bool:
+            a, b = (sympy.Piecewise((1, e), (0, True)) if flag else e for e, flag in ((a, a_bool), (b, b_bool)))
+        return scalar(a, b)
+
+    return promoted
 
 
 def binary(
@@ -85,7 +106,7 @@ def binary(
         Op(
             name=name,
             shape=lambda a, b: broadcast_shapes(a, b),
-            meaning=lambda a, b: elementwise(scalar, a, b),
+            meaning=lambda a, b: elementwise(_promoting_bools(scalar), a, b),
             torch=torch_fn,
             code=code,
             latex=latex,
@@ -98,6 +119,7 @@ def binary(
             float_result=float_result,
             tags=frozenset({"broadcasting", *tags}),
             float64=float64,
+            batch="broadcast",
         )
     )
 

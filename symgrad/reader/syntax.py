@@ -40,7 +40,8 @@ MAX_LITERAL = 10_000  # entries of a literal tensor or value list
 MAX_STRING = 64  # characters of an allowed string literal (an einsum equation, reduction='mean', ...)
 
 
-STRING_KEYWORDS = {"reduction", "ord", "p", "approximate"}  # keywords whose values may be string literals
+# keywords whose values may be string literals
+STRING_KEYWORDS = {"reduction", "ord", "p", "approximate", "mode", "reduce", "rounding_mode", "padding"}
 _STRING_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,->. ")
 EQUATION_FUNCTIONS = {("torch", "einsum")}  # functions whose first positional argument is a string
 BINOPS: dict[type, tuple[str, Callable]] = {

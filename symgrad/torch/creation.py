@@ -1,29 +1,227 @@
-"""Making tensors: ``*_like`` constants."""
+"""Making tensors: filled (``zeros``, ``ones``, ``full``, ``eye``, the ``*_like`` ones), ranges (``arange``,
+``linspace``), and random numbers (``rand``, ``randn``, ``randint``) drawn by a real ``torch.Generator`` that
+:func:`manual_seed` seeds as torch seeds its global one, so the same seed gives the same numbers.
+
+Filled tensors of symbolic size (``zeros(n, m)``) are ``full`` nodes, usable in laws; the others are
+constants (or leaves, with ``requires_grad=True``). torch is imported by the random functions only.
+
+>>> import symgrad.torch as torch
+>>> torch.arange(0.0, 1.0, 0.25).tolist(), torch.linspace(0, 1, 3).tolist(), torch.eye(2).tolist()
+([0.0, 0.25, 0.5, 0.75], [0.0, 0.5, 1.0], [[1.0, 0.0], [0.0, 1.0]])
+"""
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
 from typing import Any
 
+import numpy as np
+import sympy
+
+from ..core.constructors import dtype_name, tensor
+from ..core.dims import as_shape, is_concrete
 from ..core.dims import require_concrete as _require_concrete
-from ..core.tensor import Tensor, constant
+from ..core.errors import UnsupportedError
+from ..core.methods import relabel
+from ..core.tensor import Tensor, apply, constant
+
+_LANES = 4  # float64 lanes of torch's vectorised CPU kernels (AVX2): arange's numbers depend on them
+_state: dict[str, Any] = {}  # the torch.Generator behind rand/randn/randint, made on first use
 
 
-def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None) -> Tensor:
-    """Known numbers shaped like ``input`` (no symbols of their own)."""
-    shape = _require_concrete(input.shape, "full_like")
-    return constant(fill_value, shape=shape, dtype=str(dtype or input.dtype))
+def _size(size: tuple) -> tuple:
+    """``f(2, 3)``, ``f((2, 3))`` or ``f([n, m])``: the shape, ints or dimension symbols."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    return as_shape(size)
 
 
-def ones_like(input: Tensor, *, dtype: Any = None) -> Tensor:
-    return full_like(input, 1, dtype=dtype)
+def _filled(shape: tuple, value: Any, dtype: str, requires_grad: bool) -> Tensor:
+    """Known numbers of one value: a constant, a leaf that requires grad, or a ``full`` node of symbolic size."""
+    if not is_concrete(shape):
+        if requires_grad:
+            raise UnsupportedError("a tensor of symbolic size that requires grad is a leaf: use sg.symbols")
+        return relabel(apply("full", shape=shape, value=value), dtype)
+    if requires_grad:
+        return tensor(np.full(shape, float(value)), requires_grad=True, dtype=dtype)
+    return constant(value, shape=shape, dtype=dtype)
 
 
-def zeros_like(input: Tensor, *, dtype: Any = None) -> Tensor:
-    return full_like(input, 0, dtype=dtype)
+def _number_dtype(value: Any) -> str:
+    """torch's dtype for a Python number: bool, int64, or the default float32."""
+    if isinstance(value, bool):
+        return "bool"
+    return "int64" if isinstance(value, (int, np.integer)) else "float32"
+
+
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Zeros of ``size`` (ints, or dimension symbols for a ``full`` node a law can use)."""
+    return _filled(_size(size), 0, dtype_name(dtype) or "float32", requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return _filled(_size(size), 1, dtype_name(dtype) or "float32", requires_grad)
+
+
+def full(size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """``fill_value`` everywhere; the dtype follows the value (int64, bool, float32) unless given."""
+    return _filled(_size((size,)), fill_value, dtype_name(dtype) or _number_dtype(fill_value), requires_grad)
+
+
+def empty(*size: Any, **kwargs: Any) -> Tensor:
+    """Refused: torch.empty's entries are whatever memory held, with no value to compute with."""
+    raise UnsupportedError("torch.empty gives uninitialised memory, which has no value to compute with; use zeros")
+
+
+def eye(n: Any, m: Any = None, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """The n×m identity (n×n by default; an ``eye`` node for a symbolic n)."""
+    kind = dtype_name(dtype) or "float32"
+    if m is None and not isinstance(n, int):
+        if requires_grad:
+            raise UnsupportedError("a tensor of symbolic size that requires grad is a leaf: use sg.symbols")
+        return relabel(apply("eye", n=as_shape((n,))[0]), kind)
+    rows, cols = _require_concrete(as_shape((n, n if m is None else m)), "eye")
+    values = np.eye(rows, cols)
+    if requires_grad:
+        return tensor(values, requires_grad=True, dtype=kind)
+    return constant(values.astype(int).tolist(), shape=(rows, cols), dtype=kind)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """start, start + step, … below end (int64 for integers, else float32), with torch's numbers: each is
+    rounded once from the exact start + i·step, per vector of its CPU kernel."""
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    kind = dtype_name(dtype) or ("int64" if all(isinstance(v, int) for v in (start, end, step)) else "float32")
+    count = max(0, math.ceil((end - start) / step))
+    if not kind.startswith("float"):
+        values: list = [int(start + i * step) for i in range(count)]
+    else:
+        values = _vectorised_range(float(start), float(step), count)
+    return _values(values, (count,), kind, requires_grad)
+
+
+def _vectorised_range(start: float, step: float, count: int) -> list[float]:
+    """torch's arange kernel: vectors of _LANES entries, each base + k·step from a base start + i·step (both
+    fused multiply-adds), in pairs of vectors; the rest one by one."""
+    exact_step, out = Fraction(step), []
+    whole = count - count % (2 * _LANES)
+    for i in range(0, whole, _LANES):
+        base = Fraction(float(Fraction(start) + exact_step * i))
+        out += [float(base + exact_step * k) for k in range(_LANES)]
+    out += [float(Fraction(start) + exact_step * i) for i in range(whole, count)]
+    return out
+
+
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced numbers from start to end, as torch computes them: from start for the first
+    half, from end for the second."""
+    if steps < 0:
+        raise RuntimeError("linspace(): number of steps must be non-negative")
+    kind = dtype_name(dtype) or "float32"
+    if steps == 1:
+        values = [float(start)]
+    else:
+        step = (float(end) - float(start)) / (steps - 1) if steps > 1 else 0.0
+        exact = (Fraction(float(start)), Fraction(float(end)), Fraction(step))
+        values = [
+            float(exact[0] + exact[2] * i) if i < steps // 2 else float(exact[1] - exact[2] * (steps - 1 - i))
+            for i in range(steps)
+        ]
+    return _values(values, (steps,), kind, requires_grad)
+
+
+def _values(values: list, shape: tuple, kind: str, requires_grad: bool) -> Tensor:
+    if requires_grad:
+        return tensor(np.array(values, dtype=float).reshape(shape), requires_grad=True, dtype=kind)
+    numbers = [sympy.Integer(v) if isinstance(v, int) else sympy.Float(v) for v in values]
+    return constant(np.array(numbers, dtype=object).reshape(shape), dtype=kind)
+
+
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """``fill_value`` shaped like ``input`` (a ``full`` node when its shape is symbolic)."""
+    return _filled(tuple(input.shape), fill_value, dtype_name(dtype) or input.dtype, requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return full_like(input, 1, dtype=dtype, requires_grad=requires_grad)
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return full_like(input, 0, dtype=dtype, requires_grad=requires_grad)
 
 
 def is_tensor(obj: Any) -> bool:
     return isinstance(obj, Tensor)
 
 
-__all__ = ["full_like", "is_tensor", "ones_like", "zeros_like"]
+# ── random numbers, from a real torch.Generator ───────────────────────────
+def _generator(given: Any = None) -> Any:
+    if given is not None:
+        return given
+    if "generator" not in _state:
+        import torch
+
+        _state["generator"] = torch.Generator()
+        _state["generator"].seed()  # torch seeds its global generator non-deterministically at start, too
+    return _state["generator"]
+
+
+def manual_seed(seed: int) -> Any:
+    """Seed the generator of rand/randn/randint: after ``manual_seed(s)`` they give what torch gives after
+    ``torch.manual_seed(s)`` (the same calls in the same order, same sizes and dtypes)."""
+    import torch
+
+    _state.setdefault("generator", torch.Generator())
+    return _state["generator"].manual_seed(int(seed))
+
+
+def _drawn(draw: str, shape: tuple, kind: str, requires_grad: bool, generator: Any, **bounds: Any) -> Tensor:
+    """Numbers from torch's ``draw`` (randn, rand, randint) with the generator, as constants of ``kind``."""
+    import torch
+
+    if not is_concrete(shape):
+        raise UnsupportedError(f"torch.{draw} needs concrete sizes: random numbers are drawn when it is called")
+    shape = tuple(int(d) for d in shape)
+    drawn = getattr(torch, draw)(*bounds.values(), shape, generator=_generator(generator), dtype=getattr(torch, kind))
+    values = drawn.tolist() if drawn.numel() else np.zeros(shape)
+    if requires_grad:
+        return tensor(values, requires_grad=True, dtype=kind)
+    if not kind.startswith("float"):
+        return constant(np.asarray(values, dtype=int).tolist(), shape=shape, dtype=kind)
+    return constant(np.asarray(values, dtype=float).tolist(), shape=shape, dtype=kind)
+
+
+def randn(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Standard normal numbers (float32 by default, as torch's: the same bits, held as float64)."""
+    return _drawn("randn", _size(size), dtype_name(dtype) or "float32", requires_grad, generator)
+
+
+def rand(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Uniform numbers in [0, 1), as torch's."""
+    return _drawn("rand", _size(size), dtype_name(dtype) or "float32", requires_grad, generator)
+
+
+def randint(*args: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    """Integers in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``, int64 by default."""
+    low, high, size = (0, *args) if len(args) == 2 else args
+    return _drawn("randint", _size((size,)), dtype_name(dtype) or "int64", requires_grad, generator, low=low, high=high)
+
+
+def randn_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return _drawn("randn", tuple(input.shape), dtype_name(dtype) or input.dtype, requires_grad, None)
+
+
+def rand_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+    return _drawn("rand", tuple(input.shape), dtype_name(dtype) or input.dtype, requires_grad, None)
+
+
+__all__ = [
+    "arange", "empty", "eye", "full", "full_like", "is_tensor", "linspace", "manual_seed", "ones", "ones_like",
+    "rand", "rand_like", "randint", "randn", "randn_like", "zeros", "zeros_like",
+]  # fmt: skip

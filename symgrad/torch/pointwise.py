@@ -1,11 +1,26 @@
-"""Elementwise functions of torch: arithmetic, exp/log/trigonometry, comparisons, ``where``, ``clamp``."""
+"""Elementwise functions of torch: arithmetic, exp/log/trigonometry, rounding, comparisons, ``where``, ``clamp``.
+
+>>> import symgrad.torch as torch
+>>> x = torch.tensor([-1.5, 0.5, 2.5], name="x")
+>>> torch.div(x, 2, rounding_mode="floor").tolist(), torch.round(x).tolist()
+([-1.0, 0.0, 1.0], [-2.0, 0.0, 2.0])
+"""
 
 from __future__ import annotations
 
+import builtins as _builtins
 from typing import Any
 
 from ..core.errors import UnsupportedError as _UnsupportedError
 from ..core.tensor import Tensor, apply, wrap
+
+_ROUNDING = {"trunc": "div_trunc", "floor": "div_floor"}
+
+
+def _relabel(t: Tensor, dtype: str) -> Tensor:
+    """The same node with torch's result dtype (symgrad's numbers are float64 whatever the label)."""
+    t.dtype = dtype
+    return t
 
 
 def add(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -20,12 +35,32 @@ def mul(input: Any, other: Any) -> Tensor:
     return wrap(input) * other
 
 
-def div(input: Any, other: Any) -> Tensor:
-    return wrap(input) / other
+def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    """``input / other``; ``rounding_mode="trunc"`` or ``"floor"`` rounds the quotient (its gradient is 0, as
+    torch's)."""
+    if rounding_mode is None:
+        return wrap(input) / other
+    if rounding_mode not in _ROUNDING:
+        raise ValueError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+        )
+    return apply(_ROUNDING[rounding_mode], input, other)
+
+
+divide = true_divide = div
+
+
+def floor_divide(input: Any, other: Any) -> Tensor:
+    return div(input, other, rounding_mode="floor")
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
     return apply("pow", input, exponent)
+
+
+def float_power(input: Any, exponent: Any) -> Tensor:
+    """``pow`` in double precision: the result is float64, as torch's."""
+    return _relabel(apply("pow", input, exponent), "float64")
 
 
 def neg(input: Tensor) -> Tensor:
@@ -89,8 +124,46 @@ def sign(input: Tensor) -> Tensor:
     return apply("sign", input)
 
 
+def floor(input: Tensor) -> Tensor:
+    """Rounding down; its gradient is 0, as torch's (so are ``ceil``, ``trunc`` and ``round``)."""
+    return apply("floor", input)
+
+
+def ceil(input: Tensor) -> Tensor:
+    return apply("ceil", input)
+
+
+def trunc(input: Tensor) -> Tensor:
+    return apply("trunc", input)
+
+
+def round(input: Tensor, *, decimals: int = 0) -> Tensor:
+    """To the nearest integer, ties to even (``decimals``: to that many decimal places, as torch computes it)."""
+    if decimals == 0:
+        return apply("round", input)
+    scale = 10.0 ** _builtins.abs(decimals)
+    if decimals > 0:
+        return apply("round", input * scale) / scale
+    return apply("round", input / scale) * scale
+
+
 def atan2(input: Any, other: Any) -> Tensor:
     return apply("atan2", input, other)
+
+
+def hypot(input: Any, other: Any) -> Tensor:
+    """sqrt(input² + other²) without overflow; its gradient is input / hypot (nan at 0, as torch's)."""
+    return apply("hypot", input, other)
+
+
+def logaddexp(input: Any, other: Any) -> Tensor:
+    """log(exp(input) + exp(other)), computed as torch does (no overflow for large inputs)."""
+    return apply("logaddexp", input, other)
+
+
+def xlogy(input: Any, other: Any) -> Tensor:
+    """input · log(other), and 0 where input is 0 (nan where other is nan), as torch.xlogy."""
+    return apply("xlogy", input, other)
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:
@@ -104,21 +177,59 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
-    """Clamp to [min, max]; at a bound the gradient passes, as in torch. Bounds must be numbers."""
-    for bound in (min, max):
-        if isinstance(bound, Tensor):
-            raise _UnsupportedError("clamp() with tensor bounds is not supported; give numbers")
-    return input.clamp(min=min, max=max)
+    """Clamp to [min, max] (numbers or tensors, broadcast): torch's values (``max`` wins where min > max, nan
+    passes) and gradients (the input gets it inside the closed interval, a tensor bound where it clamps)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if not isinstance(min, Tensor) and not isinstance(max, Tensor):
+        return input.clamp(min=min, max=max)
+    if max is None:
+        return apply("clamp_min", input, min)
+    if min is None:
+        return apply("clamp_max", input, max)
+    return apply("clamp_between", input, min, max)
 
 
 clip = clamp
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:
+    return clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:
+    return clamp(input, max=max)
+
+
+def lerp(input: Any, end: Any, weight: Any) -> Tensor:
+    """input + weight · (end − input), computed as torch does: from ``end`` when |weight| ≥ 0.5."""
+    if not isinstance(weight, Tensor):
+        if _builtins.abs(weight) < 0.5:
+            return input + weight * (end - input)
+        return end - (end - input) * (1 - weight)
+    small = apply("lt", weight.abs(), 0.5)
+    return apply("where", small, input + weight * (end - input), end - (end - input) * (1 - weight))
+
+
+def addcmul(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+    """input + value · tensor1 · tensor2 (in torch's order of operations)."""
+    return input + (tensor1 if value == 1 else value * wrap(tensor1)) * tensor2
+
+
+def addcdiv(input: Any, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+    """input + value · tensor1 / tensor2 (in torch's order of operations)."""
+    return input + (tensor1 if value == 1 else value * wrap(tensor1)) / tensor2
 
 
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Tensor:
     """``input`` where ``condition`` holds, else ``other`` (numbers or tensors; broadcast)."""
     if input is None or other is None:
         raise _UnsupportedError("torch.where(condition) (the nonzero form) is not supported; give input and other")
-    return apply("where", condition, input, other)
+    out = apply("where", condition, input, other)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):  # two Python numbers: torch's promotion
+        floating = isinstance(input, float) or isinstance(other, float)
+        _relabel(out, "float32" if floating else "int64")
+    return out
 
 
 def gt(input: Any, other: Any) -> Tensor:
@@ -141,36 +252,17 @@ def eq(input: Any, other: Any) -> Tensor:
     return apply("eq", input, other)
 
 
+def ne(input: Any, other: Any) -> Tensor:
+    return apply("ne", input, other)
+
+
+def isnan(input: Tensor) -> Tensor:
+    return apply("isnan", input)
+
+
 __all__ = [
-    "abs",
-    "add",
-    "atan2",
-    "clamp",
-    "clip",
-    "cos",
-    "div",
-    "eq",
-    "erf",
-    "exp",
-    "ge",
-    "gt",
-    "le",
-    "log",
-    "log1p",
-    "lt",
-    "maximum",
-    "minimum",
-    "mul",
-    "neg",
-    "pow",
-    "reciprocal",
-    "relu",
-    "rsqrt",
-    "sigmoid",
-    "sign",
-    "sin",
-    "sqrt",
-    "sub",
-    "tanh",
-    "where",
-]
+    "abs", "add", "addcdiv", "addcmul", "atan2", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "div",
+    "divide", "eq", "erf", "exp", "float_power", "floor", "floor_divide", "ge", "gt", "hypot", "isnan", "le", "lerp",
+    "log", "log1p", "logaddexp", "lt", "maximum", "minimum", "mul", "ne", "neg", "pow", "reciprocal", "relu", "round",
+    "rsqrt", "sigmoid", "sign", "sin", "sqrt", "sub", "tanh", "true_divide", "trunc", "where", "xlogy",
+]  # fmt: skip

@@ -5,9 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.dims import format_shape as _format_shape
+from ..core.dims import normalize_dims
 from ..core.errors import ShapeError as _ShapeError
 from ..core.errors import UnsupportedError as _UnsupportedError
 from ..core.tensor import Tensor, apply, wrap
+from ..ops.linalg import LETTERS as _LETTERS
+from ..ops.linalg import einsum_op
+from . import linalg as _linalg
+
+_MAX_OPERANDS = 8
+_builtins_max = max
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
@@ -34,45 +41,93 @@ def inverse(input: Tensor) -> Tensor:
     return apply("inv", input)
 
 
-def _einsum_equation(equation: Any) -> str:
-    """The equation with an explicit output (torch's implicit one: letters used once, in alphabetical order)."""
-    if not isinstance(equation, str):
-        raise TypeError(f"einsum(): the equation must be a string, not {type(equation).__name__}")
+def _einsum_subscripts(equation: str, shapes: list) -> str:
+    """The equation in symgrad's form: an explicit output, and each ``...`` spelled with letters of its own
+    (torch's rules: ellipsis dims broadcast from the right, the implicit output is the ellipsis dims and then
+    the letters used once, in alphabetical order)."""
     text = equation.replace(" ", "")
-    if "..." in text:
-        raise _UnsupportedError("einsum(): ellipsis (...) is not supported")
     inputs, arrow, output = text.partition("->")
     subscripts = inputs.split(",")
-    if not all(c.isascii() and c.isalpha() for c in "".join(subscripts) + output):
-        raise RuntimeError(f"einsum(): invalid subscript in equation {equation!r}: use letters a-z, A-Z")
-    if len(subscripts) != 2:
-        raise RuntimeError(f"einsum(): the equation {equation!r} has {len(subscripts)} operands, but 2 were given")
+    if len(subscripts) != len(shapes):
+        more = "more" if len(shapes) > len(subscripts) else "fewer"
+        raise RuntimeError(
+            f"einsum(): {more} operands were provided than specified in the equation (the equation {equation!r} "
+            f"has {len(subscripts)}, {len(shapes)} were given)"
+        )
+    for part in [*subscripts, output]:
+        letters = part.replace("...", "", 1)
+        if not all(c.isascii() and c.isalpha() for c in letters):
+            raise RuntimeError(f"einsum(): invalid subscript given at index {text.find(part)} in the equation string")
+    ellipsis_dims = []
+    for position, (part, shape) in enumerate(zip(subscripts, shapes)):
+        letters = len(part) - 3 if "..." in part else len(part)
+        if ("..." in part and letters > len(shape)) or ("..." not in part and letters != len(shape)):
+            raise RuntimeError(
+                f"einsum(): the number of subscripts in the equation ({letters}) does not match the number of "
+                f"dimensions ({len(shape)}) for operand {position}"
+                + ("" if "..." in part else " and no ellipsis was given")
+            )
+        ellipsis_dims.append(len(shape) - letters if "..." in part else 0)
+    used = set(text)
+    spare = "".join(c for c in _LETTERS if c not in used)[: _builtins_max(ellipsis_dims, default=0)]
+    subscripts = [p.replace("...", spare[len(spare) - e :] if e else "") for p, e in zip(subscripts, ellipsis_dims)]
     letters = "".join(subscripts)
     if not arrow:
-        output = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    elif len(set(output)) != len(output) or not set(output) <= set(letters):
-        raise RuntimeError(f"einsum(): output subscripts {output!r} must be distinct and appear in the inputs")
-    return f"{inputs}->{output}"
+        output = spare + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in spare))
+    else:
+        output = output.replace("...", spare)
+        if len(set(output)) != len(output) or not set(output) <= set(letters):
+            raise RuntimeError(f"einsum(): output subscripts {output!r} must be distinct and appear in the inputs")
+    return f"{','.join(subscripts)}->{output}"
 
 
 def einsum(equation: str, *operands: Any) -> Tensor:
-    """Einstein summation of exactly two operands, e.g. ``einsum("ij,jk->ik", a, b)``."""
+    """Einstein summation of any number of operands, e.g. ``einsum("ij,jk->ik", a, b)``, with ``...``,
+    diagonals (``"ii->i"``) and torch's broadcasting of size-1 dims."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    if len(operands) != 2:
-        raise _UnsupportedError(f"einsum() with {len(operands)} operands is not supported; give exactly two")
-    a, b = operands
-    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): the equation must be a string, not {type(equation).__name__}")
+    if not operands or not all(isinstance(t, Tensor) for t in operands):
         raise TypeError("einsum(): operands must be tensors")
-    return apply("einsum", a, b, equation=_einsum_equation(equation))
+    if len(operands) > _MAX_OPERANDS:
+        raise _UnsupportedError(f"einsum() with {len(operands)} operands is not supported (at most {_MAX_OPERANDS})")
+    return einsum_op(*operands, equation=_einsum_subscripts(equation, [t.shape for t in operands]))
+
+
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
+    """Contract the last ``dims`` dims of a with the first ``dims`` of b, or the dims of two lists."""
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        left, right = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        left, right = ([d] if isinstance(d, int) else list(d) for d in dims)
+    if len(left) != len(right):
+        raise RuntimeError("both dimension lists should have same length")
+    left = [normalize_dims(d, a.ndim)[0] for d in left]
+    right = [normalize_dims(d, b.ndim)[0] for d in right]
+    for i, j in zip(left, right):
+        if a.shape[i] != b.shape[j] and 1 not in (a.shape[i], b.shape[j]):  # a size-1 dim broadcasts, as in torch
+            raise _ShapeError(
+                f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} and second has "
+                f"size {b.shape[j]} in dim {j}"
+            )
+    first = _LETTERS[: a.ndim]
+    second = [None] * b.ndim
+    for i, j in zip(left, right):
+        second[j] = first[i]
+    free = iter(_LETTERS[a.ndim :])
+    second = "".join(c if c is not None else next(free) for c in second)
+    output = "".join(c for k, c in enumerate(first) if k not in left) + "".join(
+        c for k, c in enumerate(second) if k not in right
+    )
+    return einsum_op(a, b, equation=f"{first},{second}->{output}")
 
 
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """``input[:, None] * vec2[None, :]`` for 1-D tensors."""
-    for what, t in (("self", input), ("vec2", vec2)):
-        if t.ndim != 1:
-            raise _ShapeError(f"outer: Expected 1-D argument {what}, but got {t.ndim}-D")
-    return input.unsqueeze(1) * vec2.unsqueeze(0)
+    return apply("outer", input, vec2)
 
 
 ger = outer
@@ -117,4 +172,34 @@ def addmm(input: Any, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any =
     return (wrap(input) if beta == 1 else beta * wrap(input)) + product
 
 
-__all__ = ["addmm", "bmm", "det", "dot", "einsum", "ger", "inverse", "logdet", "matmul", "mm", "outer", "trace"]
+def baddbmm(input: Any, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * (batch1 @ batch2)`` for 3-D batches; with beta = 0, ``input`` is ignored."""
+    product = bmm(batch1, batch2)
+    if alpha != 1:
+        product = alpha * product
+    if beta == 0:
+        return product
+    return (wrap(input) if beta == 1 else beta * wrap(input)) + product
+
+
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """The product of a matrix and a vector."""
+    if input.ndim != 2 or vec.ndim != 1:
+        raise _ShapeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
+    return apply("matmul", input, vec)
+
+
+def cholesky(input: Tensor, upper: bool = False) -> Tensor:
+    """torch.cholesky (deprecated in torch for torch.linalg.cholesky, which it equals)."""
+    return _linalg.cholesky(input, upper=upper)
+
+
+def svd(input: Tensor, some: bool = True, compute_uv: bool = True) -> Any:
+    """Refused, as torch.linalg.svd."""
+    return _linalg.svd(input)
+
+
+__all__ = [
+    "addmm", "baddbmm", "bmm", "cholesky", "det", "dot", "einsum", "ger", "inverse", "logdet", "matmul", "mm", "mv",
+    "outer", "svd", "tensordot", "trace",
+]  # fmt: skip

@@ -1,13 +1,19 @@
-"""Reductions and ops along a dimension: sums, means, maxima, norms, variance, the softmax family, cumsum."""
+"""Reductions and ops along a dimension: sums, products, extrema and their indices, norms, variance, the
+softmax family, cumulative sums and products, topk.
+
+>>> import symgrad.torch as torch
+>>> x = torch.tensor([[1.0, 5.0, 2.0], [4.0, 0.0, 3.0]], name="x")
+>>> torch.max(x, 1).indices.tolist(), torch.prod(x, 1).tolist(), torch.topk(x, 2).values.tolist()
+([1, 0], [10.0, 0.0], [[5.0, 2.0], [4.0, 3.0]])
+"""
 
 from __future__ import annotations
 
-import math as _math
 from typing import Any
 
-from ..core.dims import normalize_dims as _normalize_dims
+from ..core.errors import UnsupportedError as _UnsupportedError
+from ..core.methods import relabel as _relabel
 from ..core.tensor import Tensor
-from .pointwise import maximum
 
 
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -18,12 +24,18 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return input.mean(dim=dim, keepdim=keepdim)
 
 
-def softmax(input: Tensor, dim: int) -> Tensor:
-    return input.softmax(dim)
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """The product of all entries, or over one ``dim``; its gradient is exact where entries are 0, as torch's."""
+    return input.prod(dim, keepdim=keepdim, dtype=dtype)
 
 
-def log_softmax(input: Tensor, dim: int) -> Tensor:
-    return input.log_softmax(dim)
+def softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    """exp(x) / Σ exp(x) over ``dim``; its numbers subtract the maximum first, as torch's (no overflow)."""
+    return input.softmax(dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    return input.log_softmax(dim, dtype=dtype)
 
 
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
@@ -35,23 +47,47 @@ def amax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return input.amax(dim, keepdim=keepdim)
 
 
+def amin(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """The smallest entry over ``dim``; ties share the gradient evenly, as in torch."""
+    return input.amin(() if dim is None else dim, keepdim=keepdim)
+
+
 def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
-    """``max(x)`` (ties share the gradient), ``max(x, dim)`` -> (values, indices) with the gradient going to the
-    first maximal entry (``indices`` is None: symgrad does not compute it), or ``max(x, other)`` = ``maximum``."""
-    if isinstance(dim, Tensor):
-        if keepdim:
-            raise TypeError("max(input, other) takes no keepdim")
-        return maximum(input, dim)
+    """``max(x)`` (ties share the gradient), ``max(x, dim)`` -> (values, int64 indices) with the gradient going
+    to the first maximal entry, or ``max(x, other)`` = ``maximum``."""
+    if isinstance(dim, Tensor) and keepdim:
+        raise TypeError("max(input, other) takes no keepdim")
     return input.max(dim, keepdim=keepdim)
 
 
-def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
-    """The p-norm over ``dim`` (all dims by default): p = 2 or 'fro' (gradient 0 at 0, as torch), 1 or inf."""
-    if p == _math.inf:
-        return input.abs().amax(_normalize_dims(dim, input.ndim), keepdim=keepdim)
-    if p is None:
-        p = 2
-    return input.norm(p, dim=dim, keepdim=keepdim)
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """``min(x)``, ``min(x, dim)`` -> (values, indices), or ``min(x, other)`` = ``minimum``, as :func:`max`."""
+    if isinstance(dim, Tensor) and keepdim:
+        raise TypeError("min(input, other) takes no keepdim")
+    return input.min(dim, keepdim=keepdim)
+
+
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The int64 index of the first maximum along ``dim`` (of the flattened input when ``dim`` is None)."""
+    return input.argmax(dim, keepdim=keepdim)
+
+
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    return input.argmin(dim, keepdim=keepdim)
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Any:
+    """(values, indices) of the k largest (or smallest) entries along ``dim``, sorted; the input needs values,
+    since which entries they are depends on them."""
+    return input.topk(k, dim, largest=largest, sorted=sorted)
+
+
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """The p-norm over ``dim`` (all dims by default): 'fro', any number p (0 counts the non-zero entries), inf,
+    -inf, with torch's gradients (0 where the norm is 0, ties of ±inf shared). 'nuc' needs singular values."""
+    if p == "nuc":
+        raise _UnsupportedError("norm with p='nuc' needs singular values, which symgrad does not compute")
+    return _relabel(input.norm(2 if p is None else p, dim=dim, keepdim=keepdim), dtype)
 
 
 def _spread_arguments(dim: Any, unbiased: Any, correction: Any, what: str) -> tuple[Any, Any]:
@@ -83,8 +119,24 @@ def std(
     return input.std(dim, correction=correction, keepdim=keepdim)
 
 
-def cumsum(input: Tensor, dim: int) -> Tensor:
-    return input.cumsum(dim)
+def var_mean(
+    input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None
+) -> Any:
+    """(var, mean), with :func:`var`'s arguments."""
+    dim, correction = _spread_arguments(dim, unbiased, correction, "var_mean")
+    return input.var(dim, correction=correction, keepdim=keepdim), input.mean(dim, keepdim=keepdim)
 
 
-__all__ = ["amax", "cumsum", "log_softmax", "logsumexp", "max", "mean", "norm", "softmax", "std", "sum", "var"]
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    return input.cumsum(dim, dtype=dtype)
+
+
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """Running products along ``dim``; the gradient is exact where entries are 0, as torch's."""
+    return input.cumprod(dim, dtype=dtype)
+
+
+__all__ = [
+    "amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "log_softmax", "logsumexp", "max", "mean", "min",
+    "norm", "prod", "softmax", "std", "sum", "topk", "var", "var_mean",
+]  # fmt: skip

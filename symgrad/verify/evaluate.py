@@ -119,6 +119,27 @@ def _common(node: sympy.Basic, values: dict, zero: Any, one: Any) -> Any:
         return max(_real(args[0]), _real(args[1]))
     if isinstance(node, functions.masked_div):
         return zero if args[1] == 0 else args[0] / args[1]
+    return _rounding(node, [_real(a) for a in args], zero, one)
+
+
+def _rounding(node: sympy.Basic, args: list, zero: Any, one: Any) -> Any:
+    """symgrad's rounding functions, the first maximum and the count of ties, exactly in both arithmetics."""
+    if isinstance(node, functions.max_first):
+        return max(args)
+    if isinstance(node, functions.max_ties):
+        top = max(args)
+        return sum((one for a in args if a == top), zero)
+    kind = type(node)
+    if kind in (functions.floor, functions.ceil, functions.trunc, functions.round_half_even, functions.div_floor):
+        x = args[0] / args[1] if kind is functions.div_floor else args[0]
+        whole = {
+            functions.floor: math.floor,
+            functions.div_floor: math.floor,
+            functions.ceil: math.ceil,
+            functions.trunc: math.trunc,
+            functions.round_half_even: lambda v: round(Fraction(v) if not isinstance(v, Fraction) else v),
+        }[kind](x)
+        return one * whole
     raise LookupError(node.func)
 
 
@@ -140,6 +161,9 @@ _MPMATH_FUNCTIONS: dict[Any, Callable] = {
     functions.softplus: lambda x: mpmath.log(1 + mpmath.exp(x)),
     functions.norm2: lambda *xs: mpmath.sqrt(mpmath.fsum(x * x for x in xs)),
     sympy.atan2: lambda y, x: mpmath.atan2(_real(y), _real(x)),
+    functions.hypot: lambda a, b: mpmath.hypot(_real(a), _real(b)),
+    functions.logaddexp: lambda a, b: mpmath.log(mpmath.exp(a) + mpmath.exp(b)),
+    functions.xlogy: lambda x, y: mpmath.mpf(0) if x == 0 else x * mpmath.log(y),
     functions.stdev: lambda c, *xs: mpmath.sqrt(
         mpmath.fsum((x - mpmath.fsum(xs) / len(xs)) ** 2 for x in xs) / max(0, len(xs) - c)
     ),

@@ -1,0 +1,130 @@
+"""Convolutions of ``torch.nn.functional`` (``conv1d``, ``conv2d``) as patches times the kernel.
+
+The padded input's window slices (one per kernel offset, see :mod:`.windows`) are laid side by side, channels last,
+and multiplied by the kernel reshaped to ``(out_channels, kernel offsets × in_channels)``: each output entry is one
+sum of products, and the gradient is that of slicing, padding and a matrix product.
+
+>>> import symgrad.torch as torch
+>>> x = torch.tensor([[[1.0, 2.0, 3.0]]], name="x")
+>>> w = torch.tensor([[[1.0, -1.0]]], requires_grad=True, name="w")
+>>> torch.nn.functional.conv1d(x, w).tolist()
+[[[-1.0, -1.0]]]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.dims import is_concrete
+from ...core.errors import UnsupportedError
+from ...core.tensor import Tensor, apply
+from .windows import as_tuple, pad_spatial, window_slices
+
+
+def _listed(shape: tuple) -> str:
+    return f"[{', '.join(map(str, shape))}]"
+
+
+def _padding(padding: Any, n: int, kernel: tuple, stride: tuple, dilation: tuple) -> tuple[tuple, tuple]:
+    """(before, after) zero padding per spatial dim; 'same' puts the odd one after, as torch."""
+    if padding == "valid":
+        return (0,) * n, (0,) * n
+    if padding == "same":
+        if any(s != 1 for s in stride):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        total = tuple(d * (k - 1) for k, d in zip(kernel, dilation))
+        return tuple(t // 2 for t in total), tuple(t - t // 2 for t in total)
+    if isinstance(padding, str):
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    both = as_tuple(padding, n, "padding")
+    if any(p < 0 for p in both):
+        raise RuntimeError("negative padding is not supported")
+    return both, both
+
+
+def _conv(
+    input: Tensor, weight: Tensor, bias: Any, stride: Any, padding: Any, dilation: Any, groups: int, n: int
+) -> Tensor:
+    if not is_concrete(input.shape) or not is_concrete(weight.shape):
+        raise UnsupportedError(f"conv{n}d needs concrete sizes (its windows are slices of the input)")
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(
+            f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to conv{n}d, but got input of size: "
+            f"{_listed(input.shape)}"
+        )
+    batched = input.ndim == n + 2
+    x = input if batched else input.unsqueeze(0)
+    if weight.ndim != n + 2:
+        raise RuntimeError(
+            f"weight should have at least three dimensions (got weight of size {_listed(weight.shape)}) for conv{n}d"
+        )
+    out_channels, group_channels, *kernel = weight.shape
+    kernel = tuple(kernel)
+    stride, dilation = as_tuple(stride, n, "stride"), as_tuple(dilation, n, "dilation")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if x.shape[1] != group_channels * groups or out_channels % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {_listed(weight.shape)}, expected input{_listed(x.shape)} to "
+            f"have {group_channels * groups} channels, but got {x.shape[1]} channels instead"
+        )
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_channels):
+        raise RuntimeError(
+            f"Given weight of size {_listed(weight.shape)}, expected bias to be 1-dimensional with {out_channels} "
+            f"elements, but got bias of size {_listed(bias.shape)} instead"
+        )
+    low, high = _padding(padding, n, kernel, stride, dilation)
+    sizes = tuple(size + lo + hi for size, lo, hi in zip(x.shape[2:], low, high))
+    spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    if any(span > size for span, size in zip(spans, sizes)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, sizes))}). Kernel size: "
+            f"({' x '.join(map(str, spans))}). Kernel size can't be greater than actual input size"
+        )
+    out = tuple((size - span) // s + 1 for size, span, s in zip(sizes, spans, stride))
+    channels_last = pad_spatial(x, low, high, 0.0).permute(0, *range(2, n + 2), 1)
+    per_group = out_channels // groups
+    results = []
+    for g in range(groups):
+        part = channels_last[(..., slice(g * group_channels, (g + 1) * group_channels))]
+        slices = window_slices(part, kernel, stride, dilation, out, after=1)
+        patches = slices[0] if len(slices) == 1 else apply("cat", *slices, dim=n + 1)
+        kernel_rows = weight[g * per_group : (g + 1) * per_group].permute(0, *range(2, n + 2), 1)
+        results.append(patches @ kernel_rows.reshape(per_group, -1).mT)
+    y = results[0] if groups == 1 else apply("cat", *results, dim=n + 1)
+    y = y.permute(0, n + 1, *range(1, n + 1))
+    if bias is not None:
+        y = y + bias.reshape(out_channels, *([1] * n))
+    return y if batched else y[0]
+
+
+def conv1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
+    """Σ_c,k weight[o, c, k] · x[n, g·C/groups + c, l·stride + k·dilation] (+ bias[o]), over the zero-padded input;
+    ``padding`` may be an int, a tuple, 'valid' or 'same'."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
+    """The 2-D convolution (torch's cross-correlation) with ``stride``, ``padding``, ``dilation`` and ``groups``."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+__all__ = ["conv1d", "conv2d"]

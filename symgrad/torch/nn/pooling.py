@@ -1,0 +1,246 @@
+"""Poolings of ``torch.nn.functional``: max, average and adaptive average pooling in 1-D and 2-D.
+
+A pooling reduces the window slices of the padded input (see :mod:`.windows`) stacked along a new last dim:
+``max_pool`` takes their maximum, whose gradient goes to the first maximal entry of each window in row-major
+order, the one torch picks (and reports in ``return_indices``); ``avg_pool`` divides their sum by torch's count.
+
+>>> import symgrad.torch as torch
+>>> x = torch.tensor([[[1.0, 3.0, 3.0, 2.0]]], requires_grad=True, name="x")
+>>> y = torch.nn.functional.max_pool1d(x, 2, stride=1)
+>>> y.sum().backward()
+>>> x.grad.tolist()
+[[[0.0, 2.0, 1.0, 0.0]]]
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+
+from ...core.constructors import tensor
+from ...core.dims import is_concrete
+from ...core.errors import UnsupportedError
+from ...core.tensor import Tensor, apply, constant
+from .windows import as_tuple, pad_spatial, stack_last, window_slices, windows_out_length
+
+
+class _Windows:
+    """The geometry of a pooling: kernel, stride, padding, dilation and output size per spatial dim."""
+
+    def __init__(
+        self, input: Tensor, n: int, what: str, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode
+    ) -> None:
+        if not is_concrete(input.shape):
+            raise UnsupportedError(f"{what} needs concrete sizes (its windows are slices of the input)")
+        if input.ndim not in (n + 1, n + 2):
+            raise RuntimeError(f"{what}: Expected {n + 1}D or {n + 2}D input, but got {input.ndim}D input")
+        self.n, self.what = n, what
+        self.kernel = as_tuple(kernel_size, n, "kernel_size")
+        self.stride = self.kernel if stride is None or stride == () else as_tuple(stride, n, "stride")
+        self.padding = as_tuple(padding, n, "padding")
+        self.dilation = as_tuple(dilation, n, "dilation")
+        if any(k <= 0 for k in self.kernel):
+            raise RuntimeError(f"{what}() kernel_size must be greater than zero, but got {kernel_size}")
+        if any(s <= 0 for s in self.stride):
+            raise RuntimeError("stride should not be zero")
+        for p, k, d in zip(self.padding, self.kernel, self.dilation):
+            if what == "max_pool1d" and (p < 0 or p > k // 2):
+                raise RuntimeError(
+                    "max_pool1d() padding should be at most half of kernel size, but got "
+                    f"padding={p} and kernel_size={k}"
+                )
+            if p < 0 or p > (d * (k - 1) + 1) // 2:
+                raise RuntimeError(
+                    f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and "
+                    f"dilation={d}"
+                )
+        self.sizes = tuple(input.shape[-n:])
+        self.out = tuple(
+            windows_out_length(size, k, s, p, d, ceil_mode)
+            for size, k, s, p, d in zip(self.sizes, self.kernel, self.stride, self.padding, self.dilation)
+        )
+        if any(o <= 0 for o in self.out):
+            if what == "max_pool1d":
+                raise RuntimeError(f"max_pool1d() Invalid computed output size: {self.out[0]}")
+            channels = input.shape[-n - 1] if input.ndim == n + 2 else input.shape[0]
+            plane = (1,) * (2 - n)  # torch pools 1-D inputs as 2-D ones of height 1
+            size = "x".join(map(str, (channels, *plane, *self.sizes)))
+            out = "x".join(map(str, (channels, *plane, *self.out)))
+            raise RuntimeError(f"Given input size: ({size}). Calculated output size: ({out}). Output size is too small")
+
+    def stacked(self, input: Tensor, fill: float) -> Tensor:
+        """The windows along a new last dim: shape ``input.shape[:-n] + out + (window size,)``."""
+        high = tuple(
+            max(p, (o - 1) * s + d * (k - 1) + 1 - size - p)
+            for size, k, s, p, d, o in zip(self.sizes, self.kernel, self.stride, self.padding, self.dilation, self.out)
+        )
+        padded = pad_spatial(input, self.padding, high, fill)
+        return stack_last(window_slices(padded, self.kernel, self.stride, self.dilation, self.out))
+
+    def first_max_indices(self, input: Tensor) -> Tensor:
+        """torch's ``return_indices``: the flat spatial index of each window's first maximum (a nan wins)."""
+        if not input.has_values():
+            raise UnsupportedError(f"{self.what}(return_indices=True) needs the input's values")
+        values = np.array(input.tolist(), dtype=float).reshape(-1, *self.sizes)
+        flat = np.arange(math.prod(self.sizes)).reshape(self.sizes)
+        out = np.zeros((values.shape[0], *self.out), dtype=np.int64)
+        for position in itertools.product(*(range(o) for o in self.out)):
+            picks = [
+                tuple(
+                    o * s - p + k * d for o, s, p, k, d in zip(position, self.stride, self.padding, ks, self.dilation)
+                )
+                for ks in itertools.product(*(range(k) for k in self.kernel))
+            ]
+            inside = [q for q in picks if all(0 <= c < size for c, size in zip(q, self.sizes))]
+            for row in range(values.shape[0]):
+                best = None
+                for q in inside:
+                    v = values[(row, *q)]
+                    if best is None or v > values[(row, *best)] or math.isnan(v):
+                        best = q
+                out[(row, *position)] = flat[best]
+        return tensor(out.reshape(*input.shape[: -self.n], *self.out).tolist(), dtype="int64")
+
+
+def _max_pool(
+    input: Tensor, n: int, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool, indices: bool
+) -> Any:
+    what = f"max_pool{n}d"
+    windows = _Windows(input, n, what, kernel_size, stride, padding, dilation, ceil_mode)
+    out = windows.stacked(input, -math.inf).max(-1).values
+    return (out, windows.first_max_indices(input)) if indices else out
+
+
+def max_pool1d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """The maximum of each window (padding is −inf); the gradient goes to the first maximal entry, as torch's.
+    With ``return_indices``, also the index of that entry along the input's last dim."""
+    return _max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """The maximum of each 2-D window; the gradient goes to the window's first maximum in row-major order, and
+    ``return_indices`` gives its flat index ``h · W + w``."""
+    return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _avg_pool(
+    input: Tensor,
+    n: int,
+    kernel_size: Any,
+    stride: Any,
+    padding: Any,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override: Any,
+) -> Tensor:
+    windows = _Windows(input, n, f"avg_pool{n}d", kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    total = windows.stacked(input, 0.0).sum(dim=-1)
+    return total / _divisors(windows, count_include_pad, divisor_override)
+
+
+def _divisors(windows: _Windows, count_include_pad: bool, divisor_override: Any) -> Any:
+    """torch's divisor per output position: the window within the padded input (or within the input alone)."""
+    if divisor_override is not None:
+        return divisor_override
+    counts = np.ones(windows.out, dtype=float)
+    for axis, (size, k, s, p, o) in enumerate(
+        zip(windows.sizes, windows.kernel, windows.stride, windows.padding, windows.out)
+    ):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, size + p)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, size)
+        shape = [1] * windows.n
+        shape[axis] = o
+        counts = counts * (end - start).reshape(shape)
+    if np.all(counts == counts.reshape(-1)[0]):
+        return float(counts.reshape(-1)[0])
+    return constant(counts.tolist(), dtype="float64")
+
+
+def avg_pool1d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> Tensor:
+    """The mean of each window: its sum over the zero-padded input, divided by the window's size within the padded
+    input (or within the input, ``count_include_pad=False``), as torch counts."""
+    return _avg_pool(input, 1, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+def avg_pool2d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: Any = None,
+) -> Tensor:
+    """The mean of each 2-D window (``divisor_override`` replaces torch's count)."""
+    return _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def _adaptive_avg_pool(input: Tensor, output_size: Any, n: int) -> Tensor:
+    what = f"adaptive_avg_pool{n}d"
+    if not is_concrete(input.shape):
+        raise UnsupportedError(f"{what} needs concrete sizes")
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{what}(): Expected {n + 1}D or {n + 2}D tensor, but got {input.ndim}D tensor")
+    sizes = (output_size,) * n if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    if len(sizes) == 1:
+        sizes = sizes * n
+    if len(sizes) != n:
+        raise RuntimeError(f"{what}: output_size must be {n}")
+    out = input
+    for axis, target in zip(range(input.ndim - n, input.ndim), sizes):
+        size = input.shape[axis]
+        target = size if target is None else target
+        if target < 0 or (target == 0 and input.numel() != 0):
+            raise RuntimeError(f"{what}(): output_size must be positive, but got {target}")
+        parts = []
+        for i in range(target):
+            start, end = (i * size) // target, -((-(i + 1) * size) // target)
+            window = out[(slice(None),) * axis + (slice(start, end),)]
+            parts.append(window.sum(dim=axis, keepdim=True) / (end - start))
+        out = parts[0] if len(parts) == 1 else apply("cat", *parts, dim=axis)
+    return out
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """The mean over torch's adaptive windows: output i averages entries floor(i·L/out) to ceil((i + 1)·L/out)."""
+    return _adaptive_avg_pool(input, output_size, 1)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """Adaptive means over both spatial dims (``None`` keeps a dim's size)."""
+    return _adaptive_avg_pool(input, output_size, 2)
+
+
+__all__ = [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d",
+]  # fmt: skip
