@@ -20,7 +20,6 @@ values, exactly as it would without symgrad; the symbolic graph records what hap
 from __future__ import annotations
 
 import inspect
-import re
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from ..core.constructors import symbols, tensor
 from ..core.dims import dims
 from ..core.errors import SymgradError, UnsupportedError
 from ..core.tensor import Tensor, constant
+from .nn.modules.module import leaf_name
 
 # Tensor attributes and methods whose result is not a tensor: the real answer is the answer.
 _PLAIN = {
@@ -86,12 +86,6 @@ class Trace:
     inputs: list[Tensor]
     parameters: dict[str, Tensor] = field(default_factory=dict)
     buffers: dict[str, Tensor] = field(default_factory=dict)
-
-
-def leaf_name(name: str) -> str:
-    """A module's parameter name (``fc1.weight``, ``0.bias``) as a tensor name: ``fc1_weight``, ``p0_bias``."""
-    spelled = re.sub(r"\W", "_", name)
-    return spelled if spelled[:1].isalpha() else f"p{spelled}"
 
 
 def _user_line() -> str:

@@ -1,0 +1,62 @@
+"""Dropout modules: the input itself in eval mode or with ``p=0``, zeros with ``p=1`` in training (as torch); a
+random mask in training, which symgrad cannot reproduce, is refused (multiply by a mask of your own instead).
+
+>>> import symgrad.torch as torch
+>>> drop = torch.nn.Dropout(0.5).eval()
+>>> drop(torch.tensor([1.0, 2.0])).tolist()
+[1.0, 2.0]
+"""
+
+from __future__ import annotations
+
+from ....core.errors import UnsupportedError
+from ....core.tensor import Tensor
+from .. import functional as F  # noqa: N812 - torch spells it F
+from .module import Module
+
+
+class Dropout(Module):
+    """Zeroes entries with probability ``p`` in training (refused unless p is 0 or 1); the identity in eval mode."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._refuse_random_mask()
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def _refuse_random_mask(self) -> None:
+        if self.training and 0 < self.p < 1:
+            raise UnsupportedError(
+                f"{type(self).__name__}(p={self.p}) in training mode draws a random mask that symgrad cannot "
+                "reproduce; call .eval(), or multiply by a mask of your own: input * mask / (1 - p)"
+            )
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class _ChannelDropout(Dropout):
+    def forward(self, input: Tensor) -> Tensor:
+        self._refuse_random_mask()
+        if not self.training or self.p == 0:
+            return input
+        return input * 0.0  # p == 1: every channel dropped
+
+
+class Dropout1d(_ChannelDropout):
+    """Zeroes whole channels in training (refused unless p is 0 or 1); the identity in eval mode."""
+
+
+class Dropout2d(_ChannelDropout):
+    """Zeroes whole channels in training (refused unless p is 0 or 1); the identity in eval mode."""
+
+
+class AlphaDropout(_ChannelDropout):
+    """SELU-preserving dropout in training (refused unless p is 0 or 1); the identity in eval mode."""
+
+
+__all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d"]
