@@ -103,6 +103,7 @@ class AttentionScoresFunction(torch.autograd.Function):
         ctx.mark_non_differentiable(t_1)
         ctx.sizes = (d,)
         ctx.save_for_backward(Q, K, V, t_1)
+        ctx.save_for_forward(Q, K, V, t_1)
 
     @staticmethod
     def backward(ctx, grad_output, *_):
@@ -116,6 +117,24 @@ class AttentionScoresFunction(torch.autograd.Function):
         grad_K = t_3.T @ Q
         grad_V = t_1.T @ grad_output
         return grad_Q, grad_K, grad_V
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        Q, K, V, t_1 = ctx.saved_tensors
+        tangent_Q = tangents[0]
+        if tangent_Q is None:
+            tangent_Q = torch.zeros_like(Q)
+        tangent_K = tangents[1]
+        if tangent_K is None:
+            tangent_K = torch.zeros_like(K)
+        tangent_V = tangents[2]
+        if tangent_V is None:
+            tangent_V = torch.zeros_like(V)
+        d = Q.shape[1]
+        t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
+        t_2 = ((Q @ tangent_K.T + tangent_Q @ K.T) / math.sqrt(d)) * t_1
+        output_tangent = t_1 @ tangent_V + (t_2 + (-t_2).sum(dim=1, keepdim=True) * t_1) @ V
+        return output_tangent, None
 
 
 def apply(Q, K, V):

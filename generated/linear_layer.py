@@ -58,7 +58,8 @@ def forward_and_vjp(W, X, b, grad_output):
 class LinearLayerFunction(torch.autograd.Function):
     r"""out = W @ X + b, with the closed-form backward above.
 
-    Saves what the backward formula reads: X. The backward is written
+    Saves what the backward formula reads: X, and the
+    inputs it recomputes those from under create_graph=True: W, b. The backward is written
     in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     """
 
@@ -71,17 +72,33 @@ class LinearLayerFunction(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        _, X, _ = inputs
-        ctx.save_for_backward(X)
+        W, X, b = inputs
+        ctx.save_for_backward(W, X, b)
+        ctx.save_for_forward(W, X, b)
 
     @staticmethod
     def backward(ctx, grad_output):
-        (X,) = ctx.saved_tensors
+        _, X, _ = ctx.saved_tensors
         if any(ctx.needs_input_grad[i] for i in (1,)):
             raise RuntimeError("LinearLayerFunction gives gradients for W, b only")
         grad_W = grad_output @ X.T
         grad_b = grad_output.sum(dim=1, keepdim=True)
         return grad_W, None, grad_b
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        W, X, b = ctx.saved_tensors
+        tangent_W = tangents[0]
+        if tangent_W is None:
+            tangent_W = torch.zeros_like(W)
+        tangent_X = tangents[1]
+        if tangent_X is None:
+            tangent_X = torch.zeros_like(X)
+        tangent_b = tangents[2]
+        if tangent_b is None:
+            tangent_b = torch.zeros_like(b)
+        output_tangent = tangent_b + (W @ tangent_X + tangent_W @ X)
+        return output_tangent
 
 
 def apply(W, X, b):

@@ -7,9 +7,8 @@ Expression: out = F.binary_cross_entropy_with_logits(X @ w, y)
 Shapes: X: m×n, w: n, y: m
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_w = X.T @ ((grad_output / m) * torch.sigmoid(X @ w) - (grad_output / m) * y)
-    LaTeX: X^{\top} \left(\frac{\mathrm{grad\_output}}{m} \sigma\left(X w\right) -
-        \frac{\mathrm{grad\_output}}{m} y\right)
+    grad_w = ((torch.sigmoid(X @ w) - y) * (grad_output / m)) @ X
+    LaTeX: \left(\left(\sigma\left(X w\right) - y\right) \frac{\mathrm{grad\_output}}{m}\right) X
 """
 
 import torch
@@ -41,8 +40,7 @@ def vjp(X, w, y, grad_output):
     _check_shapes(X, w, y)
     m = X.shape[0]
     t_1 = X @ w
-    t_2 = grad_output / m
-    grad_w = X.T @ (t_2 * torch.sigmoid(t_1) - t_2 * y)
+    grad_w = ((torch.sigmoid(t_1) - y) * (grad_output / m)) @ X
     return (grad_w,)
 
 
@@ -52,8 +50,7 @@ def forward_and_vjp(X, w, y, grad_output):
     m = X.shape[0]
     t_1 = X @ w
     output = (torch.nn.functional.softplus(t_1) - y * t_1).mean()
-    t_2 = grad_output / m
-    grad_w = X.T @ (t_2 * torch.sigmoid(t_1) - t_2 * y)
+    grad_w = ((torch.sigmoid(t_1) - y) * (grad_output / m)) @ X
     return output, (grad_w,)
 
 
@@ -82,6 +79,7 @@ class LogisticRegressionFunction(torch.autograd.Function):
         ctx.mark_non_differentiable(t_1)
         ctx.sizes = (m,)
         ctx.save_for_backward(X, w, y, t_1)
+        ctx.save_for_forward(X, w, y, t_1)
 
     @staticmethod
     def backward(ctx, grad_output, *_):
@@ -91,9 +89,26 @@ class LogisticRegressionFunction(torch.autograd.Function):
             raise RuntimeError("LogisticRegressionFunction gives gradients for w only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             t_1 = X @ w
-        t_2 = grad_output / m
-        grad_w = X.T @ (t_2 * torch.sigmoid(t_1) - t_2 * y)
+        grad_w = ((torch.sigmoid(t_1) - y) * (grad_output / m)) @ X
         return None, grad_w, None
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        X, w, y, t_1 = ctx.saved_tensors
+        tangent_X = tangents[0]
+        if tangent_X is None:
+            tangent_X = torch.zeros_like(X)
+        tangent_w = tangents[1]
+        if tangent_w is None:
+            tangent_w = torch.zeros_like(w)
+        tangent_y = tangents[2]
+        if tangent_y is None:
+            tangent_y = torch.zeros_like(y)
+        m = X.shape[0]
+        t_1 = X @ tangent_w + tangent_X @ w
+        t_2 = X @ w
+        output_tangent = ((t_1 * torch.sigmoid(t_2) - (t_1 * y + tangent_y * t_2)) / m).sum()
+        return output_tangent, None
 
 
 def apply(X, w, y):

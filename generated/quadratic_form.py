@@ -74,6 +74,7 @@ class QuadraticFormFunction(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         x, A = inputs
         ctx.save_for_backward(x, A)
+        ctx.save_for_forward(x, A)
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -82,6 +83,19 @@ class QuadraticFormFunction(torch.autograd.Function):
         grad_x = (A.T @ x) * grad_output + A @ t_1.T
         grad_A = x * t_1
         return grad_x, grad_A
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        x, A = ctx.saved_tensors
+        tangent_x = tangents[0]
+        if tangent_x is None:
+            tangent_x = torch.zeros_like(x)
+        tangent_A = tangents[1]
+        if tangent_A is None:
+            tangent_A = torch.zeros_like(A)
+        t_1 = x.T
+        output_tangent = t_1 @ A @ tangent_x + (t_1 @ tangent_A + tangent_x.T @ A) @ x
+        return output_tangent
 
 
 def apply(x, A):

@@ -83,6 +83,7 @@ class ReluLayerFunction(torch.autograd.Function):
         output, t_1 = output
         ctx.mark_non_differentiable(t_1)
         ctx.save_for_backward(W, X, b, t_1)
+        ctx.save_for_forward(W, X, b, t_1)
 
     @staticmethod
     def backward(ctx, grad_output, *_):
@@ -95,6 +96,21 @@ class ReluLayerFunction(torch.autograd.Function):
         grad_W = t_2 @ X.T
         grad_b = t_2.sum(dim=1, keepdim=True)
         return grad_W, None, grad_b
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        W, X, b, _ = ctx.saved_tensors
+        tangent_W = tangents[0]
+        if tangent_W is None:
+            tangent_W = torch.zeros_like(W)
+        tangent_X = tangents[1]
+        if tangent_X is None:
+            tangent_X = torch.zeros_like(X)
+        tangent_b = tangents[2]
+        if tangent_b is None:
+            tangent_b = torch.zeros_like(b)
+        output_tangent = (tangent_b + (W @ tangent_X + tangent_W @ X)) * (W @ X + b > 0).to(tangent_W.dtype)
+        return output_tangent, None
 
 
 def apply(W, X, b):

@@ -49,7 +49,8 @@ def forward_and_vjp(w, x, grad_output):
 class SeedWAtXFunction(torch.autograd.Function):
     r"""out = w @ x, with the closed-form backward above.
 
-    Saves what the backward formula reads: x. The backward is written
+    Saves what the backward formula reads: x, and the
+    inputs it recomputes those from under create_graph=True: w. The backward is written
     in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     """
 
@@ -62,16 +63,29 @@ class SeedWAtXFunction(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        _, x = inputs
-        ctx.save_for_backward(x)
+        w, x = inputs
+        ctx.save_for_backward(w, x)
+        ctx.save_for_forward(w, x)
 
     @staticmethod
     def backward(ctx, grad_output):
-        (x,) = ctx.saved_tensors
+        _, x = ctx.saved_tensors
         if any(ctx.needs_input_grad[i] for i in (1,)):
             raise RuntimeError("SeedWAtXFunction gives gradients for w only")
         grad_w = grad_output @ x.T
         return grad_w, None
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        w, x = ctx.saved_tensors
+        tangent_w = tangents[0]
+        if tangent_w is None:
+            tangent_w = torch.zeros_like(w)
+        tangent_x = tangents[1]
+        if tangent_x is None:
+            tangent_x = torch.zeros_like(x)
+        output_tangent = w @ tangent_x + tangent_w @ x
+        return output_tangent
 
 
 def apply(w, x):

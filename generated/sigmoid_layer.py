@@ -80,6 +80,7 @@ class SigmoidLayerFunction(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         W, X, b = inputs
         ctx.save_for_backward(W, X, b, output)
+        ctx.save_for_forward(W, X, b, output)
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -92,6 +93,22 @@ class SigmoidLayerFunction(torch.autograd.Function):
         grad_W = t_1 @ X.T
         grad_b = t_1.sum(dim=1, keepdim=True)
         return grad_W, None, grad_b
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        W, X, b, _ = ctx.saved_tensors
+        tangent_W = tangents[0]
+        if tangent_W is None:
+            tangent_W = torch.zeros_like(W)
+        tangent_X = tangents[1]
+        if tangent_X is None:
+            tangent_X = torch.zeros_like(X)
+        tangent_b = tangents[2]
+        if tangent_b is None:
+            tangent_b = torch.zeros_like(b)
+        t_1 = torch.sigmoid(W @ X + b)
+        output_tangent = (tangent_b + (W @ tangent_X + tangent_W @ X)) * (t_1 * (1 - t_1))
+        return output_tangent
 
 
 def apply(W, X, b):

@@ -84,6 +84,7 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
         ctx.mark_non_differentiable(t_1)
         ctx.sizes = (c, m)
         ctx.save_for_backward(X, W, y, t_1)
+        ctx.save_for_forward(X, W, y, t_1)
 
     @staticmethod
     def backward(ctx, grad_output, *_):
@@ -96,6 +97,21 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
         t_2 = torch.softmax(t_1, dim=1) - torch.nn.functional.one_hot(y.long(), c).to(grad_output.dtype)
         grad_W = X.T @ (t_2 * (grad_output / m))
         return None, grad_W, None
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        X, W, y, t_1 = ctx.saved_tensors
+        tangent_X = tangents[0]
+        if tangent_X is None:
+            tangent_X = torch.zeros_like(X)
+        tangent_W = tangents[1]
+        if tangent_W is None:
+            tangent_W = torch.zeros_like(W)
+        c = W.shape[1]
+        m = X.shape[0]
+        t_1 = torch.softmax(X @ W, dim=1) - torch.nn.functional.one_hot(y.long(), c).to(tangent_X.dtype)
+        output_tangent = ((X @ tangent_W + tangent_X @ W) * t_1).sum() / m
+        return output_tangent, None
 
 
 def apply(X, W, y):

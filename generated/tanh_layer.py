@@ -77,6 +77,7 @@ class TanhLayerFunction(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         W, X, b = inputs
         ctx.save_for_backward(W, X, b, output)
+        ctx.save_for_forward(W, X, b, output)
 
     @staticmethod
     def backward(ctx, grad_output):
@@ -89,6 +90,21 @@ class TanhLayerFunction(torch.autograd.Function):
         grad_W = t_1 @ X.T
         grad_b = t_1.sum(dim=1, keepdim=True)
         return grad_W, None, grad_b
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        W, X, b, _ = ctx.saved_tensors
+        tangent_W = tangents[0]
+        if tangent_W is None:
+            tangent_W = torch.zeros_like(W)
+        tangent_X = tangents[1]
+        if tangent_X is None:
+            tangent_X = torch.zeros_like(X)
+        tangent_b = tangents[2]
+        if tangent_b is None:
+            tangent_b = torch.zeros_like(b)
+        output_tangent = (tangent_b + (W @ tangent_X + tangent_W @ X)) * (1 - torch.tanh(W @ X + b) ** 2)
+        return output_tangent
 
 
 def apply(W, X, b):

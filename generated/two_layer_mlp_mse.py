@@ -132,6 +132,7 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
         ctx.mark_non_differentiable(t_1, t_2)
         ctx.sizes = (k, m)
         ctx.save_for_backward(W1, b1, W2, b2, X, Y, t_1, t_2)
+        ctx.save_for_forward(W1, b1, W2, b2, X, Y, t_1, t_2)
 
     @staticmethod
     def backward(ctx, grad_output, *_):
@@ -149,6 +150,35 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
         grad_W2 = t_3 @ t_1.T
         grad_b2 = t_3.sum(dim=1, keepdim=True)
         return grad_W1, grad_b1, grad_W2, grad_b2, None, None
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        W1, b1, W2, b2, X, Y, t_1, t_2 = ctx.saved_tensors
+        tangent_W1 = tangents[0]
+        if tangent_W1 is None:
+            tangent_W1 = torch.zeros_like(W1)
+        tangent_b1 = tangents[1]
+        if tangent_b1 is None:
+            tangent_b1 = torch.zeros_like(b1)
+        tangent_W2 = tangents[2]
+        if tangent_W2 is None:
+            tangent_W2 = torch.zeros_like(W2)
+        tangent_b2 = tangents[3]
+        if tangent_b2 is None:
+            tangent_b2 = torch.zeros_like(b2)
+        tangent_X = tangents[4]
+        if tangent_X is None:
+            tangent_X = torch.zeros_like(X)
+        tangent_Y = tangents[5]
+        if tangent_Y is None:
+            tangent_Y = torch.zeros_like(Y)
+        k = W2.shape[0]
+        m = X.shape[1]
+        t_1 = torch.tanh(W1 @ X + b1)
+        t_2 = W2 @ ((tangent_b1 + (W1 @ tangent_X + tangent_W1 @ X)) * (1 - t_1**2)) + tangent_W2 @ t_1
+        t_3 = (2 / (k * m) * ((tangent_b2 + t_2 - tangent_Y) * (W2 @ t_1 + b2 - Y))).sum(dim=(0, 1), keepdim=True)
+        output_tangent = t_3[:, 0][0]
+        return output_tangent, None, None
 
 
 def apply(W1, b1, W2, b2, X, Y):

@@ -40,13 +40,23 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
         symbols_like,
         tensor,
     )
-    from .derive import backward, jacobian, jvp, law, vjp
+    from .derive import (
+        backward,
+        gauss_newton_law,
+        hessian_law,
+        hvp_law,
+        jacobian,
+        jacobian_law,
+        jvp,
+        law,
+        vjp,
+    )
     from .emit import codegen, compile, listing  # noqa: A004 - sg.compile is the public name
     from .ops import function
     from .reader import parse
     from .report import explain
     from .torch.tracing import trace
-    from .verify import CheckReport, Proof, check, prove
+    from .verify import CheckReport, Proof, check, prove, prove_hessian, prove_jacobian
 
 _WHERE = {
     "core": (
@@ -55,8 +65,8 @@ _WHERE = {
         "constant dims symbols symbols_like tensor"
     ),
     "ops": "function",
-    "derive": "backward jacobian jvp law vjp",
-    "verify": "CheckReport Proof check prove",
+    "derive": "backward gauss_newton_law hessian_law hvp_law jacobian jacobian_law jvp law vjp",
+    "verify": "CheckReport Proof check prove prove_hessian prove_jacobian",
     "emit": "codegen compile listing",
     "report": "explain",
     "reader": "parse",
@@ -89,12 +99,18 @@ __all__ = [
     "dims",
     "explain",
     "function",
+    "gauss_newton_law",
+    "hessian_law",
+    "hvp_law",
     "jacobian",
+    "jacobian_law",
     "jvp",
     "law",
     "listing",
     "parse",
     "prove",
+    "prove_hessian",
+    "prove_jacobian",
     "symbols",
     "symbols_like",
     "tensor",

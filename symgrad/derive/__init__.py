@@ -6,6 +6,8 @@
 - :mod:`.autograd`: ``backward`` as torch has it (implicit grads, accumulation into ``.grad``,
   ``retain_graph``), registered as the core's backward engine;
 - :mod:`.forward`: forward mode, J·t, from each op's JVP rule (or its VJP rule, transposed);
+- :mod:`.second_order`: Hessian, HVP and Gauss–Newton laws (a gradient law differentiated again,
+  batched over a basis by :mod:`.batching` where a whole tensor is asked for);
 - :mod:`.reverse`: reverse mode over the graph with one VJP rule per op, giving laws such as
   ``V @ X.T`` that hold for symbolic sizes; :mod:`.simplify` rewrites them as a person would.
 
@@ -18,14 +20,19 @@ from .autograd import backward, grad
 from .entrywise import as_grad_tensor, jacobian, sparse_jacobian, vjp, vjp_entries
 from .forward import jvp
 from .reverse import implicit_grad, law, needed_nodes
+from .second_order import gauss_newton_law, hessian_law, hvp_law, jacobian_law
 from .simplify import op_count, simplify
 
 __all__ = [
     "as_grad_tensor",
     "backward",
+    "gauss_newton_law",
     "grad",
+    "hessian_law",
+    "hvp_law",
     "implicit_grad",
     "jacobian",
+    "jacobian_law",
     "jvp",
     "law",
     "needed_nodes",

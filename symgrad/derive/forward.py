@@ -32,11 +32,12 @@ def _shaped(t: Tensor, shape: tuple) -> Tensor:
     return t.expand(*shape)
 
 
-def _node_jvp(node: Tensor, tangents: list[Tensor | None]) -> Tensor:
+def _node_jvp(node: Tensor, tangents: list[Tensor | None], position: int) -> Tensor:
     if node.op.jvp is not None:
         return node.op.jvp(tangents, node, *node.inputs, **node.attrs)
     # transpose the VJP: it is linear in g, so d/dg Σ ⟨vjp_i(g), t_i⟩ is J t
-    g = symbols("g_tangent", node.shape, distinct=True)
+    # a name of its own per node: printers and code generation tell tensors apart by name
+    g = symbols(f"g_tangent_{position}", node.shape, distinct=True)
     pieces = node.op.vjp(g, node, *node.inputs, **node.attrs)
     pairing = None
     for piece, tangent in zip(pieces, tangents, strict=False):
@@ -76,13 +77,13 @@ def jvp(
                 f"{format_shape(x.shape)}"
             )
         tangent[id(x)] = t
-    for node in topological_all(list(outputs)):
+    for position, node in enumerate(topological_all(list(outputs))):
         if node.op is None or id(node) in tangent or not node.op.differentiable:
             continue
         parts = [tangent.get(id(part)) for part in node.inputs]
         if any(p is not None for p in parts):
             if node.op.vjp is None and node.op.jvp is None:
                 raise SymgradError(f"no gradient rule for {node.op.name} yet")
-            tangent[id(node)] = _shaped(_node_jvp(node, parts), node.shape)
+            tangent[id(node)] = _shaped(_node_jvp(node, parts, position), node.shape)
     results = [tangent[id(o)] if id(o) in tangent else apply("full", shape=o.shape, value=0) for o in outputs]
     return simplify(results, context=list(outputs)) if simplified else results

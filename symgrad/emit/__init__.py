@@ -3,6 +3,8 @@
 - :mod:`.codegen`: a torch module with ``forward``, ``vjp``, ``forward_and_vjp`` and a
   ``torch.autograd.Function`` whose backward is the closed-form law, printed statement by
   statement from ``templates/module.py.j2``; :func:`compile` loads it;
+- :mod:`.code_text`: the code printer, checked names, shape checks and in-memory loading that every
+  emitted module shares;
 - :mod:`.module_check`: the emitted module against torch.autograd and ``gradcheck``;
 - :mod:`.printing`: listings that name shared subexpressions once;
 - :mod:`.templates`: where templates live and the three Jinja2 environments (code,
@@ -12,17 +14,20 @@ A new printer goes here (a subclass of :class:`symgrad.core.Printer` with ``_pri
 methods). This package imports :mod:`symgrad.verify` (to check what it emits) and everything below it.
 """
 
-from .codegen import CodePrinter, Plan, check_identifier, codegen, compile_module, plan, size_source
+from .code_text import CodePrinter, check_identifier, load_source, size_source
+from .codegen import Plan, codegen, compile_module, plan
 from .codegen import compile_module as compile  # noqa: A004 - the public name is sg.compile
-from .module_check import ModuleCheck, check_module
+from .module_check import CurvatureCheck, ModuleCheck, check_curvature_module, check_module
 from .printing import Listing, listing, shared_nodes
 from .templates import code_environment, document_environment, template_dir, text_environment
 
 __all__ = [
     "CodePrinter",
+    "CurvatureCheck",
     "Listing",
     "ModuleCheck",
     "Plan",
+    "check_curvature_module",
     "check_identifier",
     "check_module",
     "code_environment",
@@ -31,6 +36,7 @@ __all__ = [
     "compile_module",
     "document_environment",
     "listing",
+    "load_source",
     "plan",
     "shared_nodes",
     "size_source",

@@ -15,6 +15,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +47,26 @@ class ModuleCheck:
         )
 
 
+def _inside_the_domain(torch: Any, output: Tensor, leaves: list[Tensor], wanted: set, rng: random.Random):
+    """torch's graph on the first range of random inputs where its output is finite and no op refuses them:
+    an op's domain (binary_cross_entropy takes probabilities, and raises outside (0, 1))."""
+    for low, high in DRAWS:
+        numbers = {}
+        for leaf in leaves:
+            if leaf.kind == "symbol":
+                size = int(np.prod(leaf.shape, dtype=int))
+                numbers[leaf] = np.array([rng.uniform(low, high) for _ in range(size)]).reshape(leaf.shape)
+        try:
+            graph = evaluate_graph(torch, [output], numbers, {}, wanted)
+        except RuntimeError:
+            if (low, high) == DRAWS[-1]:
+                raise
+            continue
+        if bool(torch.isfinite(graph[id(output)]).all()):
+            break
+    return graph, graph[id(output)]
+
+
 def check_module(
     module: ModuleType,
     output: Tensor,
@@ -64,17 +85,7 @@ def check_module(
     rng = random.Random(seed)
     made = instantiate([output, *inputs], sizes, rng=rng)
     wanted = {id(made[id(x)]) for x in wrt}
-    for low, high in DRAWS:  # the first range where torch's output is finite: an op's domain (BCE takes (0, 1))
-        numbers = {}
-        for t in inputs:
-            leaf = made[id(t)]
-            if leaf.kind == "symbol":
-                size = int(np.prod(leaf.shape, dtype=int))
-                numbers[leaf] = np.array([rng.uniform(low, high) for _ in range(size)]).reshape(leaf.shape)
-        graph = evaluate_graph(torch, [made[id(output)]], numbers, {}, wanted)
-        reference = graph[id(made[id(output)])]
-        if bool(torch.isfinite(reference).all()):
-            break
+    graph, reference = _inside_the_domain(torch, made[id(output)], [made[id(t)] for t in inputs], wanted, rng)
     args = []
     for t in inputs:
         leaf = made[id(t)]
@@ -108,3 +119,85 @@ def check_module(
         )
     ok = forward_error <= tolerance and vjp_error <= tolerance * 10 and gradcheck is not False
     return ModuleCheck({str(k): v for k, v in sizes.items()}, forward_error, vjp_error, gradcheck, ok)
+
+
+@dataclass
+class CurvatureCheck:
+    """How an emitted ``hvp`` or ``hessian`` module compared with torch.autograd's double backward (float64)."""
+
+    sizes: dict[str, int]
+    forward_error: float
+    gradient_error: float
+    second_error: float
+    ok: bool
+
+    def __str__(self) -> str:
+        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items()) or "the declared sizes"
+        return (
+            f"check against torch.autograd (create_graph=True) at {sizes} (float64): "
+            f"{'OK' if self.ok else 'MISMATCH'}; forward max error {self.forward_error:.3g}, "
+            f"gradient max error {self.gradient_error:.3g}, second-order max error {self.second_error:.3g}"
+        )
+
+
+def _largest(pairs) -> float:
+    return max((float((a - b).abs().max()) for a, b in pairs if a.numel()), default=0.0)
+
+
+def check_curvature_module(
+    module: ModuleType,
+    output: Tensor,
+    wrt: Sequence[Tensor],
+    inputs: Sequence[Tensor],
+    *,
+    sizes: dict | None = None,
+    seed: int = 0,
+    tolerance: float = 1e-10,
+) -> CurvatureCheck:
+    """Run an emitted second-order module's ``forward``, ``gradient`` and ``hvp`` (random tangents) or
+    ``hessian`` against torch.autograd differentiated twice, on random float64 inputs."""
+    import torch
+
+    dims = dims_of([output, *inputs])
+    sizes = sizes or dict(zip(dims, range(3, 3 + len(dims))))
+    rng = random.Random(seed)
+    made = instantiate([output, *inputs], sizes, rng=rng)
+    wanted = {id(made[id(x)]) for x in wrt}
+    graph, reference = _inside_the_domain(torch, made[id(output)], [made[id(t)] for t in inputs], wanted, rng)
+    args = []
+    for t in inputs:
+        leaf = made[id(t)]
+        if leaf.dtype.startswith("int"):
+            args.append(torch.tensor([int(v) for v in leaf.entries().reshape(-1)]).reshape(leaf.shape))
+        else:
+            args.append(graph[id(leaf)])
+    leaves = [graph[id(made[id(x)])] for x in wrt]
+    grads = torch.autograd.grad(reference.sum(), leaves, create_graph=True, allow_unused=True, materialize_grads=True)
+    plain = [a.detach() for a in args]
+    forward_error = _largest([(module.forward(*plain), reference.detach())])
+    gradient_error = _largest(zip(module.gradient(*plain), [g.detach() for g in grads]))
+    generator = torch.Generator().manual_seed(seed)
+    if hasattr(module, "hvp"):
+        tangents = [torch.randn(x.shape, dtype=torch.float64, generator=generator) for x in leaves]
+        expected = torch.autograd.grad(grads, leaves, tangents, allow_unused=True, materialize_grads=True)
+        second_error = _largest(zip(module.hvp(*plain, *tangents), expected))
+    else:
+        blocks = []
+        for g in grads:
+            rows = [
+                torch.autograd.grad(entry, leaves, retain_graph=True, allow_unused=True, materialize_grads=True)
+                for entry in g.reshape(-1)
+            ]
+            blocks.append(
+                [
+                    torch.stack([row[j] for row in rows]).reshape(*g.shape, *x.shape)
+                    if rows
+                    else torch.zeros(*g.shape, *x.shape, dtype=torch.float64)
+                    for j, x in enumerate(leaves)
+                ]
+            )
+        ours = module.hessian(*plain)
+        ours = [[ours]] if len(leaves) == 1 else ours
+        second_error = _largest((a, b) for row_a, row_b in zip(ours, blocks) for a, b in zip(row_a, row_b))
+    ok = max(forward_error, gradient_error, second_error) <= tolerance * 10
+    return CurvatureCheck({str(k): v for k, v in sizes.items()}, forward_error, gradient_error, second_error, ok)

@@ -3,6 +3,7 @@
 - :mod:`.torch_eval`: the same graph evaluated with torch, node by node (float64);
 - :mod:`.verify`: :func:`check` compares formulas with numbers substituted against
   ``torch.autograd.backward`` on the same inputs and grad_tensors;
+- :mod:`.curvature`: :func:`prove_hessian` and :func:`prove_jacobian`, the same for second-order laws;
 - :mod:`.prove`: :func:`prove` proves a law exactly (entrywise, at small distinct sizes) and
   numerically (torch, at larger sizes).
 
@@ -10,6 +11,7 @@ torch is imported only when a check runs. This package imports :mod:`symgrad.der
 :mod:`symgrad.ops` and :mod:`symgrad.core`.
 """
 
+from .curvature import prove_hessian, prove_jacobian
 from .prove import Proof, check_numerically, instantiate, is_zero, prove, size_assignments, zero_by
 from .torch_eval import evaluate_graph, leaf_assignment, substitute
 from .verify import CheckReport, Comparison, check
@@ -25,6 +27,8 @@ __all__ = [
     "is_zero",
     "leaf_assignment",
     "prove",
+    "prove_hessian",
+    "prove_jacobian",
     "size_assignments",
     "substitute",
     "zero_by",

@@ -1,0 +1,114 @@
+"""Second-order laws: Hessian-vector products, Gauss–Newton products, and Jacobians and Hessians as tensors.
+
+The gradient law is itself a graph of VJP rules, so it can be differentiated again: contracting it with
+a tangent ``v`` gives the HVP (about the cost of one more gradient, never the Hessian). Contracting it
+with every basis vector at once (the basis stacked along leading dims, see :mod:`.batching`) gives the
+Jacobian or Hessian as a tensor law, with torch's layout ``y.shape + x.shape``.
+
+>>> import symgrad as sg
+>>> n = sg.dims("n")[0]
+>>> A, x = sg.symbols("A", (n, n)), sg.symbols("x", (n,))
+>>> hessian_law(x @ A @ x, x).name
+'A + A.T'
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ..core.constructors import symbols
+from ..core.errors import SymgradError, UnsupportedError
+from ..core.tensor import Tensor, apply
+from .batching import batch
+from .forward import jvp
+from .reverse import law
+from .simplify import simplify
+
+
+def identity(shape: tuple) -> Tensor:
+    """The basis of a tensor of ``shape``, stacked in front: ``eye(n)``, or ``eye(n·m).reshape(n, m, n, m)``."""
+    if not shape:
+        return apply("full", shape=(), value=1)
+    if len(shape) == 1:
+        return apply("eye", n=shape[0])
+    size = math.prod(shape) if all(isinstance(d, int) for d in shape) else _product(shape)
+    return apply("eye", n=size).reshape(*shape, *shape)
+
+
+def _product(shape: tuple):
+    out = 1
+    for d in shape:
+        out = out * d
+    return out
+
+
+def _gradient(f: Tensor, wrt: Sequence[Tensor]) -> tuple[Tensor, ...]:
+    if not all(isinstance(d, int) and d == 1 for d in f.shape):
+        raise UnsupportedError(f"a Hessian needs a one-element output; {f.name} has shape {f.shape}")
+    return law(f.reshape(()) if f.shape else f, list(wrt), simplified=False)
+
+
+def jacobian_law(y: Tensor, x: Tensor, *, simplified: bool = True, context: Sequence[Tensor] = ()) -> Tensor:
+    """dy/dx as a tensor law of shape ``y.shape + x.shape`` (row ``i`` is the VJP with the basis vector ``e_i``).
+
+    >>> import symgrad as sg
+    >>> n = sg.dims("n")[0]
+    >>> W, x = sg.symbols("W", (n, n)), sg.symbols("x", (n,))
+    >>> jacobian_law(W @ x, x).name
+    'W'
+    """
+    cotangent = symbols("basis", y.shape, distinct=True)
+    (rows,) = law(y, [x], [cotangent], simplified=False)
+    (stacked,) = batch([rows], cotangent, identity(y.shape), len(y.shape))
+    return simplify([stacked], context=list(context) or [y])[0] if simplified else stacked
+
+
+def hessian_law(
+    f: Tensor, wrt: Tensor | Sequence[Tensor], *, simplified: bool = True
+) -> Tensor | tuple[tuple[Tensor, ...], ...]:
+    """d²f/dx² as a tensor law of shape ``x.shape + x.shape``; for several inputs, the nested tuple
+    ``H[i][j] = d/dx_j (df/dx_i)`` that ``torch.autograd.functional.hessian`` returns."""
+    single = isinstance(wrt, Tensor)
+    inputs = [wrt] if single else list(wrt)
+    gradients = _gradient(f, inputs)
+    blocks = tuple(tuple(jacobian_law(g, x, simplified=simplified, context=[f]) for x in inputs) for g in gradients)
+    return blocks[0][0] if single else blocks
+
+
+def hvp_law(
+    f: Tensor, wrt: Tensor | Sequence[Tensor], tangents: Tensor | Sequence[Tensor], *, simplified: bool = True
+) -> tuple[Tensor, ...]:
+    """H·v, one tensor per input: the gradient's VJP with ``v`` (H is symmetric), at the cost of a gradient.
+
+    >>> import symgrad as sg
+    >>> n = sg.dims("n")[0]
+    >>> A, x, v = sg.symbols("A", (n, n)), sg.symbols("x", (n,)), sg.symbols("v", (n,))
+    >>> hvp_law(x @ A @ x, x, v)[0].name
+    'v @ A + A @ v'
+    """
+    inputs = [wrt] if isinstance(wrt, Tensor) else list(wrt)
+    vs = [tangents] if isinstance(tangents, Tensor) else list(tangents)
+    if len(vs) != len(inputs):
+        raise SymgradError(f"got {len(inputs)} inputs and {len(vs)} tangents")
+    gradients = _gradient(f, inputs)
+    hv = law(list(gradients), inputs, vs, simplified=False)
+    return tuple(simplify(list(hv), context=[f])) if simplified else hv
+
+
+def gauss_newton_law(
+    output: Tensor,
+    loss: Tensor,
+    wrt: Tensor | Sequence[Tensor],
+    tangents: Tensor | Sequence[Tensor],
+    *,
+    simplified: bool = True,
+) -> tuple[Tensor, ...]:
+    """The Gauss–Newton product Jᵀ H_L J v: J the Jacobian of the model ``output`` with respect to ``wrt``,
+    H_L the Hessian of ``loss`` with respect to ``output`` (the model's curvature is dropped)."""
+    inputs = [wrt] if isinstance(wrt, Tensor) else list(wrt)
+    vs = [tangents] if isinstance(tangents, Tensor) else list(tangents)
+    moved = jvp([output], inputs, vs, simplified=False)[0]
+    (loss_gradient,) = _gradient(loss, [output])
+    (curvature,) = law(loss_gradient, [output], [moved], simplified=False)
+    return law(output, inputs, [curvature], simplified=simplified)

@@ -1,0 +1,309 @@
+"""The pieces every emitted module is printed with: torch code for nodes, checked names, shape checks,
+docstring lines, and loading emitted source in memory.
+
+>>> size_source(sympy.sympify("1/sqrt(d)"))
+'1 / math.sqrt(d)'
+"""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+import linecache
+import re
+import sys
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from types import ModuleType
+
+import numpy as np
+import sympy
+
+from ..core.dims import format_shape
+from ..core.errors import SymgradError
+from ..core.graph import topological, uniform_constant
+from ..core.printers import TorchPrinter, number_precedence
+from ..core.tensor import Tensor
+from ..ops.sympy_torch import python_source
+
+# Every name an emitted module defines or reads besides its inputs and sizes; ``t_*`` and ``grad_*``
+# are its intermediates and gradients.
+RESERVED = {
+    "torch", "math", "F", "ctx", "grad_output", "output", "forward", "vjp", "forward_and_vjp", "inputs", "apply",
+    "self", "once_differentiable",
+}  # fmt: skip
+RESERVED_PREFIXES = ("_", "grad_", "t_", "tangent_")
+MAX_INLINE = 72  # longer subexpressions get a name of their own, so every line stays readable
+
+
+def check_identifier(name: str, what: str) -> str:
+    """Names reach the emitted file: identifiers that, once Python has NFKC-normalised them (as it does
+    with every identifier it reads), clash with nothing the module defines."""
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        raise SymgradError(f"{what} {name!r} is not a Python identifier")
+    normal = unicodedata.normalize("NFKC", name)
+    if normal in RESERVED or normal.startswith(RESERVED_PREFIXES) or keyword.iskeyword(normal):
+        spelled = f" (Python reads it as {normal!r})" if normal != name else ""
+        raise SymgradError(f"{what} {name!r}{spelled} clashes with a name the emitted module uses; rename it")
+    return name
+
+
+class CodePrinter(TorchPrinter):
+    """torch code that runs on any device and dtype, formatted the way ``ruff format`` writes it."""
+
+    def __init__(self, names: dict[int, str], like: str) -> None:
+        super().__init__(names)
+        self.like = like  # a tensor whose dtype and device new tensors take
+        self.uses_math = False
+        self.uses_index_backward = False
+
+    def _print_number(self, value: sympy.Expr):
+        if value.is_Float:
+            return repr(float(value)), number_precedence(value)
+        if value.is_Number:
+            text = str(value) if value.is_Integer else f"{value.p} / {value.q}"
+            return text, (5 if not value.is_Integer else number_precedence(value))
+        text = size_source(value)
+        self.uses_math = self.uses_math or "math." in text
+        return text, number_precedence(value)
+
+    def _print_leaf(self, t: Tensor) -> str:
+        """A constant tensor as torch code, on the inputs' device (and, for floats, their dtype)."""
+        if t.kind == "symbol":  # an input, or grad_output
+            return t.name
+        entries = t.entries()
+        numbers = [sympy.sympify(e) for e in entries.reshape(-1)]
+        if not all(n.is_Number and n.is_finite for n in numbers):
+            raise SymgradError(f"cannot write {t.name} as torch code: it is not an input, nor a tensor of numbers")
+        shape = ", ".join(str(d) for d in entries.shape) + ("," if entries.ndim == 1 else "")
+        if t.dtype.startswith("float"):
+            value = uniform_constant(t)
+            if value is not None:
+                return f"{self.like}.new_full(({shape}), {float(value)!r})"
+            data = np.array([float(n) for n in numbers], dtype=float).reshape(entries.shape).tolist()
+            text = f"{self.like}.new_tensor({data!r})"
+        else:
+            data = np.array([int(n) for n in numbers], dtype=object).reshape(entries.shape).tolist()
+            kind = "torch.bool" if t.dtype == "bool" else "torch.long"
+            text = f"torch.tensor({data!r}, dtype={kind}, device={self.like}.device)"
+        if len(text) > MAX_INLINE + 20:
+            raise SymgradError(
+                f"the constant {t.name} is too large to write inline ({entries.size} entries); make it an input"
+            )
+        return text
+
+    def _print_template(self, t: Tensor) -> tuple[str, int]:
+        template = getattr(t.op, self.template_field)
+        first = t.inputs[0] if t.inputs else None
+        numbers_only = all(p.op is None and not p.shape and uniform_constant(p) is not None for p in t.inputs)
+        if first is None or not template.startswith("torch.") or not numbers_only or id(first) in self.names:
+            return super()._print_template(t)
+        # torch functions take tensors: torch.log(0.0) is a TypeError, torch.log(x.new_tensor(0.0)) is -inf
+        self.names[id(first)] = f"{self.like}.new_tensor({float(uniform_constant(first))!r})"
+        try:
+            return super()._print_template(t)
+        finally:
+            del self.names[id(first)]
+
+    def _print_pow(self, t: Tensor):
+        base, exponent = (self._print(part) for part in t.inputs)
+        base_text = base[0] if base[1] > 7 else f"({base[0]})"
+        exp_text = exponent[0] if exponent[1] > 7 else f"({exponent[0]})"
+        simple = _SIMPLE.fullmatch(base_text) and _SIMPLE.fullmatch(exp_text)
+        return (f"{base_text}**{exp_text}" if simple else f"{base_text} ** {exp_text}"), 7
+
+    def _print_full(self, t: Tensor):
+        shape = ", ".join(str(d) for d in t.attrs["shape"])
+        value, _ = self._print_number(sympy.sympify(t.attrs["value"]))
+        return f"{self.like}.new_full(({shape}{',' if len(t.attrs['shape']) == 1 else ''}), {value})", 9
+
+    def _print_eye(self, t: Tensor):
+        return f"torch.eye({t.attrs['n']}, dtype={self.like}.dtype, device={self.like}.device)", 9
+
+    def _print_one_hot(self, t: Tensor):
+        (y,) = t.inputs
+        text, _ = self._print(y)
+        classes = t.attrs["num_classes"]
+        return f"torch.nn.functional.one_hot({text}.long(), {classes}).to({self.like}.dtype)", 9
+
+    def _print_step(self, t: Tensor):
+        (x,) = t.inputs
+        text, precedence = self._print(x)
+        inner = text if precedence > 3 else f"({text})"
+        if t.attrs["at_zero"] == 0:
+            return f"({inner} > 0).to({self.like}.dtype)", 9
+        return f"torch.heaviside({text}, {self.like}.new_tensor({float(t.attrs['at_zero'])!r}))", 9
+
+    def _print_where(self, t: Tensor):
+        condition, a, b = (self._print(part)[0] for part in t.inputs)
+        return f"torch.where({condition}, {a}, {b})", 9
+
+    def _print_index_backward(self, t: Tensor):
+        self.uses_index_backward = True
+        (g,) = t.inputs
+        sizes = [str(d) for d in t.attrs["shape"]]
+        shape = f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(sizes)})"
+        return f"_index_backward({self._print(g)[0]}, {shape}, {t.attrs['index']!r})", 9
+
+    def _print_map(self, t: Tensor):
+        (x,) = t.inputs
+        variable = t.attrs["fn"].variables[0]
+        self.uses_math = True
+        return python_source(t.attrs["fn"].expr, {variable: self._print(x)[0]}), 9
+
+
+def size_source(value: sympy.Expr) -> str:
+    """A number made of sizes as Python, spaced the way ``ruff format`` spaces it: ``1 / math.sqrt(d)``."""
+    if value.is_Integer or value.is_Symbol:
+        return str(value)
+    if value.is_Rational:
+        return f"{value.p} / {value.q}"
+    if value.is_Float:
+        return repr(float(value))
+    if value == sympy.pi:
+        return "math.pi"
+    if value.is_Add:
+        return " + ".join(size_source(a) for a in sympy.Add.make_args(value)).replace("+ -", "- ")
+    if value.is_Pow and value.exp == sympy.S.Half:
+        return f"math.sqrt({size_source(value.base)})"
+    numerator, denominator = sympy.fraction(value)
+    if denominator != 1:
+        top, bottom = size_source(numerator), size_source(denominator)
+        top = top if numerator.is_Atom or numerator.is_Pow else f"({top})"
+        simple_bottom = denominator.is_Atom or (denominator.is_Pow and denominator.exp == sympy.S.Half)
+        return f"{top} / {bottom if simple_bottom else f'({bottom})'}"
+    if value.is_Mul:
+        return " * ".join(size_source(a) if not a.is_Add else f"({size_source(a)})" for a in value.args)
+    if value.is_Pow:
+        return f"{size_source(value.base)}**{size_source(value.exp)}"
+    return sympy.pycode(value, fully_qualified_modules=True)
+
+
+_SIMPLE = re.compile(r"-?[A-Za-z_][A-Za-z_0-9.]*|-?\d+(\.\d+)?")
+
+
+def count_uses(roots: Sequence[Tensor]) -> Counter:
+    uses: Counter = Counter()
+    seen: set[int] = set()
+    for root in roots:
+        for node in topological(root):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for part in node.inputs:
+                uses[id(part)] += 1
+    return uses
+
+
+def shape_checks(inputs: Sequence[Tensor]) -> tuple[list[str], dict]:
+    """``if`` statements that reject inputs of the wrong shape, and where each symbolic size is read."""
+    checks, sources = [], {}
+    for t in inputs:
+        expected = format_shape(t.shape)
+        checks.append(
+            (f"{t.name}.dim() != {len(t.shape)}", f"{t.name} has shape {{tuple({t.name}.shape)}}, expected {expected}")
+        )
+        for axis, d in enumerate(t.shape):
+            here = f"{t.name}.shape[{axis}]"
+            if isinstance(d, int):
+                checks.append((f"{here} != {d}", f"{t.name} has shape {{tuple({t.name}.shape)}}, expected {expected}"))
+            elif d in sources:
+                other = sources[d].split(".")[0]
+                checks.append(
+                    (
+                        f"{here} != {sources[d]}",
+                        f"{t.name} has shape {{tuple({t.name}.shape)}} and {other} has shape "
+                        f"{{tuple({other}.shape)}}: their sizes {d} differ",
+                    )
+                )
+            else:
+                sources[d] = here
+    lines = [f'if {cond}:\n        raise ValueError(f"{msg}")' for cond, msg in checks]
+    return lines, sources
+
+
+def dim_lines(sources: dict, statements: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``k = W.shape[0]`` for the symbolic sizes the statements use."""
+    text = " ".join(body for _, body in statements)
+    return [
+        (str(d), where)
+        for d, where in sorted(sources.items(), key=lambda item: str(item[0]))
+        if re.search(rf"\b{d}\b", text)
+    ]
+
+
+def wrapped(text: str, indent: str, width: int = 110) -> str:
+    """A long docstring line folded at spaces, continuation lines indented a further four spaces."""
+    import textwrap
+
+    return "\n".join(
+        textwrap.wrap(
+            text,
+            width=width,
+            initial_indent=indent,
+            subsequent_indent=indent + "    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )
+
+
+def docstring_safe(text: str) -> str:
+    """Text placed inside a raw docstring: one line, no double quote that could end it, and no
+    backslash right before the closing quotes."""
+    line = " ".join(text.replace('"', "'").split())
+    return line + " " if line.endswith("\\") else line
+
+
+_loads = itertools.count(1)
+
+
+def load_source(source: str, name: str, filename: str | None = None) -> ModuleType:
+    """Import emitted source as a module, without a file or a temporary folder.
+
+    The source is registered with :mod:`linecache`, so tracebacks and ``inspect.getsource``
+    (which torch.compile uses) see it as if it were a file. Raises SyntaxError for source
+    that is not Python.
+    """
+    filename = filename or f"<symgrad {name}>"
+    code = compile(source, filename, "exec")
+    module = ModuleType(f"symgrad_emitted_{name.lower()}_{next(_loads)}")
+    module.__file__ = filename
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    sys.modules[module.__name__] = module  # torch looks Functions' modules up by name
+    exec(code, module.__dict__)  # symgrad's own emitted code; user text reaches it only as checked identifiers
+    module.__symgrad_source__ = source
+    return module
+
+
+def needs_name(node: Tensor, uses: Counter, text_of) -> bool:
+    """Whether a node gets a statement of its own: it is used twice, or its text is too long to inline."""
+    if node.op is None or (uniform_constant(node) is not None and not node.shape):
+        return False
+    if node.op.name in ("full",):
+        return False
+    return uses[id(node)] > 1 or len(text_of(node)) > MAX_INLINE
+
+
+def name_statements(
+    nodes: Iterable[Tensor],
+    names: dict[int, str],
+    printer: TorchPrinter,
+    uses: Counter,
+    counter: int,
+    skip: set[int] = frozenset(),
+) -> tuple[list[tuple[str, str]], int]:
+    """``t_<n> = ...`` for the nodes that need a name (see :func:`needs_name`), in order; ``names`` is updated
+    so that later statements read them. Returns the statements and the last number used."""
+    lines: list[tuple[str, str]] = []
+    for node in nodes:
+        key = id(node)
+        if key in names or key in skip or node.op is None:
+            continue
+        if needs_name(node, uses, printer.doprint):
+            counter += 1
+            label = f"t_{counter}"
+            lines.append((label, printer.doprint(node)))
+            names[key] = label
+    return lines, counter

@@ -1,0 +1,203 @@
+"""Emit second-order code: ``hvp`` (Hessian-vector products) or ``hessian`` modules from the laws of
+:mod:`symgrad.derive.second_order`.
+
+An HVP module computes H·v at about the cost of one gradient and never builds H; a Hessian module
+returns H with torch's layout (``x.shape + x.shape``; for several inputs, the nested tuple
+``torch.autograd.functional.hessian`` returns).
+
+>>> import symgrad as sg
+>>> n = sg.dims("n")[0]
+>>> A, x = sg.symbols("A", (n, n)), sg.symbols("x", (n,), requires_grad=True)
+>>> source = curvature_codegen(x @ A @ x, [x], inputs=[A, x], style="hvp", name="Quadratic")
+>>> "hvp_x = v_x @ A + A @ v_x" in source
+True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..core.constructors import symbols
+from ..core.dims import format_shape
+from ..core.errors import SymgradError
+from ..core.graph import dims_of, topological_all
+from ..core.printers import LatexPrinter, TorchPrinter
+from ..core.tensor import Tensor
+from ..derive.reverse import law
+from ..derive.second_order import hessian_law, hvp_law
+from ..version import __version__
+from .code_text import (
+    CodePrinter,
+    check_identifier,
+    count_uses,
+    dim_lines,
+    docstring_safe,
+    name_statements,
+    shape_checks,
+    wrapped,
+)
+from .templates import code_environment
+
+STYLES = ("hvp", "hessian")
+
+
+@dataclass
+class Function:
+    """One emitted function: its arguments, statements and result names (statements as (name, text))."""
+
+    name: str
+    arguments: list[str]
+    summary: str
+    dims: list[tuple[str, str]]
+    statements: list[tuple[str, str]]
+    returns: str
+
+
+def _function(
+    name: str,
+    summary: str,
+    arguments: Sequence[Tensor],
+    results: Sequence[tuple[str, Tensor]],
+    sources: dict,
+    like: str,
+    returns: str,
+) -> tuple[Function, CodePrinter]:
+    """Statements computing ``results`` from ``arguments``: shared nodes named once, long ones split."""
+    names = {id(t): t.name for t in arguments}
+    printer = CodePrinter(names, like)
+    roots = [r for _, r in results]
+    uses = count_uses(roots)
+    skip = {id(r) for r in roots}
+    statements, _ = name_statements(topological_all(roots), names, printer, uses, 0, skip)
+    for label, root in results:
+        statements.append((label, names.get(id(root)) or printer.doprint(root)))
+    return Function(
+        name, [t.name for t in arguments], summary, dim_lines(sources, statements), statements, returns
+    ), printer
+
+
+def _tuple(names: Sequence[str]) -> str:
+    return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
+
+
+def curvature_codegen(
+    f: Tensor,
+    wrt: Sequence[Tensor],
+    *,
+    inputs: Sequence[Tensor] | None = None,
+    style: str = "hvp",
+    name: str = "Generated",
+    expression: str | None = None,
+    command: str | None = None,
+) -> str:
+    """Python source of a module with ``forward``, ``gradient`` and ``hvp`` (style ``"hvp"``: one tangent
+    ``v_<x>`` per input of ``wrt``) or ``hessian`` (style ``"hessian"``), for a one-element ``f``."""
+    if style not in STYLES:
+        raise SymgradError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
+    if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name or ""):
+        raise SymgradError(f"module name {name!r} must be a CamelCase identifier")
+    wrt = list(wrt)
+    if not wrt:
+        raise SymgradError(f"--style {style} needs at least one input to differentiate with respect to")
+    if not all(isinstance(d, int) and d == 1 for d in f.shape):
+        raise SymgradError(
+            f"style {style!r} needs a one-element output (a loss); this one has shape {format_shape(f.shape)}: "
+            "reduce it first (.sum(), .mean())"
+        )
+    inputs = list(inputs) if inputs is not None else list(f.leaves().values())
+    names = [check_identifier(t.name, "input name") for t in inputs]
+    for d in dims_of([f, *inputs]):
+        check_identifier(str(d), "dimension name")
+    missing = [leaf.name for leaf in f.leaves().values() if not any(leaf is t for t in inputs)]
+    if missing:
+        raise SymgradError(f"the expression uses {missing[0]!r}, which is not among the inputs")
+    for x in wrt:
+        if not any(x is t for t in inputs):
+            raise SymgradError(f"wrt names {x.name!r}, which is not an input")
+    tangents = [symbols(f"v_{x.name}", x.shape, distinct=True) for x in wrt]
+    clash = [v.name for v in tangents if v.name in names]
+    if clash:
+        raise SymgradError(f"the tangent {clash[0]!r} has the name of an input; rename that input")
+
+    checks, _ = shape_checks(inputs)
+    every_check, sources = shape_checks([*inputs, *tangents] if style == "hvp" else inputs)
+    tangent_checks = every_check[len(checks) :]  # the inputs' own checks come first
+    expression_text = docstring_safe(expression or TorchPrinter().doprint(f))
+    like = wrt[0].name  # new tensors take the dtype and device of a differentiated (floating) input
+    forward, forward_printer = _function(
+        "forward", f"out = {expression_text}", inputs, [("out", f)], sources, like, "out"
+    )
+    gradients = law(f.reshape(()) if f.shape else f, wrt)
+    grad_names = [f"grad_{x.name}" for x in wrt]
+    gradient, gradient_printer = _function(
+        "gradient",
+        f"{_tuple(grad_names)}: the gradient of out",
+        inputs,
+        list(zip(grad_names, gradients)),
+        sources,
+        like,
+        _tuple(grad_names),
+    )
+    if style == "hvp":
+        products = hvp_law(f, wrt, tangents)
+        labels = [f"hvp_{x.name}" for x in wrt]
+        results = list(zip(labels, products))
+        summary = (
+            f"{_tuple(labels)}: the Hessian of out with respect to {', '.join(x.name for x in wrt)}, times the tangents"
+        )
+        second, printer = _function("hvp", summary, [*inputs, *tangents], results, sources, like, _tuple(labels))
+    else:
+        blocks = hessian_law(f, wrt if len(wrt) > 1 else wrt[0])
+        blocks = ((blocks,),) if isinstance(blocks, Tensor) else blocks
+        results = [(f"hessian_{a.name}_{b.name}", blocks[i][j]) for i, a in enumerate(wrt) for j, b in enumerate(wrt)]
+        if len(wrt) == 1:
+            results = [(f"hessian_{wrt[0].name}", blocks[0][0])]
+            returns = results[0][0]
+        else:
+            rows = [_tuple([f"hessian_{a.name}_{b.name}" for b in wrt]) for a in wrt]
+            returns = _tuple(rows)
+        summary = "H, with torch's layout (x.shape + x.shape" + (
+            ")" if len(wrt) == 1 else "; H[i][j] = d/dx_j df/dx_i)"
+        )
+        second, printer = _function("hessian", summary, inputs, results, sources, like, returns)
+
+    torch_text, latex = TorchPrinter(), LatexPrinter()
+    formulas = [
+        (
+            wrapped(f"{label} = {docstring_safe(torch_text.doprint(r))}", "    "),
+            wrapped(f"LaTeX: {docstring_safe(latex.doprint(r))}", "    "),
+        )
+        for label, r in results
+    ]
+    functions = [forward, gradient, second]
+    printers = [forward_printer, gradient_printer, printer]
+    body = " ".join(text for fn in functions for _, text in fn.statements)
+    shapes = ", ".join(f"{t.name}: {format_shape(t.shape)}" for t in inputs)
+    source = (
+        code_environment()
+        .get_template("second_order.py.j2")
+        .render(
+            version=__version__,
+            command=wrapped(docstring_safe(command or "symgrad.codegen(...)"), "    "),
+            expression_line=wrapped(f"Expression: out = {expression_text}", ""),
+            shapes=wrapped("Shapes: " + docstring_safe(shapes), ""),
+            style=style,
+            tangents=[v.name for v in tangents],
+            formulas=formulas,
+            checks=checks,
+            tangent_checks=tangent_checks,
+            inputs=names,
+            functions=functions,
+            uses_math=any(p.uses_math for p in printers),
+            uses_index_backward=any(p.uses_index_backward for p in printers),
+            uses_torch="torch." in body,
+        )
+    )
+    source = re.sub(r"\n{4,}", "\n\n\n", source).rstrip() + "\n"
+    try:
+        compile(source, "<emitted module>", "exec")
+    except SyntaxError as error:  # a bug of the emitter: refuse rather than hand out broken code
+        raise SymgradError(f"the emitted module is not valid Python ({error.msg}, line {error.lineno})") from None
+    return source
