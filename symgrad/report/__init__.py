@@ -3,7 +3,9 @@
 - :mod:`.derivation`: what ``symgrad derive`` shows, as data (entries, Jacobians, vᵀJ, the
   torch check; laws and proofs for symbolic shapes), printed as text or JSON;
 - :mod:`.explanation`: an explanation of what ``backward()`` computes for one expression,
-  every statement derived for it; :mod:`.render` turns both into Markdown and LaTeX through
+  every statement derived for it; :mod:`.second_order`: what ``create_graph=True`` does (the
+  gradient law, the Hessian as its Jacobian, a second backward as an HVP); :mod:`.documents`: ``explain``,
+  which makes either; :mod:`.render` turns both into Markdown and LaTeX through
   the templates, with :mod:`.formats` saying how each format writes math and code;
 - :mod:`.latex`: numbers and elided formulas in LaTeX; :mod:`.tex`: PDFs with a real TeX engine.
 
@@ -12,8 +14,10 @@ and :mod:`.latex`. This package imports :mod:`symgrad.emit` (templates, listings
 """
 
 from .derivation import Derivation, LawDerivation, derive, derive_law
-from .explanation import LANGUAGES, Explanation, explain
+from .documents import explain
+from .explanation import LANGUAGES, Explanation
 from .render import render_explanation, render_markdown
+from .second_order import SecondOrderExplanation, explain_second_order
 from .tex import compile_pdf
 
 __all__ = [
@@ -21,10 +25,12 @@ __all__ = [
     "Derivation",
     "Explanation",
     "LawDerivation",
+    "SecondOrderExplanation",
     "compile_pdf",
     "derive",
     "derive_law",
     "explain",
+    "explain_second_order",
     "render_explanation",
     "render_markdown",
 ]

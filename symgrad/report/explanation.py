@@ -121,6 +121,12 @@ class Explanation:
     check: dict[str, Any] | None = None
     too_big: int | None = None  # Jacobian entries, when too many to show entry by entry
     per_element_call: str = "out[i].backward(v[i], retain_graph=True)"
+    wording: str = "explain"  # the templates: explain_body.j2 and explain_<lang>.j2
+
+    @property
+    def failed(self) -> bool:
+        """Whether torch or a proof disagrees with the document."""
+        return (self.check is not None and not self.check["ok"]) or (self.law is not None and self.law.proved is False)
 
     @property
     def leads_with_law(self) -> bool:
@@ -131,14 +137,14 @@ class Explanation:
         return render_explanation(self, "md")
 
 
-def _input_info(t: Tensor) -> InputInfo:
+def input_info(t: Tensor) -> InputInfo:
     values = None
     if t.symbol_values is not None and is_concrete(t.shape):
-        values = matrix_latex(_number_cells(t.values()))
+        values = matrix_latex(number_cells(t.values()))
     return InputInfo(latex_name(t.name), text_latex(t.name), shape_latex(t.shape), values, t.requires_grad)
 
 
-def _number_cells(values: np.ndarray) -> np.ndarray:
+def number_cells(values: np.ndarray) -> np.ndarray:
     flat = [number_latex(v) for v in np.asarray(values, dtype=float).reshape(-1)]
     return np.array(flat, dtype=object).reshape(np.shape(values))
 
@@ -218,7 +224,7 @@ def _entrywise(output: Tensor, wrt: list[Tensor], v: Tensor, kind: str) -> Entry
                 nonzeros=len(report.nonzeros),
                 terms=terms,
                 formula=matrix_latex(_formula_cells(grad_entries)),
-                numbers=matrix_latex(_number_cells(grad_values)) if grad_values is not None else None,
+                numbers=matrix_latex(number_cells(grad_values)) if grad_values is not None else None,
                 values=[float(g) for g in grad_values.reshape(-1)] if grad_values is not None else None,
                 sum_formula=formula_latex(weighted.entries().reshape(-1)[0]),
                 sum_agrees=_same(sum_grad.entries(), grad_entries),
@@ -230,7 +236,7 @@ def _entrywise(output: Tensor, wrt: list[Tensor], v: Tensor, kind: str) -> Entry
         )
     return Entrywise(
         forward=forward,
-        output_values=matrix_latex(_number_cells(out_values)) if out_values is not None else None,
+        output_values=matrix_latex(number_cells(out_values)) if out_values is not None else None,
         grad_tensor=matrix_latex(_formula_cells(v_entries)),
         grad_tensor_kind=kind,
         gradients=gradients,
@@ -336,10 +342,10 @@ def _law(output: Tensor, wrt: list[Tensor], run_proof: bool, concrete: bool) -> 
     proved = None
     if run_proof and concrete:  # sizes too large to prove entry by entry: torch at these sizes only
         numeric = check_numerically([output], wrt, [v], list(laws), {})
-        proof_lines, proved = _proof_lines(Proof(list(laws), numeric=[numeric])), numeric["held"]
+        proof_lines, proved = describe_proof(Proof(list(laws), numeric=[numeric])), numeric["held"]
     elif run_proof:
         proof = prove(output, wrt, [v] if v is not None else None, laws=laws)
-        proof_lines, proved = _proof_lines(proof), proof.held
+        proof_lines, proved = describe_proof(proof), proof.held
         if v is not None:
             sum_agrees = prove((v * output).sum(), wrt, laws=laws, numeric=False).held
     return Law(
@@ -361,21 +367,21 @@ def _difference_text(error: float) -> str:
     return "at most 1e-12" if error <= 1e-12 else f"{error:.3g}"
 
 
-def _sizes_math(sizes: dict[str, int]) -> str:
+def sizes_math(sizes: dict[str, int]) -> str:
     """``$k_{a} = 3, n = 4$``: sizes as inline math, the same in Markdown and LaTeX ("" for none)."""
     if not sizes:
         return ""
     return "$" + ", ".join(f"{sympy.latex(sympy.Symbol(k))} = {v}" for k, v in sizes.items()) + "$"
 
 
-def _proof_lines(proof: Any) -> list[dict[str, Any]]:
+def describe_proof(proof: Any) -> list[dict[str, Any]]:
     """The proofs as data for the wording files (which name the methods in their language)."""
     lines = []
     for e in proof.exact:
         lines.append(
             {
                 "kind": "exact",
-                "sizes": _sizes_math(e["sizes"]),
+                "sizes": sizes_math(e["sizes"]),
                 "held": e["held"],
                 "entries": e["entries"],
                 "methods": [(count, method) for method, count in sorted(e["methods"].items())],
@@ -385,7 +391,7 @@ def _proof_lines(proof: Any) -> list[dict[str, Any]]:
         lines.append(
             {
                 "kind": "torch",
-                "sizes": _sizes_math(n["sizes"]),
+                "sizes": sizes_math(n["sizes"]),
                 "held": n["held"],
                 "difference": _difference_text(n["max_abs_error"]),
             }
@@ -429,8 +435,8 @@ def explain(
     return Explanation(
         expression=" ".join((expression or output.name).split()),
         lang=lang,
-        inputs=[_input_info(t) for t in leaves.values()],
-        wrt=[_input_info(t) for t in targets],
+        inputs=[input_info(t) for t in leaves.values()],
+        wrt=[input_info(t) for t in targets],
         output_shape=shape_latex(output.shape),
         output_numel=output.numel() if concrete else None,
         implicit_error=_implicit_error(output),
