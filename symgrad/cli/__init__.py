@@ -5,6 +5,7 @@
   or the work budget exceeded, 3 for an internal error;
 - :mod:`.catalogue`: ``generated/``, what symgrad emits for a catalogue of real expressions, and how
   every verb writes a file (atomically) and JSON (strictly);
+- :mod:`.models`: ``--module FILE.py:NAME --input x=m,3``, a model from a file, traced as it runs;
 - :mod:`.repl`: a console where ``torch`` is :mod:`symgrad.torch`.
 
 This is the top layer: it may import every other package.

@@ -44,8 +44,10 @@ from ..report.derivation import SHOWN, as_text, derive, derive_law, law_as_text
 from ..report.documents import explain
 from ..report.render import render_explanation, render_markdown
 from ..report.tex import compile_pdf
+from ..torch.tracing import Trace
 from . import catalogue
 from .catalogue import OutputError, check_writable, strict_json, write_file
+from .models import Model, load_model
 from .repl import run as run_repl
 
 EXIT_MISMATCH = 1
@@ -88,7 +90,8 @@ def _pairs(items: Sequence[str], option: str) -> dict[str, str]:
 
 def _expression_arguments(parser: argparse.ArgumentParser) -> None:
     """The expression and its tensors, as ``derive`` and ``explain`` take them."""
-    parser.add_argument("expression", help='a torch expression, e.g. "torch.tanh(W @ x + b)"')
+    parser.add_argument("expression", nargs="?", help='a torch expression, e.g. "torch.tanh(W @ x + b)"')
+    _module_arguments(parser)
     parser.add_argument(
         "--shape",
         action="append",
@@ -110,6 +113,25 @@ def _expression_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="ones|NAME|LIST",
         help="the grad_tensor v: ones (as torch.ones_like), a symbol name such as v, or values",
+    )
+
+
+def _module_arguments(parser: argparse.ArgumentParser) -> None:
+    """--module and --input: a model from a file instead of an expression."""
+    parser.add_argument(
+        "--module",
+        default=None,
+        metavar="FILE.py:NAME",
+        help="instead of an expression: an nn.Module class (built with no arguments), instance or function in a "
+        "Python file, traced as it runs (the file runs as Python); --wrt names its parameters as the module does "
+        "(fc1.weight; default: all of them)",
+    )
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=DIMS",
+        help="with --module: the shape of one argument of forward, in order, e.g. x=m,3 (names make sizes symbolic)",
     )
 
 
@@ -157,7 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
         "(--grad-tensor: ones, a name, or values of the input's shape) as the Hessian-vector product",
     )
     emit = verbs.add_parser("codegen", help="emit a torch module with the closed-form gradient, checked against torch")
-    emit.add_argument("expression")
+    emit.add_argument("expression", nargs="?")
+    _module_arguments(emit)
     emit.add_argument(
         "--shape",
         action="append",
@@ -166,7 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="an input's shape (symbolic names such as k,n or sizes); inputs keep this order",
     )
     emit.add_argument("--value", action="append", default=[], metavar="NAME=LIST")
-    emit.add_argument("--wrt", required=True, metavar="NAME[,NAME]")
+    emit.add_argument(
+        "--wrt", default=None, metavar="NAME[,NAME]", help="required with an expression; with --module: parameters"
+    )
     emit.add_argument(
         "--style",
         choices=["function", "autograd-function", "autograd_function", "hvp", "hessian"],
@@ -196,8 +221,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _model(args: argparse.Namespace) -> Model | None:
+    """The ``--module`` model, traced (None for an expression); exactly one of the two is given."""
+    if (args.expression is None) == (args.module is None):
+        raise SymgradError("give an expression or --module FILE.py:NAME (with --input), not both or neither")
+    if args.module is None:
+        if args.input:
+            raise SymgradError("--input goes with --module; an expression takes --shape and --value")
+        return None
+    if args.shape or args.value:
+        raise SymgradError("--module takes --input NAME=DIMS for its arguments, not --shape or --value")
+    model = load_model(args.module, {name: parse_shape(text) for name, text in _pairs(args.input, "--input").items()})
+    args.expression = model.description
+    return model
+
+
+def _model_wrt(model: Model, wrt: str | None) -> list[Tensor]:
+    """--wrt of a model: parameter paths or input names; by default every parameter."""
+    names = [n.strip() for n in wrt.split(",") if n.strip()] if wrt else list(model.trace.parameters)
+    for name in names:
+        if name not in model.leaves:
+            known = ", ".join(model.leaves)
+            raise SymgradError(f"--wrt names {name!r}, which the model does not have (it has {known})")
+    if not names:
+        raise SymgradError("the model has no parameters: name its inputs with --wrt")
+    chosen = [model.leaves[n] for n in names]
+    for t in chosen:
+        t.requires_grad = True
+    return chosen
+
+
 def _expression_and_wrt(args: argparse.Namespace) -> tuple[Tensor, list[Tensor]]:
-    """The parsed expression (``--shape``, ``--value``) and the tensors named by ``--wrt`` (default: all)."""
+    """The parsed expression (``--shape``, ``--value``) and the tensors named by ``--wrt`` (default: all),
+    or the ``--module`` model's output and parameters."""
+    model = _model(args)
+    if model is not None:
+        return model.trace.output, _model_wrt(model, args.wrt)
     shapes = {name: parse_shape(text) for name, text in _pairs(args.shape, "--shape").items()}
     values = {name: parse_values(text) for name, text in _pairs(args.value, "--value").items()}
     wrt_names = [n.strip() for n in args.wrt.split(",") if n.strip()] if args.wrt else None
@@ -306,6 +365,13 @@ def run_explain(args: argparse.Namespace) -> int:
 def codegen_command(args: argparse.Namespace) -> str:
     """The command that regenerates the module, for its docstring: the parsed options, spelled in full
     (so neither ``-o`` nor ``--debug`` nor an abbreviated option reaches the module)."""
+    if args.module is not None:
+        parts = ["symgrad", "codegen", "--module", args.module]
+        for shape in args.input:
+            parts += ["--input", shape]
+        parts += ["--wrt", args.wrt] if args.wrt else []
+        parts += ["--style", args.style.replace("_", "-"), "--name", args.name]
+        return shlex.join(parts + (["--no-check"] if args.no_check else []))
     parts = ["symgrad", "codegen", args.expression]
     for shape in args.shape:
         parts += ["--shape", shape]
@@ -321,24 +387,18 @@ def run_codegen(args: argparse.Namespace) -> int:
     target = Path(args.output) if args.output else None
     if target is not None:
         check_writable(target)  # before the work, not after it
-    shapes = {name: parse_shape(text) for name, text in _pairs(args.shape, "--shape").items()}
-    values = {name: parse_values(text) for name, text in _pairs(args.value, "--value").items()}
-    wrt_names = [n.strip() for n in args.wrt.split(",") if n.strip()]
-    output = parse(args.expression, shapes=shapes, values=values, requires_grad=wrt_names)
-    leaves = output.leaves()
-    order = (
-        list(shapes)
-        + [n for n in values if n not in shapes]
-        + [n for n in leaves if n not in shapes and n not in values]
-    )
-    missing = [n for n in wrt_names if n not in leaves]
-    if missing:
-        raise SymgradError(f"--wrt names {missing[0]!r}, which is not a tensor of the expression")
-    inputs = [leaves[n] for n in order if n in leaves]
-    wrt = [leaves[n] for n in wrt_names]
+    model = _model(args)
     style = args.style.replace("-", "_")
+    if model is not None:
+        wrt = _model_wrt(model, args.wrt)
+        traced = model.trace
+        output, inputs = traced.output, [*traced.inputs, *traced.parameters.values(), *traced.buffers.values()]
+        target_graph: Tensor | Trace = traced  # a Trace: the module also gets a drop-in nn.Module wrapper
+    else:
+        output, inputs, wrt = _parsed_for_codegen(args)
+        target_graph = output
     source = codegen(
-        output,
+        target_graph,
         wrt,
         inputs=inputs,
         style=style,
@@ -378,6 +438,26 @@ def run_codegen(args: argparse.Namespace) -> int:
     if report is not None:
         say(str(report))
     return 0
+
+
+def _parsed_for_codegen(args: argparse.Namespace) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+    """The expression, its inputs in the order of --shape then --value, and the --wrt tensors."""
+    if not args.wrt:
+        raise SymgradError("codegen of an expression needs --wrt: the tensors to differentiate with respect to")
+    shapes = {name: parse_shape(text) for name, text in _pairs(args.shape, "--shape").items()}
+    values = {name: parse_values(text) for name, text in _pairs(args.value, "--value").items()}
+    wrt_names = [n.strip() for n in args.wrt.split(",") if n.strip()]
+    output = parse(args.expression, shapes=shapes, values=values, requires_grad=wrt_names)
+    leaves = output.leaves()
+    order = (
+        list(shapes)
+        + [n for n in values if n not in shapes]
+        + [n for n in leaves if n not in shapes and n not in values]
+    )
+    missing = [n for n in wrt_names if n not in leaves]
+    if missing:
+        raise SymgradError(f"--wrt names {missing[0]!r}, which is not a tensor of the expression")
+    return output, [leaves[n] for n in order if n in leaves], [leaves[n] for n in wrt_names]
 
 
 def _module_failed(target: Path | None, why: str) -> int:

@@ -32,6 +32,8 @@ torch = pytest.importorskip("torch")
 
 REPO = Path(__file__).resolve().parents[2]
 HANG_LIMIT = 20.0  # seconds: no reproduction may run longer
+# 64,000 SymPy products take 10-20 s on a loaded two-core machine (it ran past 60 s when it hung)
+ENTRYWISE_LIMIT = 45.0
 SLOW_LIMIT = 180.0  # for cases that are not about speed: generous, so a loaded machine does not fail them
 F64 = torch.float64
 
@@ -100,7 +102,7 @@ CASES: dict[str, tuple[list[str], float, dict]] = {
     "hang_sum_of_a_huge_tensor": (["derive", "x.sum()", "--shape", "x=100000,100000", "--wrt", "x"], HANG_LIMIT, {}),
     "hang_matmul_40x40": (
         ["derive", "(A @ B).sum()", "--shape", "A=40,40", "--shape", "B=40,40", "--wrt", "A"],
-        HANG_LIMIT,
+        ENTRYWISE_LIMIT,
         {},
     ),
     "hang_codegen_300x300": (
@@ -215,7 +217,7 @@ def _run_case(name: str, folder: Path) -> dict:
 def _run_all(base: Path) -> dict:
     """The time-limited cases first, by themselves (so that a fixed one is not starved by the others),
     then the rest, a few at a time."""
-    timed = [n for n in CASES if CASES[n][1] == HANG_LIMIT]
+    timed = [n for n in CASES if CASES[n][1] < SLOW_LIMIT]
     results = {}
     for names, workers in ((timed, len(timed)), ([n for n in CASES if n not in timed], 4)):
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -431,7 +433,7 @@ def test_entrywise_work_budget_refuses_a_huge_tensor(runs):
 @pytest.mark.parametrize("case", ["hang_matmul_40x40", "hang_det_9x9"])
 def test_entrywise_work_finishes_or_refuses(runs, case):
     run = _get(runs, case)
-    assert_finished(run)
+    assert_finished(run, CASES[case][1])
     if run["returncode"] == 2:
         assert_clean_refusal(run)
     else:

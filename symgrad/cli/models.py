@@ -1,0 +1,131 @@
+"""``--module FILE.py:NAME --input x=m,3``: a model from a file, traced as it runs.
+
+NAME is an ``nn.Module`` class (built with no arguments), an ``nn.Module`` instance, or a function of
+tensors. The file is the user's own code and runs as Python, as ``torch.load`` of a model would; symgrad
+runs nothing else from the command line. Each ``--input`` gives one argument of ``forward`` (or of the
+function) in order, with sizes or symbolic names: a name makes that size symbolic (torch.export's
+``dynamic_shapes``), so the result carries laws. The model runs in float64, on random inputs drawn with a
+fixed seed, and a class's initial parameters after ``torch.manual_seed(0)``, so the same command gives the
+same numbers.
+
+>>> import pathlib, tempfile
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / "net.py").write_text("import torch\\ndef f(x):\\n    return torch.tanh(x).sum()\\n")
+>>> model = load_model(f"{folder / 'net.py'}:f", {"x": (2, "m")})
+>>> model.description, model.trace.output.shape
+('f(x) from net.py', ())
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import itertools
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import SymgradError
+from ..core.tensor import Tensor
+from ..torch.tracing import Trace, trace
+
+SEED = 0
+FIRST_SIZE = 3  # symbolic sizes are traced at 3, 4, … (distinct, so that a transposed size shows)
+
+
+@dataclass
+class Model:
+    """A traced model from a file: its trace, its leaves by name (inputs and parameter paths) and a title."""
+
+    trace: Trace
+    leaves: dict[str, Tensor]
+    description: str
+
+    @property
+    def parameters(self) -> list[Tensor]:
+        return list(self.trace.parameters.values())
+
+
+def _read_module(path: Path) -> Any:
+    """Import the file as a fresh module (its own name, so two models never collide)."""
+    name = f"symgrad_user_model_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SymgradError(f"--module: cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look their module up here
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # the user's file failed: say where, in one line
+        del sys.modules[name]
+        raise SymgradError(f"--module: running {path.name} failed: {type(error).__name__}: {error}") from error
+    return module
+
+
+def _callable(found: Any, name: str, path: Path) -> Any:
+    import torch
+
+    if isinstance(found, type) and issubclass(found, torch.nn.Module):
+        torch.manual_seed(SEED)  # its initial parameters: the same for the same command
+        try:
+            found = found()
+        except TypeError as error:
+            raise SymgradError(
+                f"--module: {name}() needs arguments ({error}); name an instance or a function in {path.name} instead"
+            ) from error
+    if isinstance(found, torch.nn.Module):
+        return found.double()
+    if callable(found):
+        return found
+    raise SymgradError(f"--module: {name} in {path.name} is a {type(found).__name__}, not a model or a function")
+
+
+def _examples(fn: Any, shapes: dict[str, tuple]) -> tuple[list, dict]:
+    """Random float64 example inputs in ``forward``'s order, and torch.export's dynamic_shapes for the names."""
+    import torch
+
+    signature = inspect.signature(fn.forward if isinstance(fn, torch.nn.Module) else fn)
+    wanted = [p.name for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if list(shapes) != wanted[: len(shapes)] or len(shapes) < len(
+        [p for p in signature.parameters.values() if p.name in wanted and p.default is p.empty]
+    ):
+        given = ", ".join(shapes) or "none"
+        raise SymgradError(f"--input names the arguments {', '.join(wanted)} in order; got {given}")
+    sizes = itertools.count(FIRST_SIZE)
+    symbolic: dict[str, int] = {}
+    generator = torch.Generator().manual_seed(SEED)
+    examples, dynamic = [], {}
+    for name, shape in shapes.items():
+        concrete = []
+        for axis, size in enumerate(shape):
+            if isinstance(size, int):
+                concrete.append(size)
+                continue
+            label = str(size)
+            symbolic.setdefault(label, next(sizes))
+            concrete.append(symbolic[label])
+            dynamic.setdefault(name, {})[axis] = label
+        examples.append(torch.randn(concrete, dtype=torch.float64, generator=generator))
+    return examples, dynamic
+
+
+def load_model(spec: str, shapes: dict[str, tuple]) -> Model:
+    """Load ``FILE.py:NAME``, run it on ``--input`` examples under :func:`symgrad.trace`, and name its leaves."""
+    where, _, name = spec.rpartition(":")
+    if not where or not name.isidentifier():
+        raise SymgradError(f"--module takes FILE.py:NAME, such as model.py:Net; got {spec!r}")
+    path = Path(where)
+    if path.suffix != ".py" or not path.is_file():
+        raise SymgradError(f"--module: {where} is not a Python file")
+    module = _read_module(path)
+    if not hasattr(module, name):
+        found = sorted(n for n in vars(module) if not n.startswith("_"))
+        raise SymgradError(f"--module: {path.name} has no {name} (it defines {', '.join(found) or 'nothing'})")
+    fn = _callable(getattr(module, name), name, path)
+    examples, dynamic = _examples(fn, shapes)
+    traced = trace(fn, *examples, dynamic_shapes=dynamic)
+    if not isinstance(traced.output, Tensor):
+        raise SymgradError(f"--module: {name} returns a {type(traced.output).__name__}; symgrad needs one tensor")
+    leaves = {t.name: t for t in traced.inputs} | dict(traced.parameters)
+    return Model(traced, leaves, f"{name}({', '.join(shapes)}) from {path.name}")

@@ -1,0 +1,159 @@
+"""``--module FILE.py:NAME --input x=m,3``: a model from a file goes through derive, codegen and explain, with
+torch's numbers; a bad file, name or input is one line with exit code 2."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from symgrad.cli import main
+
+F64 = torch.float64
+MODEL = """\
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(3, 4)
+        self.fc2 = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return torch.nn.functional.softplus(self.fc2(torch.tanh(self.fc1(x)))).mean()
+
+
+def score(x, w):
+    return (x @ w).sigmoid()
+
+
+broken = None  # neither a model nor a function
+"""
+
+
+@pytest.fixture
+def model_file(tmp_path: Path) -> Path:
+    path = tmp_path / "model.py"
+    path.write_text(MODEL, encoding="utf-8")
+    return path
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def the_same_net(path: Path) -> torch.nn.Module:
+    """The model as the command line builds it: the class after torch.manual_seed(0), in float64."""
+    spec = importlib.util.spec_from_file_location("net_for_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    return module.Net().double()
+
+
+def test_derive_a_model_from_a_file_gives_torchs_gradients(capsys, model_file):
+    spec = f"{model_file}:Net"
+    code, out, err = run(
+        capsys, "derive", "--module", spec, "--input", "x=2,3", "--wrt", "fc2.weight", "--format", "json"
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["check"]["ok"] is True
+    net = the_same_net(model_file)
+    x = torch.randn((2, 3), dtype=F64, generator=torch.Generator().manual_seed(0))
+    net(x).backward()
+    (grad,) = data["gradients"]
+    assert [e["value"] for e in grad["entries"]] == pytest.approx(net.fc2.weight.grad.reshape(-1).tolist(), abs=1e-14)
+
+
+def test_a_symbolic_batch_gives_the_models_laws_proved(capsys, model_file):
+    code, out, err = run(capsys, "derive", "--module", f"{model_file}:Net", "--input", "x=m,3")
+    assert code == 0, err
+    assert "grad_fc1_weight = " in out and "grad_fc2_bias = " in out
+    assert "proof: held" in out
+
+
+def test_codegen_of_a_model_writes_a_drop_in_that_trains_like_the_original(capsys, model_file, tmp_path):
+    target = tmp_path / "net_backward.py"
+    code, _, err = run(
+        capsys, "codegen", "--module", f"{model_file}:Net", "--input", "x=m,3", "--name", "Net", "-o", str(target)
+    )
+    assert code == 0 and "OK" in err, err
+    spec = importlib.util.spec_from_file_location("net_backward", target)
+    emitted = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(emitted)
+    original, twin = the_same_net(model_file), the_same_net(model_file)
+    drop_in = emitted.NetModule(twin)
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.5) for m in (original, twin)]
+    generator = torch.Generator().manual_seed(5)
+    for step in range(3):
+        batch = torch.randn((5 + step, 3), dtype=F64, generator=generator)  # a batch size of its own each step
+        for model, optimizer in zip((original, drop_in), optimizers, strict=True):
+            optimizer.zero_grad()
+            model(batch).backward()
+            optimizer.step()
+    for (name, a), b in zip(original.named_parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14, msg=name)
+
+
+def test_codegen_of_a_function_in_a_file_differentiates_its_named_inputs(capsys, model_file, tmp_path):
+    target = tmp_path / "score.py"
+    code, _, err = run(
+        capsys, "codegen", "--module", f"{model_file}:score", "--input", "x=m,3", "--input", "w=3",
+        "--wrt", "w", "--style", "function", "-o", str(target),
+    )  # fmt: skip
+    assert code == 0, err
+    spec = importlib.util.spec_from_file_location("score", target)
+    emitted = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(emitted)
+    x = torch.randn((4, 3), dtype=F64)
+    w = torch.randn(3, dtype=F64, requires_grad=True)
+    v = torch.randn(4, dtype=F64)
+    (x @ w).sigmoid().backward(v)
+    (grad,) = emitted.vjp(x, w.detach(), v)
+    torch.testing.assert_close(grad, w.grad, rtol=1e-12, atol=1e-14)
+
+
+def test_explain_a_model_from_a_file(capsys, model_file, tmp_path):
+    target = tmp_path / "net.md"
+    code, _, err = run(
+        capsys, "explain", "--module", f"{model_file}:Net", "--input", "x=m,3", "--wrt", "fc1.weight", "-o", str(target)
+    )
+    assert code == 0, err
+    text = target.read_text(encoding="utf-8")
+    assert "Net(x) from model.py" in text and r"\mathrm{fc1\_weight}" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--module", "{dir}/nope.py:Net", "--input", "x=2,3"], "is not a Python file"),
+        (["--module", "{dir}/model.py:Nope", "--input", "x=2,3"], "model.py has no Nope"),
+        (["--module", "{dir}/model.py", "--input", "x=2,3"], "takes FILE.py:NAME"),
+        (["--module", "{dir}/model.py:broken", "--input", "x=2,3"], "not a model or a function"),
+        (["--module", "{dir}/model.py:Net", "--input", "y=2,3"], "names the arguments x in order"),
+        (["--module", "{dir}/model.py:Net", "--input", "x=2,4"], "cannot be multiplied"),
+        (["--module", "{dir}/model.py:Net", "--input", "x=2,3", "--wrt", "fc9"], "does not have"),
+        (["x.sum()", "--module", "{dir}/model.py:Net"], "not both or neither"),
+        (["x.sum()", "--shape", "x=2", "--input", "x=2"], "--input goes with --module"),
+    ],
+)
+def test_bad_models_are_one_line_with_exit_2(capsys, model_file, argv, message):
+    code, out, err = run(capsys, "derive", *[a.replace("{dir}", str(model_file.parent)) for a in argv])
+    assert code == 2 and out == ""
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_file_that_raises_is_reported_in_one_line(capsys, tmp_path):
+    path = tmp_path / "bad.py"
+    path.write_text("raise ValueError('no weights here')\n", encoding="utf-8")
+    code, _, err = run(capsys, "derive", "--module", f"{path}:Net", "--input", "x=2")
+    assert code == 2
+    assert "running bad.py failed: ValueError: no weights here" in err and err.count("\n") == 1
