@@ -16,7 +16,7 @@ symgrad.WorkBudgetError: the entries of x.sum() would take about ... terms (symg
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from .errors import WorkBudgetError
@@ -45,11 +45,12 @@ def node_cost(node: Tensor) -> int:
     return _numel(node.shape) + sum(_numel(shape) for shape in inputs)
 
 
-def check_budget(nodes: Iterable[Tensor], what: str) -> None:
-    """Refuse, in one line, when building the entries of ``nodes`` would exceed :data:`MAX_TERMS`."""
+def check_budget(nodes: Iterable[Tensor], what: Callable[[], str]) -> None:
+    """Refuse, in one line, when building the entries of ``nodes`` would exceed :data:`MAX_TERMS`.
+    ``what`` names them, called only then: a tensor's name may print its whole expression."""
     total = sum(node_cost(node) for node in nodes)
     if total > MAX_TERMS:
         raise WorkBudgetError(
-            f"the entries of {what} would take about {total:,} terms (symgrad's limit is {MAX_TERMS:,}): "
+            f"the entries of {what()} would take about {total:,} terms (symgrad's limit is {MAX_TERMS:,}): "
             "give symbolic shapes (e.g. --shape A=n,m) for the law that holds at every size, or smaller sizes"
         )

@@ -241,7 +241,7 @@ class Tensor(TensorMethods):
         """The entries as a NumPy object array of SymPy expressions."""
         if self._entries is None:
             pending = [node for node in topological(self) if node._entries is None]
-            check_budget(pending, f"{self.name}")
+            check_budget(pending, lambda: self.name)
             for node in pending:
                 node._entries = node._compute_entries()
         return self._entries  # type: ignore[return-value]
@@ -270,7 +270,7 @@ class Tensor(TensorMethods):
         """The values as an object array of SymPy numbers; raises if any is unknown."""
         if self._value_cache is None:
             pending = [node for node in topological(self) if node._value_cache is None]
-            check_budget([node for node in pending if node.op is None or node.op.float64 is None], self.name)
+            check_budget([node for node in pending if node.op is None or node.op.float64 is None], lambda: self.name)
             for node in pending:
                 node._value_cache = node._compute_values()
         return self._value_cache  # type: ignore[return-value]

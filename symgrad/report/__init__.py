@@ -7,7 +7,8 @@
   gradient law, the Hessian as its Jacobian, a second backward as an HVP); :mod:`.documents`: ``explain``,
   which makes either; :mod:`.render` turns both into Markdown and LaTeX through
   the templates, with :mod:`.formats` saying how each format writes math and code;
-- :mod:`.latex`: numbers and elided formulas in LaTeX; :mod:`.tex`: PDFs with a real TeX engine.
+- :mod:`.latex`: numbers and elided formulas in LaTeX; :mod:`.tex`: PDFs with a real TeX engine;
+- :mod:`.op_reference`: ``generated/ops.md``, the supported ops and refused options, read from the code.
 
 User text reaches a document only through the escaping functions of :mod:`symgrad.core.latex`
 and :mod:`.latex`. This package imports :mod:`symgrad.emit` (templates, listings) and everything below it.

@@ -116,7 +116,9 @@ def _symbolic_function(func: Callable) -> tuple[str, Any]:
     if module == "torch.linalg" or "linalg" in module:
         return "function", getattr(symbolic_torch.linalg, name.removeprefix("linalg_"), None)
     if module == "torch" or qualname.startswith("_VariableFunctionsClass."):
-        return "function", getattr(symbolic_torch, name, None)
+        # F.conv2d, F.max_pool2d, … are torch.conv2d, torch.max_pool2d, … themselves
+        found = getattr(symbolic_torch, name, None) or getattr(symbolic_torch.nn.functional, name, None)
+        return "function", found
     return "function", None
 
 
