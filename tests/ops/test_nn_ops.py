@@ -478,6 +478,36 @@ def test_law_holds_at_symbolic_sizes(label: str, build: Callable) -> None:
     assert sg.prove(build(X), [X], [V]).held
 
 
+# convolution and pooling: their windows slice the spatial dims, so those stay concrete; batch (and, for pooling,
+# channel) sizes are symbolic
+c = sg.dims("c")[0]
+WINDOW_LAWS: list[tuple[str, Callable, tuple]] = [
+    (
+        "conv1d_padding_bias",
+        lambda Z: storch.nn.functional.conv1d(
+            Z, _symbols("K", 3, 2, 2), _symbols("B", 3), padding=1, dilation=2
+        ).tanh(),
+        (n, 2, 6),
+    ),
+    (
+        "conv2d_stride_groups",
+        lambda Z: storch.nn.functional.conv2d(Z, _symbols("K", 4, 1, 2, 2), stride=2, groups=2),
+        (n, 2, 4, 5),
+    ),
+    ("max_pool2d_overlapping", lambda Z: storch.nn.functional.max_pool2d(Z, 2, stride=1), (n, c, 3, 3)),
+    ("avg_pool1d_padding", lambda Z: storch.nn.functional.avg_pool1d(Z, 2, stride=2, padding=1) ** 2, (n, c, 6)),
+    ("adaptive_avg_pool2d", lambda Z: storch.nn.functional.adaptive_avg_pool2d(Z, (2, 3)).exp(), (n, c, 5, 4)),
+]
+
+
+@pytest.mark.parametrize(("label", "build", "shape"), WINDOW_LAWS, ids=[law[0] for law in WINDOW_LAWS])
+def test_window_laws_hold_for_every_batch_size(label: str, build: Callable, shape: tuple) -> None:
+    Z = _symbols("Z", *shape)
+    out = build(Z)
+    leaves = [t for name, t in sorted(out.leaves().items()) if name in ("Z", "K", "B")]
+    assert sg.prove(out, leaves, [_symbols("V", *out.shape)]).held
+
+
 def test_emitted_module_matches_autograd() -> None:
     W, X, Y = _symbols("W", n, d), _symbols("X", d, n), _symbols("Y", n, n)
     F = storch.nn.functional

@@ -45,8 +45,11 @@ def _padding(padding: Any, n: int, kernel: tuple, stride: tuple, dilation: tuple
 def _conv(
     input: Tensor, weight: Tensor, bias: Any, stride: Any, padding: Any, dilation: Any, groups: int, n: int
 ) -> Tensor:
-    if not is_concrete(input.shape) or not is_concrete(weight.shape):
-        raise UnsupportedError(f"conv{n}d needs concrete sizes (its windows are slices of the input)")
+    if not is_concrete(weight.shape) or not is_concrete(input.shape[-n - 1 :]):
+        raise UnsupportedError(
+            f"conv{n}d needs concrete channel, kernel and spatial sizes (its windows are slices of the input); "
+            "the batch size may be symbolic"
+        )
     if input.ndim not in (n + 1, n + 2):
         raise RuntimeError(
             f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to conv{n}d, but got input of size: "

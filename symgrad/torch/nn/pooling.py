@@ -33,8 +33,11 @@ class _Windows:
     def __init__(
         self, input: Tensor, n: int, what: str, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode
     ) -> None:
-        if not is_concrete(input.shape):
-            raise UnsupportedError(f"{what} needs concrete sizes (its windows are slices of the input)")
+        if not is_concrete(input.shape[-n:]):
+            raise UnsupportedError(
+                f"{what} needs concrete spatial sizes (its windows are slices of the input); batch and channel "
+                "sizes may be symbolic"
+            )
         if input.ndim not in (n + 1, n + 2):
             raise RuntimeError(f"{what}: Expected {n + 1}D or {n + 2}D input, but got {input.ndim}D input")
         self.n, self.what = n, what
@@ -207,8 +210,8 @@ def avg_pool2d(
 
 def _adaptive_avg_pool(input: Tensor, output_size: Any, n: int) -> Tensor:
     what = f"adaptive_avg_pool{n}d"
-    if not is_concrete(input.shape):
-        raise UnsupportedError(f"{what} needs concrete sizes")
+    if not is_concrete(input.shape[-n:]):
+        raise UnsupportedError(f"{what} needs concrete spatial sizes; batch and channel sizes may be symbolic")
     if input.ndim not in (n + 1, n + 2):
         raise RuntimeError(f"{what}(): Expected {n + 1}D or {n + 2}D tensor, but got {input.ndim}D tensor")
     sizes = (output_size,) * n if isinstance(output_size, int) or output_size is None else tuple(output_size)
