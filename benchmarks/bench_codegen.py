@@ -63,7 +63,6 @@ import math
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -77,13 +76,13 @@ import numpy as np
 import sympy
 import torch
 import torch.nn.functional as F  # noqa: N812 - torch's own spelling
+from provenance import git_state  # benchmarks/ is on sys.path when run as a script
 from torch.utils.benchmark import Timer
 
 import symgrad as sg
 from symgrad.core import Tensor, apply
 from symgrad.emit import compile_module
 
-ROOT = Path(__file__).resolve().parents[1]
 TORCH_THREADS = 1
 SIZES = {"tiny": 2, "small": 32, "medium": 256}
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -409,24 +408,6 @@ def vjp_steps(c: Compiled, values: list[torch.Tensor], g: torch.Tensor, min_run_
 
 
 # ── reports ───────────────────────────────────────────────────────────────
-def git_state() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "symgrad", "templates"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split("\n")
-        changed = sum(1 for line in dirty if line.strip())
-        return f"git {head}" + (f" + {changed} uncommitted file(s) in symgrad/ templates/" if changed else " (clean)")
-    except (OSError, subprocess.CalledProcessError):
-        return "git unknown"
-
-
 def environment() -> str:
     return (
         f"python {platform.python_version()} | torch {torch.__version__} | sympy {sympy.__version__} | "

@@ -59,7 +59,6 @@ import gc
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -73,6 +72,7 @@ import numpy as np
 import sympy
 import torch
 import torch.nn.functional as F  # noqa: N812 - torch's own spelling
+from provenance import git_state  # benchmarks/ is on sys.path when run as a script
 from sympy.core.cache import clear_cache
 from torch.utils.benchmark import Timer
 
@@ -80,7 +80,6 @@ import symgrad as sg
 import symgrad.torch as sgt
 import symgrad.torch.nn.functional as sgf
 
-ROOT = Path(__file__).resolve().parents[1]
 TORCH_THREADS = 1
 RTOL = 1e-9  # float64
 ATOL_SCALE = 1e-12  # atol = ATOL_SCALE * max(1, max |reference|)
@@ -385,24 +384,6 @@ def measure(p: Problem, style: str, calls: dict[str, Callable[[], object]], roun
 
 
 # ── reports ───────────────────────────────────────────────────────────────
-def git_state() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "symgrad", "templates"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split("\n")
-        changed = sum(1 for line in dirty if line.strip())
-        return f"git {head}" + (f" + {changed} uncommitted file(s) in symgrad/ templates/" if changed else " (clean)")
-    except (OSError, subprocess.CalledProcessError):
-        return "git unknown"
-
-
 def environment() -> str:
     return (
         f"python {platform.python_version()} | torch {torch.__version__} | sympy {sympy.__version__} | "

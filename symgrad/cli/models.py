@@ -86,10 +86,10 @@ def _examples(fn: Any, shapes: dict[str, tuple]) -> tuple[list, dict]:
     import torch
 
     signature = inspect.signature(fn.forward if isinstance(fn, torch.nn.Module) else fn)
-    wanted = [p.name for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if list(shapes) != wanted[: len(shapes)] or len(shapes) < len(
-        [p for p in signature.parameters.values() if p.name in wanted and p.default is p.empty]
-    ):
+    positional = [p for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    wanted = [p.name for p in positional]
+    required = sum(p.default is p.empty for p in positional)
+    if list(shapes) != wanted[: len(shapes)] or len(shapes) < required:
         given = ", ".join(shapes) or "none"
         raise SymgradError(f"--input names the arguments {', '.join(wanted)} in order; got {given}")
     sizes = itertools.count(FIRST_SIZE)

@@ -49,6 +49,12 @@ def check_identifier(name: str, what: str) -> str:
     return name
 
 
+def shape_tuple(sizes: Sequence) -> str:
+    """A shape as a Python tuple, written as ruff writes it: ``()``, ``(n,)``, ``(2, 3)``."""
+    parts = [str(d) for d in sizes]
+    return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
+
+
 class CodePrinter(TorchPrinter):
     """torch code that runs on any device and dtype, formatted the way ``ruff format`` writes it."""
 
@@ -76,11 +82,11 @@ class CodePrinter(TorchPrinter):
         numbers = [sympy.sympify(e) for e in entries.reshape(-1)]
         if not all(n.is_Number and n.is_finite for n in numbers):
             raise SymgradError(f"cannot write {t.name} as torch code: it is not an input, nor a tensor of numbers")
-        shape = ", ".join(str(d) for d in entries.shape) + ("," if entries.ndim == 1 else "")
+        shape = shape_tuple(entries.shape)
         if t.dtype.startswith("float"):
             value = uniform_constant(t)
             if value is not None:
-                return f"{self.like}.new_full(({shape}), {float(value)!r})"
+                return f"{self.like}.new_full({shape}, {float(value)!r})"
             data = np.array([float(n) for n in numbers], dtype=float).reshape(entries.shape).tolist()
             text = f"{self.like}.new_tensor({data!r})"
         else:
@@ -114,9 +120,8 @@ class CodePrinter(TorchPrinter):
         return (f"{base_text}**{exp_text}" if simple else f"{base_text} ** {exp_text}"), 7
 
     def _print_full(self, t: Tensor):
-        shape = ", ".join(str(d) for d in t.attrs["shape"])
         value, _ = self._print_number(sympy.sympify(t.attrs["value"]))
-        return f"{self.like}.new_full(({shape}{',' if len(t.attrs['shape']) == 1 else ''}), {value})", 9
+        return f"{self.like}.new_full({shape_tuple(t.attrs['shape'])}, {value})", 9
 
     def _print_eye(self, t: Tensor):
         return f"torch.eye({t.attrs['n']}, dtype={self.like}.dtype, device={self.like}.device)", 9
@@ -142,9 +147,7 @@ class CodePrinter(TorchPrinter):
     def _print_index_backward(self, t: Tensor):
         self.uses_index_backward = True
         (g,) = t.inputs
-        sizes = [str(d) for d in t.attrs["shape"]]
-        shape = f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(sizes)})"
-        return f"_index_backward({self._print(g)[0]}, {shape}, {t.attrs['index']!r})", 9
+        return f"_index_backward({self._print(g)[0]}, {shape_tuple(t.attrs['shape'])}, {t.attrs['index']!r})", 9
 
     def _print_map(self, t: Tensor):
         (x,) = t.inputs

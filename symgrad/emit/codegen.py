@@ -23,7 +23,7 @@ from types import ModuleType
 from ..core.constructors import symbols_like
 from ..core.dims import format_shape
 from ..core.errors import SymgradError
-from ..core.graph import dims_of, topological
+from ..core.graph import dims_of, topological, uniform_constant
 from ..core.printers import LatexPrinter, TorchPrinter
 from ..core.tensor import Tensor
 from ..derive.forward import jvp
@@ -40,6 +40,7 @@ from .code_text import (
     name_statements,
     needs_name,
     shape_checks,
+    shape_tuple,
     wrapped,
 )
 from .curvature_code import STYLES, curvature_codegen
@@ -126,10 +127,10 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     backward_lines, counter = name_statements(law_nodes.values(), names_map, printer, uses, counter, law_ids)
     for x, g in zip(wrt, laws):
         text = names_map.get(id(g)) or printer.doprint(g)
-        if re.fullmatch(r"-?[0-9.]+(e-?[0-9]+)?", text):  # a constant gradient: a tensor, never a Python number
-            sizes = [str(d) for d in x.shape]
-            shape = f"({sizes[0]},)" if len(sizes) == 1 else f"({', '.join(sizes)})"
-            text = f"grad_output.new_full({shape}, {float(text)!r})"
+        constant = uniform_constant(g) if id(g) not in names_map and g.op is None and not g.shape else None
+        if constant is not None:  # it prints as a Python number: return a tensor of x's shape instead
+            value = repr(float(constant)) if constant.is_Number else text
+            text = f"grad_output.new_full({shape_tuple(x.shape)}, {value})"
         backward_lines.append((f"grad_{x.name}", text))
         results.append(f"grad_{x.name}")
     saved_inputs = [names_map[id(t)] for t in inputs if id(t) in frontier]
@@ -216,16 +217,19 @@ def codegen(
         else t.name
         for t in inputs
     ]
+    needed = _needed_forward(p)
+    saved_inputs = _function_saved_inputs(p, needed)
+    saved = saved_inputs + p.saved_intermediates
+    function_dims = _dims_for(p, needed + p.backward)  # what the vjp and the Function's backward read
+    expression = expression or TorchPrinter().doprint(output)
     context = {
         "module_args": module_args if owned and style == "autograd_function" else [],
         "data_inputs": [t.name for t in inputs if t.name not in owned],
         "plan": p,
         "name": name,
         "style": style,
-        "expression": docstring_safe(expression or TorchPrinter().doprint(output)),
-        "expression_line": wrapped(
-            "Expression: out = " + docstring_safe(expression or TorchPrinter().doprint(output)), ""
-        ),
+        "expression": docstring_safe(expression),
+        "expression_line": wrapped("Expression: out = " + docstring_safe(expression), ""),
         "shapes": wrapped("Shapes: " + docstring_safe(shapes), ""),
         "version": __version__,
         "command": wrapped(docstring_safe(command or "symgrad.codegen(...)"), "    "),
@@ -235,25 +239,20 @@ def codegen(
             (wrapped(f"{n} = {docstring_safe(t)}", "    "), wrapped(f"LaTeX: {docstring_safe(lt)}", "    "))
             for n, t, lt in p.gradients_text
         ],
-        "vjp_forward": _needed_forward(p),
-        "vjp_dims": _dims_for(p, _needed_forward(p) + p.backward),
+        "vjp_forward": needed,
+        "vjp_dims": function_dims,
         "fused_dims": _dims_for(p, [*p.forward, ("", p.forward_result), *p.backward]),
-        "dim_names": [d for d, _ in _function_dims(p)],
-        "function_dims": _function_dims(p),
-        "recompute_inputs": [name for name in _function_saved_inputs(p) if name not in p.saved_inputs],
+        "dim_names": [d for d, _ in function_dims],
+        "function_dims": function_dims,
+        "recompute_inputs": [name for name in saved_inputs if name not in p.saved_inputs],
         "fixed_positions": [str(i) for i, t in enumerate(inputs) if not any(t is x for x in wrt)],
-        "recompute": _needed_forward(p),
+        "recompute": needed,
         "plan_intermediates": [t for t in p.saved_intermediates if t != "output"],
-        "saved": _function_saved_inputs(p) + p.saved_intermediates,
+        "saved": saved,
         "jvp_positions": {name: i for i, name in enumerate(p.inputs)},
-        "backward_unpack": _unpacked(
-            _function_saved_inputs(p) + p.saved_intermediates, [*_needed_forward(p), *p.backward]
-        ),
-        "jvp_unpack": _unpacked(
-            _function_saved_inputs(p) + p.saved_intermediates,
-            [*p.jvp, *p.jvp_dims, *[("", f"zeros_like({x})") for x in p.tangents]],
-        ),
-        "unpack_inputs": _unpack_targets(p),
+        "backward_unpack": _unpacked(saved, [*needed, *p.backward]),
+        "jvp_unpack": _unpacked(saved, [*p.jvp, *p.jvp_dims, *[("", f"zeros_like({x})") for x in p.tangents]]),
+        "unpack_inputs": _unpack_targets(p.inputs, saved_inputs, function_dims),
         "uses_torch": style == "autograd_function"
         or "torch." in " ".join(body for _, body in [*p.forward, ("", p.forward_result), *p.backward]),
         "tangent_of": {x: f"tangent_{x}" for x in p.tangents},
@@ -288,11 +287,11 @@ def _forward_mode(
     return moving, dim_lines(sources, lines), lines, printer
 
 
-def _function_saved_inputs(p: Plan) -> list[str]:
+def _function_saved_inputs(p: Plan, needed: list[tuple[str, str]]) -> list[str]:
     """The inputs the Function saves: those its backward reads, those from which a backward under
-    ``create_graph=True`` recomputes the forward values it needs (so that autograd can differentiate it),
-    and those its jvp reads (forward mode reads the same saved tensors)."""
-    text = " ".join(body for _, body in _needed_forward(p))
+    ``create_graph=True`` recomputes the forward values it needs (``needed``, so that autograd can
+    differentiate it), and those its jvp reads (forward mode reads the same saved tensors)."""
+    text = " ".join(body for _, body in needed)
     text += " " + " ".join([body for _, body in p.jvp] + [where for _, where in p.jvp_dims])
     if p.jvp:  # a missing tangent becomes zeros_like(<input>)
         text += " " + " ".join(p.tangents)
@@ -307,17 +306,12 @@ def _unpacked(saved: list[str], statements: list[tuple[str, str]]) -> list[str]:
     return names if any(name != "_" for name in names) else []
 
 
-def _function_dims(p: Plan) -> list[tuple[str, str]]:
-    """The sizes the Function's backward reads, in its formulas or in the forward values it recomputes."""
-    return _dims_for(p, _needed_forward(p) + p.backward)
-
-
-def _unpack_targets(p: Plan) -> list[str]:
+def _unpack_targets(inputs: list[str], saved_inputs: list[str], dims: list[tuple[str, str]]) -> list[str]:
     """``_, X, _ = inputs``: the inputs setup_context saves or reads sizes from, the rest as ``_``."""
-    wanted = set(_function_saved_inputs(p)) | {where.split(".")[0] for _, where in _function_dims(p)}
+    wanted = set(saved_inputs) | {where.split(".")[0] for _, where in dims}
     if not wanted:
         return []
-    return [name if name in wanted else "_" for name in p.inputs]
+    return [name if name in wanted else "_" for name in inputs]
 
 
 def _dims_for(p: Plan, statements: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -67,19 +67,10 @@ def _inside_the_domain(torch: Any, output: Tensor, leaves: list[Tensor], wanted:
     return graph, graph[id(output)]
 
 
-def check_module(
-    module: ModuleType,
-    output: Tensor,
-    wrt: Sequence[Tensor],
-    inputs: Sequence[Tensor],
-    *,
-    sizes: dict | None = None,
-    seed: int = 0,
-    tolerance: float = 1e-10,
-) -> ModuleCheck:
-    """Run the emitted forward, vjp and autograd.Function against torch.autograd on random float64 inputs."""
-    import torch
-
+def _torch_run(torch: Any, output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor], sizes, seed: int):
+    """The graph at ``sizes`` (default 3, 4, … per dim), run by torch on random float64 inputs inside the ops'
+    domain, the wrt leaves requiring grad: (sizes, the instantiated graph, torch's values by node, torch's
+    output, the module's arguments)."""
     dims = dims_of([output, *inputs])
     sizes = sizes or dict(zip(dims, range(3, 3 + len(dims))))
     rng = random.Random(seed)
@@ -93,6 +84,23 @@ def check_module(
             args.append(torch.tensor([int(v) for v in leaf.entries().reshape(-1)]).reshape(leaf.shape))
         else:
             args.append(graph[id(leaf)])
+    return sizes, made, graph, reference, args
+
+
+def check_module(
+    module: ModuleType,
+    output: Tensor,
+    wrt: Sequence[Tensor],
+    inputs: Sequence[Tensor],
+    *,
+    sizes: dict | None = None,
+    seed: int = 0,
+    tolerance: float = 1e-10,
+) -> ModuleCheck:
+    """Run the emitted forward, vjp and autograd.Function against torch.autograd on random float64 inputs."""
+    import torch
+
+    sizes, made, graph, reference, args = _torch_run(torch, output, wrt, inputs, sizes, seed)
     grad_output = torch.randn(reference.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
     torch.autograd.backward([reference], [grad_output])
     plain = [a.detach() for a in args]
@@ -158,19 +166,7 @@ def check_curvature_module(
     ``hessian`` against torch.autograd differentiated twice, on random float64 inputs."""
     import torch
 
-    dims = dims_of([output, *inputs])
-    sizes = sizes or dict(zip(dims, range(3, 3 + len(dims))))
-    rng = random.Random(seed)
-    made = instantiate([output, *inputs], sizes, rng=rng)
-    wanted = {id(made[id(x)]) for x in wrt}
-    graph, reference = _inside_the_domain(torch, made[id(output)], [made[id(t)] for t in inputs], wanted, rng)
-    args = []
-    for t in inputs:
-        leaf = made[id(t)]
-        if leaf.dtype.startswith("int"):
-            args.append(torch.tensor([int(v) for v in leaf.entries().reshape(-1)]).reshape(leaf.shape))
-        else:
-            args.append(graph[id(leaf)])
+    sizes, made, graph, reference, args = _torch_run(torch, output, wrt, inputs, sizes, seed)
     leaves = [graph[id(made[id(x)])] for x in wrt]
     grads = torch.autograd.grad(reference.sum(), leaves, create_graph=True, allow_unused=True, materialize_grads=True)
     plain = [a.detach() for a in args]

@@ -306,22 +306,25 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return module
 
-    def get_parameter(self, target: str) -> Tensor:
-        """The parameter at the dotted path ``target``, e.g. ``fc1.weight``."""
+    def _owner(self, target: str) -> tuple[Module, str]:
+        """The submodule holding the attribute at the dotted path ``target``, and the attribute's name."""
         path, _, name = target.rpartition(".")
         module = self.get_submodule(path)
         if not hasattr(module, name):
             raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        return module, name
+
+    def get_parameter(self, target: str) -> Tensor:
+        """The parameter at the dotted path ``target``, e.g. ``fc1.weight``."""
+        module, name = self._owner(target)
         param = getattr(module, name)
         if not isinstance(param, Parameter):
             raise AttributeError(f"`{name}` is not an nn.Parameter")
         return param
 
     def get_buffer(self, target: str) -> Tensor:
-        path, _, name = target.rpartition(".")
-        module = self.get_submodule(path)
-        if not hasattr(module, name):
-            raise AttributeError(f"{type(module).__name__} has no attribute `{name}`")
+        """The buffer at the dotted path ``target``, e.g. ``norm.running_mean``."""
+        module, name = self._owner(target)
         if name not in module._buffers:
             raise AttributeError(f"`{name}` is not a buffer")
         return module._buffers[name]
