@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -172,7 +173,28 @@ def prod(values: Iterable[int]) -> int:
 
 
 def same_dim(a: Dim, b: Dim) -> bool:
-    return a == b or ((not isinstance(a, int) or not isinstance(b, int)) and sympy.simplify(a - b) == 0)
+    """Whether two sizes are equal for every value of their symbols.
+
+    >>> k, n = dims("k n")
+    >>> same_dim(2 * k + n, k + n + k), same_dim(k, n)
+    (True, False)
+    """
+    if a == b:
+        return True
+    if isinstance(a, int) and isinstance(b, int):
+        return False
+    return _difference_is_zero(a - b)  # at least one is a SymPy expression, so the difference is one
+
+
+@functools.lru_cache(maxsize=4096)
+def _difference_is_zero(difference: sympy.Expr) -> bool:
+    # expand settles the polynomial sizes that shapes are made of; simplify only what expand leaves (floor, Max).
+    expanded = sympy.expand(difference)
+    if expanded == 0:
+        return True
+    if expanded.is_polynomial():
+        return False  # a non-zero polynomial is not zero for every value of its symbols
+    return sympy.simplify(expanded) == 0
 
 
 def matmul_shape(a: Shape, b: Shape, *, strict_2d: bool = False) -> Shape:
