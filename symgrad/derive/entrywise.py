@@ -111,6 +111,12 @@ def _derivative(expr: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
             if symbol in factor.free_symbols
         ]
         return sympy.Add(*terms)
+    if isinstance(expr, functions.ManyArguments):  # a reduction: the chain rule through the arguments holding symbol
+        return sympy.Add(
+            *[expr.fdiff(i + 1) * _derivative(a, symbol) for i, a in enumerate(expr.args) if symbol in a.free_symbols]
+        )
+    if isinstance(expr, sympy.Piecewise):  # as Piecewise._eval_derivative, without Derivative's walk per level
+        return sympy.Piecewise(*[(_derivative(e, symbol), c) for e, c in expr.args])
     if type(expr) is sympy.Pow and expr.exp.is_Number and _zero_safe(expr.base):
         base, exponent = expr.args
         return sympy.Mul(exponent, base ** (exponent - 1), _derivative(base, symbol))

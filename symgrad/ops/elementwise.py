@@ -148,9 +148,10 @@ binary(
     "Atan2Backward0",
     saves=True,
     precedence=9,
+    # torch's atan2 backward gives 0 where a² + b² is 0 (at the origin, or when it underflows), not 0/0
     vjp=lambda g, out, a, b: (
-        unbroadcast(g * b / (a**2 + b**2), a.shape),
-        unbroadcast(-g * a / (a**2 + b**2), b.shape),
+        unbroadcast(apply("masked_div", g * b, a**2 + b**2), a.shape),
+        unbroadcast(apply("masked_div", -g * a, a**2 + b**2), b.shape),
     ),
 )
 binary(
@@ -211,7 +212,7 @@ for _name, _relation, _symbol, _tex, _ufunc in (
 ):
     binary(
         _name,
-        _relation,
+        (lambda relation: lambda a, b: functions.compare(relation, a, b))(_relation),
         (lambda op: lambda torch, a, b: op(a, b))(getattr(operator, _name)),
         f"{{0}} {_symbol} {{1}}",
         f"{{0}} {_tex} {{1}}",

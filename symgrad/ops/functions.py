@@ -121,11 +121,42 @@ class softplus(sympy.Function):  # noqa: N801 - spelled as in torch
         return rf"{body}^{{{exp}}}" if exp else body
 
 
+def compare(relation: type, a: Any, b: Any) -> Any:
+    """``relation(a, b)`` as torch compares: nan, and a complex value (an out-of-domain result, nan in torch),
+    compares False, or True for ``!=``; SymPy raises TypeError on those, also deep inside a Piecewise.
+
+    >>> compare(sympy.GreaterThan, sympy.log(-2), -2), compare(sympy.Ne, sympy.nan, 1)
+    (False, True)
+    """
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    if a.has(sympy.Piecewise) or b.has(sympy.Piecewise):  # SymPy folds it into the comparison later, unsafely
+        a, b = sympy.piecewise_fold(a), sympy.piecewise_fold(b)
+        for side, piecewise in ((0, a), (1, b)):
+            if isinstance(piecewise, sympy.Piecewise):
+                branches = [(compare(relation, *((e, b) if side == 0 else (a, e))), c) for e, c in piecewise.args]
+                return _boolean_cases(branches)
+    try:
+        return relation(a, b)
+    except TypeError:
+        if a.free_symbols or b.free_symbols:
+            raise
+    return sympy.true if relation is sympy.Ne else sympy.false
+
+
+def _boolean_cases(branches: list[tuple[Any, Any]]) -> Any:
+    """A Piecewise of truth values as one Boolean: the first branch whose condition holds decides."""
+    cases, earlier = [], []
+    for value, condition in branches:
+        cases.append(sympy.And(value, condition, *(sympy.Not(c) for c in earlier)))
+        earlier.append(condition)
+    return sympy.Or(*cases)
+
+
 def _indicator(condition) -> sympy.Expr:
     return sympy.Piecewise((1, condition), (0, True), evaluate=False)
 
 
-class _ManyArguments:
+class ManyArguments:
     """A mixin for functions of many arguments: the chain rule over the arguments that hold the symbol only
     (SymPy's visits every argument, which is quadratic for a reduction)."""
 
@@ -138,7 +169,7 @@ class _ManyArguments:
         return sympy.Add(*terms)
 
 
-class amax(_ManyArguments, sympy.Function):  # noqa: N801 - spelled as in torch
+class amax(ManyArguments, sympy.Function):  # noqa: N801 - spelled as in torch
     """The largest argument; ties share the derivative evenly, as torch's amax and max() do."""
 
     @classmethod
@@ -148,11 +179,61 @@ class amax(_ManyArguments, sympy.Function):  # noqa: N801 - spelled as in torch
         return None
 
     def fdiff(self, argindex=1):
+        if any(a.has(sympy.Piecewise) for a in self.args):  # SymPy would fold the Piecewise into Eq: exponential
+            return is_max(argindex - 1, *self.args) / max_ties(*self.args)
         return _indicator(sympy.Eq(self.args[argindex - 1], self, evaluate=False)) / max_ties(*self.args)
 
     @staticmethod
     def float64(*xs: float) -> float:
         return math.nan if any(math.isnan(x) for x in xs) else max(xs)
+
+
+class is_max(sympy.Function):  # noqa: N801
+    """``is_max(i, *args)``: 1 where ``args[i]`` equals the largest argument (or, with ``first=True`` as
+    ``is_first_max``, is the first of them), else 0.
+
+    An indicator as a function rather than ``Piecewise((1, Eq(args[i], amax(*args))), (0, True))``: SymPy folds
+    every Piecewise inside a condition into the condition, which for arguments that are themselves Piecewise
+    (clamp, where, threshold) takes exponential time.
+
+    >>> a, b = sympy.symbols("a b", real=True)
+    >>> is_max(0, a, b).subs({a: 2, b: 2}), is_max(1, a, b).subs({a: 3, b: 2})
+    (1, 0)
+    """
+
+    first = False
+
+    @classmethod
+    def eval(cls, index, *args):
+        if all(a.is_Number for a in args):
+            return sympy.Integer(int(cls.float64(index, *args)))
+        return None
+
+    def fdiff(self, argindex=1):
+        return sympy.S.Zero
+
+    @classmethod
+    def float64(cls, index: float, *xs: float) -> float:
+        i = int(index)
+        if any(math.isnan(x) for x in xs):
+            return 0.0
+        top = max(xs)
+        if cls.first:
+            return 1.0 if xs[i] == top and all(x < top for x in xs[:i]) else 0.0
+        return 1.0 if xs[i] == top else 0.0
+
+    def _latex(self, printer, exp=None):
+        index, *args = self.args
+        listed = ", ".join(printer._print(a) for a in args)
+        relation = r"\text{ is the first maximum of }" if self.first else r" = \max"
+        body = rf"\left[{printer._print(args[int(index)])}{relation}\left({listed}\right)\right]"
+        return rf"{body}^{{{exp}}}" if exp else body
+
+
+class is_first_max(is_max):  # noqa: N801
+    """1 where ``args[i]`` is the first maximal argument, else 0 (torch's max(dim) backward)."""
+
+    first = True
 
 
 class max_ties(sympy.Function):  # noqa: N801
@@ -302,7 +383,7 @@ def first_max(args: list) -> sympy.Expr:
     return args[0] if len(args) == 1 else max_first(*args)
 
 
-class max_first(_ManyArguments, sympy.Function):  # noqa: N801
+class max_first(ManyArguments, sympy.Function):  # noqa: N801
     """The largest argument; its derivative goes to the first maximal one (torch's max(dim) backward).
 
     A function rather than a Piecewise: SymPy differentiates a Piecewise of n branches slowly, this in n steps.
@@ -341,6 +422,8 @@ def _first_max_condition(args: list, i: int):
 
 def first_max_indicator(args: list, i: int) -> sympy.Expr:
     """1 where ``args[i]`` is the first maximal argument, else 0."""
+    if any(a.has(sympy.Piecewise) for a in args):  # as in amax.fdiff: no Piecewise inside a condition
+        return is_first_max(i, *args)
     return sympy.Piecewise((1, _first_max_condition(args, i)), (0, True), evaluate=False)
 
 

@@ -1817,16 +1817,6 @@ def has_nan_operand(trace: Trace, code: str) -> bool:
     return any(bool(trace.values[n].isnan().any()) for n in operands(code) if n in trace.values)
 
 
-def known_atan2_origin(lines: list, trace: Trace) -> bool:
-    for _, code in steps(lines, "atan2"):
-        parts = [trace.values[n] for n in operands(code)]
-        if len(parts) == 1:
-            parts = parts * 2
-        if len(parts) == 2 and bool(((parts[0] == 0) & (parts[1] == 0)).any()):
-            return True
-    return False
-
-
 def known_logdet_negative(lines: list, trace: Trace) -> bool:
     for _, code in steps(lines, "logdet"):
         a = re.search(r"T\.logdet\((\w+)\)", code)
@@ -1882,11 +1872,6 @@ KNOWN_BUGS = [
         ),
     ),
     KnownBug(
-        "atan2 at (0, 0)",
-        "T.atan2(x, y) at x = y = 0: torch's gradient 0, symgrad's nan",
-        known_atan2_origin,
-    ),
-    KnownBug(
         "0.0 ** x",
         "0.0 ** x at x = [0.5, 2.0]: torch's gradient 0, symgrad's nan",
         lambda lines, t: any(code.startswith("0.0 **") for _, code in steps(lines, "pow_base")),
@@ -1907,30 +1892,6 @@ KNOWN_BUGS = [
             bool(steps(lines, *ZERO_GRADIENT_SPECS) or any("beta=0," in code for _, code in steps(lines, "addmm")))
             and any(nonfinite(v) for v in [*t.values.values(), *t.grads.values()])
         ),
-    ),
-    KnownBug(
-        "TypeError comparing log of a negative in where",
-        "T.where(x.clamp(max=-2.0).log() >= -2.0, x, 3.0) at x = [-2.0]: TypeError: Invalid comparison of "
-        "non-real 0.693147180559945 + I*pi",
-        lambda lines, t: bool(steps(lines, *(f"where_{op}" for op in ("gt", "ge", "lt", "le", "eq")))),
-        ("exception",),
-        "Invalid comparison of non-real",
-    ),
-    KnownBug(
-        "TypeError: threshold of an entry that is nan",
-        "F.threshold((x / x).std(), 0.0, 0.0) at x = 2.0 (0-d): TypeError: Invalid NaN comparison (torch: nan)",
-        lambda lines, t: bool(steps(lines, "threshold")),
-        ("exception",),
-        "Invalid NaN comparison",
-    ),
-    KnownBug(
-        "amax of where/threshold entries takes exponential time",
-        "sg.vjp of the amax of piecewise entries (where, clamp, threshold): x.clamp(min=1.0).amax() for a 3x3 x "
-        "takes ~36 s of CPU at hypothesis' recursion limit (2017; RecursionError after ~4 s at Python's 1000); "
-        "T.where(x > 1.0, x, -2.0).amax() for 8 entries ~15 s; more entries (up to 27 here) grow exponentially",
-        lambda lines, t: bool(steps(lines, "amax", "norm_inf", "max_dim")),
-        ("timeout", "exception"),
-        "",
     ),
 ]
 

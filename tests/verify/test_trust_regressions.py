@@ -110,6 +110,14 @@ SINGULAR = {
     "sqrt_of_negative_into_where": (lambda T, x: T.where(x > 0, x.sqrt(), x).sum(), [-1.0, 4.0]),
     "sqrt_of_negative_into_relu": (lambda T, x: x.sqrt().relu().sum(), [-1.0, 4.0]),
     "sqrt_of_negative_into_clamp": (lambda T, x: x.sqrt().clamp(min=0.5).sum(), [-1.0, 4.0]),
+    # torch's atan2 backward is 0 where a² + b² is 0: at the origin and where the squares underflow
+    # a comparison of nan or of a complex out-of-domain value (torch's nan) is False, also inside a Piecewise
+    "log_of_negative_compared_in_where": (
+        lambda T, x: T.where(x.clamp(max=-2.0).log() >= -2.0, x, 3.0).sum(),
+        [-2.0, -3.0],
+    ),
+    "threshold_of_nan": (lambda T, x: T.nn.functional.threshold((x - x) / (x - x), 0.0, 0.0).sum(), [2.0, 3.0]),
+    "atan2_at_the_origin": (lambda T, x: T.atan2(x, x * 0.5).sum(), [0.0, 1e-200, 2.0]),
 }
 
 
@@ -270,6 +278,36 @@ def test_clamp_norm_of_six_values_is_fast_and_right():
     _close(out.tolist(), expected_out, what="forward")
     _close(grad, expected_grad, what="gradient")
     assert elapsed < 1.0, f"clamp().norm() of 6 values took {elapsed:.1f} s"
+
+
+MAX_OF_PIECEWISE = {
+    "amax_of_clamp": (lambda T, x: x.clamp(min=1.0).amax(), [[0.5, 2.0, 1.0], [1.0, 3.0, 0.2], [3.0, 1.0, 0.0]]),
+    "max_dim_of_clamp": (
+        lambda T, x: x.clamp(min=1.0).max(dim=1).values.sum(),
+        [[0.5, 2.0, 1.0], [1.0, 3.0, 0.2], [3.0, 1.0, 3.0]],
+    ),
+    "amax_of_where": (lambda T, x: T.where(x > 1.0, x, -2.0).amax(), [-1.0, 2.0, 2.0, 0.5, 3.0, 3.0, 1.0, 0.0] * 3),
+    "inf_norm_of_threshold": (
+        lambda T, x: T.linalg.vector_norm(T.nn.functional.threshold(x, 1.0, -4.0), ord=float("inf")),
+        [-1.0, 2.0, 2.0, 0.5, 3.0, -3.0, 1.0, 0.0] * 2,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MAX_OF_PIECEWISE))
+def test_max_of_piecewise_entries_is_fast_and_right(case):
+    """The max of clamp/where/threshold entries took exponential time (SymPy folds each Piecewise into the
+    tie condition of the max's derivative); ties share the gradient as torch's."""
+    fn, values = MAX_OF_PIECEWISE[case]
+    expected_out, expected_grad = _torch_forward_and_grad(fn, values)
+    x = st.tensor(values, requires_grad=True, name="x")
+    start = time.perf_counter()
+    out = fn(st, x)
+    grad = sg.vjp(out, x).tolist()
+    elapsed = time.perf_counter() - start
+    _close(out.tolist(), expected_out, what=f"{case}: forward")
+    _close(grad, expected_grad, what=f"{case}: gradient")
+    assert elapsed < 2.0, f"{case} took {elapsed:.1f} s"
 
 
 # The hangs (det of a 9x9 symbolic matrix, huge shapes, 40x40 matmul, codegen at 300x300)
