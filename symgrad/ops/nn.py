@@ -217,7 +217,8 @@ unary(
 )
 unary(
     "threshold",
-    lambda t, threshold, value: sympy.Piecewise((value, functions.compare(sympy.LessThan, t, threshold)), (t, True)),  # nan passes, as in torch
+    # nan passes, as in torch
+    lambda t, threshold, value: sympy.Piecewise((value, functions.compare(sympy.LessThan, t, threshold)), (t, True)),
     r"\operatorname{{threshold}}\left({0}\right)",
     torch_fn=lambda torch, a, threshold, value: torch.nn.functional.threshold(a, threshold, value),
     code="torch.nn.functional.threshold({0}, {threshold}, {value})",
