@@ -72,12 +72,25 @@ def groups(arr: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return moved.reshape(count, int(np.prod([arr.shape[a] for a in axes], dtype=int)))
 
 
+def as_number(entry: Any) -> Any:
+    """A truth value as the number torch counts it (1 or 0); anything else unchanged.
+
+    >>> x = sympy.Symbol("x", real=True)
+    >>> as_number(x > 0), as_number(sympy.true), as_number(x)
+    (Piecewise((1, x > 0), (0, True)), 1, x)
+    """
+    truth_value = isinstance(entry, sympy.logic.boolalg.Boolean) and not isinstance(entry, sympy.Expr)
+    if isinstance(entry, bool) or truth_value:  # a SymPy Symbol is a Boolean too, but also an Expr
+        return sympy.Piecewise((1, entry), (0, True))
+    return entry
+
+
 def reduce_sum(arr: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
     """Sum over ``axes`` with a single ``Add`` per output entry."""
     axes = tuple(a for a in axes if a < arr.ndim)  # torch lets a 0-d tensor be reduced over dim 0
     keep = [a for a in range(arr.ndim) if a not in axes]
     out_shape = tuple(arr.shape[a] for a in keep)
-    flat = [sympy.Add(*row) for row in groups(arr, axes)]
+    flat = [sympy.Add(*(as_number(e) for e in row)) for row in groups(arr, axes)]
     out = object_array(flat, out_shape)
     if keepdim:
         out = out.reshape(tuple(1 if a in axes else arr.shape[a] for a in range(arr.ndim)))

@@ -15,7 +15,7 @@ through a ``relu``; ``where`` passes what its branches hold. Integer and boolean
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy
@@ -53,7 +53,9 @@ def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
                 continue
             point.update(zip(leaf.entries().reshape(-1), (float(v) for v in numbers_of(leaf).reshape(-1))))
         return as_numbers(float64_values(entries.reshape(-1), point), entries.shape, node.dtype)
-    if node.op.float64 is not None and all(part.dtype.startswith("float") for part in node.inputs):
+    floats = [part.dtype.startswith("float") for part in node.inputs]
+    promoted = any(floats) and all(f or part.dtype == "bool" for f, part in zip(floats, node.inputs))
+    if node.op.float64 is not None and promoted:  # a bool next to a float is promoted to 0.0 or 1.0, as in torch
         arrays = [_float_array(numbers_of(part)) for part in node.inputs]
         with np.errstate(all="ignore"):
             result = np.asarray(node.op.float64(*arrays, **node.attrs), dtype=float)
@@ -74,7 +76,15 @@ def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
 
 
 def _float_array(values: np.ndarray) -> np.ndarray:
-    return np.array([float(v) for v in values.reshape(-1)], dtype=float).reshape(values.shape)
+    return np.array([_float(v) for v in values.reshape(-1)], dtype=float).reshape(values.shape)
+
+
+def _float(value: Any) -> float:
+    if value is sympy.true or value is True:
+        return 1.0
+    if value is sympy.false or value is False:
+        return 0.0
+    return float(value)
 
 
 def numbers_at(roots: Sequence[Tensor], leaf_numbers: Mapping[int, np.ndarray]) -> list[np.ndarray]:

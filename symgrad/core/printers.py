@@ -57,7 +57,9 @@ class Printer:
         return self._print_template(t)
 
     def _print_number(self, value: sympy.Expr) -> tuple[str, int]:
-        if value.is_Float:
+        if value in (sympy.nan, sympy.oo, -sympy.oo):
+            text = {sympy.nan: "math.nan", sympy.oo: "math.inf"}.get(value, "-math.inf")
+        elif value.is_Float:
             text = repr(float(value))
         elif value.is_Number:
             text = str(value)
@@ -99,6 +101,8 @@ class Printer:
 
 def number_precedence(value: sympy.Expr) -> int:
     """How tightly a printed number binds, on the scale of the op table's precedences."""
+    if value is sympy.nan:
+        return ATOM
     if value.is_Number:
         return ATOM if value >= 0 else 6
     if value.is_Add:

@@ -30,7 +30,7 @@ def describe(op: Op, attrs: dict, inputs: tuple = ()) -> dict:
     if "index" in attrs:
         out["index_text"] = format_index(attrs["index"])
     if isinstance(attrs.get("shape"), tuple):
-        out["shape_args"] = ", ".join(str(d) for d in attrs["shape"])
+        out["shape_args"] = ", ".join(str(d) for d in attrs["shape"]) or "()"  # x.reshape(()) for a 0-d result
     if "keepdim" in attrs and isinstance(attrs.get("dim"), tuple):
         dim, keepdim = attrs["dim"], attrs["keepdim"]
         every = bool(inputs) and len(dim) == len(inputs[0].shape)

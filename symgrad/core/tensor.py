@@ -442,7 +442,12 @@ def _result_dtype(inputs: Sequence[Tensor], op: Op) -> str:
     if op.float_result or any(t.dtype.startswith("float") for t in inputs):
         floats = [t.dtype for t in tensors if t.dtype.startswith("float")]
         return max(floats) if floats else "float32"
+    if op.name in _INT64_ACCUMULATORS:
+        return "int64"  # torch sums and multiplies bool and integer tensors in int64
     return tensors[0].dtype
+
+
+_INT64_ACCUMULATORS = frozenset({"sum", "prod", "cumsum", "cumprod"})
 
 
 def apply(op_name: str, *args: Any, **attrs: Any) -> Tensor:

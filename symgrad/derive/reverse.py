@@ -19,6 +19,8 @@ from typing import Any
 from ..core.dims import format_shape, is_concrete, same_dim
 from ..core.errors import SymgradError
 from ..core.graph import topological
+from ..core.latex import latex_name
+from ..core.printers import LatexPrinter, TorchPrinter
 from ..core.tensor import Tensor, apply, constant, wrap
 from .simplify import simplify
 
@@ -45,9 +47,47 @@ def _zeros_like(x: Tensor) -> Tensor:
     return apply("full", shape=x.shape, value=0)
 
 
+class Law(tuple):
+    """The gradients a law gives, one tensor expression per ``wrt`` tensor, in order.
+
+    A tuple (``grad_W, grad_b = sg.law(...)`` unpacks it) that notebooks show as equations.
+
+    >>> import symgrad as sg
+    >>> import symgrad.torch as torch
+    >>> k, n = sg.dims("k n")
+    >>> W, x = sg.symbols("W", (k, n), requires_grad=True), sg.symbols("x", (n,))
+    >>> tanh_law = sg.law(torch.tanh(W @ x).sum(), [W])
+    >>> (grad_W,) = tanh_law
+    >>> print(tanh_law._repr_markdown_())
+    - `grad_W = torch.outer(1 - torch.tanh(W @ x) ** 2, x)`
+    """
+
+    names: tuple[str, ...]
+
+    def __new__(cls, gradients: Sequence[Tensor], names: Sequence[str]) -> Law:
+        law = super().__new__(cls, gradients)
+        law.names = tuple(names)
+        return law
+
+    def __getnewargs__(self) -> tuple:
+        return (tuple(self), self.names)
+
+    def _repr_latex_(self) -> str:
+        rows = [
+            rf"\nabla_{{{latex_name(name)}}} &= {LatexPrinter().doprint(g) if g.op else latex_name(g.name)}"
+            for name, g in zip(self.names, self)
+        ]
+        return r"$\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}$"
+
+    def _repr_markdown_(self) -> str:
+        return "\n".join(
+            f"- `grad_{name} = {TorchPrinter().doprint(g) if g.op else g.name}`" for name, g in zip(self.names, self)
+        )
+
+
 def law(
     outputs: Tensor | Sequence[Tensor], wrt: Tensor | Sequence[Tensor], grads: Any = None, *, simplified: bool = True
-) -> tuple[Tensor, ...]:
+) -> Law:
     """The gradient of ``outputs`` contracted with ``grads`` (vᵀJ), one tensor expression per ``wrt``.
 
     Works for symbolic dimensions; ``grads`` may be symbolic tensors such as ``V``.
@@ -92,7 +132,7 @@ def law(
     results = tuple(cotangents[id(x)] if id(x) in cotangents else _zeros_like(x) for x in targets)
     if simplified:
         results = simplify(list(results), context=outs)
-    return tuple(results)
+    return Law(results, [x.name for x in targets])
 
 
 def entrywise_possible(*tensors: Tensor) -> bool:

@@ -335,7 +335,7 @@ def _evaluate_lambda(torch: Any, fn: sympy.Lambda, a: Any) -> Any:
 # ── clamp with tensor bounds: torch's gradients, the bounds' included ─────
 binary(
     "clamp_min",
-    lambda x, low: sympy.Piecewise((low, x < low), (x, True)),
+    lambda x, low: sympy.Piecewise((low, functions.lt(x, low)), (x, True)),
     lambda torch, x, low: torch.clamp_min(x, low),
     "torch.clamp_min({0}, {1})",
     r"\max\left({0}, {1}\right)",
@@ -350,7 +350,7 @@ binary(
 )
 binary(
     "clamp_max",
-    lambda x, high: sympy.Piecewise((high, x > high), (x, True)),
+    lambda x, high: sympy.Piecewise((high, functions.gt(x, high)), (x, True)),
     lambda torch, x, high: torch.clamp_max(x, high),
     "torch.clamp_max({0}, {1})",
     r"\min\left({0}, {1}\right)",
@@ -367,7 +367,11 @@ binary(
 
 def _clamp_between(x: Any, low: Any, high: Any) -> sympy.Expr:
     """min(max(x, low), high): ``high`` wherever low > high, as in torch."""
-    return sympy.Piecewise((low, (x < low) & (low <= high)), (high, (x > high) | (low > high)), (x, True))
+    return sympy.Piecewise(
+        (low, functions.lt(x, low) & functions.le(low, high)),
+        (high, functions.gt(x, high) | functions.gt(low, high)),
+        (x, True),
+    )
 
 
 def _clamp_between_vjp(g, out, x, low, high) -> tuple:

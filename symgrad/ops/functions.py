@@ -143,6 +143,26 @@ def compare(relation: type, a: Any, b: Any) -> Any:
     return sympy.true if relation is sympy.Ne else sympy.false
 
 
+def gt(a: Any, b: Any) -> Any:
+    """``a > b`` as torch compares (nan and out-of-domain values: False)."""
+    return compare(sympy.StrictGreaterThan, a, b)
+
+
+def ge(a: Any, b: Any) -> Any:
+    """``a >= b`` as torch compares."""
+    return compare(sympy.GreaterThan, a, b)
+
+
+def lt(a: Any, b: Any) -> Any:
+    """``a < b`` as torch compares."""
+    return compare(sympy.StrictLessThan, a, b)
+
+
+def le(a: Any, b: Any) -> Any:
+    """``a <= b`` as torch compares."""
+    return compare(sympy.LessThan, a, b)
+
+
 def _boolean_cases(branches: list[tuple[Any, Any]]) -> Any:
     """A Piecewise of truth values as one Boolean: the first branch whose condition holds decides."""
     cases, earlier = [], []
@@ -609,6 +629,11 @@ class isnan(sympy.logic.boolalg.BooleanFunction):  # noqa: N801 - spelled as in 
         return None
 
     float64 = staticmethod(lambda x: math.isnan(x))
+
+    def _eval_as_set(self):
+        # Over the reals isnan is never true, but the symbol stands for a float that may be nan: SymPy must not
+        # drop a branch guarded by isnan, so the set is left unknown (SymPy then keeps the condition as it is).
+        raise NotImplementedError("isnan has no set over the reals")
 
 
 def first_argmax(args: list) -> sympy.Expr:

@@ -61,7 +61,7 @@ unary(
 )
 unary(
     "leaky_relu",
-    lambda t, negative_slope: sympy.Piecewise((t, t > 0), (negative_slope * t, True)),
+    lambda t, negative_slope: sympy.Piecewise((t, functions.gt(t, 0)), (negative_slope * t, True)),
     r"\operatorname{{leaky\_relu}}\left({0}\right)",
     torch_fn=lambda torch, a, negative_slope: torch.nn.functional.leaky_relu(a, negative_slope),
     code="torch.nn.functional.leaky_relu({0}, {negative_slope})",
@@ -78,7 +78,7 @@ unary(
 # torch's ELU family: x ≤ 0 (0 included, for the gradient too) takes the exponential branch, x > 0 and nan the linear
 unary(
     "elu",
-    lambda t, alpha: sympy.Piecewise((alpha * (sympy.exp(t) - 1), t <= 0), (t, True)),
+    lambda t, alpha: sympy.Piecewise((alpha * (sympy.exp(t) - 1), functions.le(t, 0)), (t, True)),
     r"\operatorname{{ELU}}\left({0}\right)",
     torch_fn=lambda torch, a, alpha: torch.nn.functional.elu(a, alpha),
     code="torch.nn.functional.elu({0}, {alpha})",
@@ -86,7 +86,9 @@ unary(
 )
 unary(
     "selu",
-    lambda t: sympy.Piecewise((SELU_SCALE * SELU_ALPHA * (sympy.exp(t) - 1), t <= 0), (SELU_SCALE * t, True)),
+    lambda t: sympy.Piecewise(
+        (SELU_SCALE * SELU_ALPHA * (sympy.exp(t) - 1), functions.le(t, 0)), (SELU_SCALE * t, True)
+    ),
     r"\operatorname{{SELU}}\left({0}\right)",
     torch_fn=lambda torch, a: torch.nn.functional.selu(a),
     code="torch.nn.functional.selu({0})",
@@ -94,7 +96,7 @@ unary(
 )
 unary(
     "celu",
-    lambda t, alpha: sympy.Piecewise((alpha * (sympy.exp(t / alpha) - 1), t <= 0), (t, True)),
+    lambda t, alpha: sympy.Piecewise((alpha * (sympy.exp(t / alpha) - 1), functions.le(t, 0)), (t, True)),
     r"\operatorname{{CELU}}\left({0}\right)",
     torch_fn=lambda torch, a, alpha: torch.nn.functional.celu(a, alpha),
     code="torch.nn.functional.celu({0}, {alpha})",
@@ -123,7 +125,9 @@ class hardswish(sympy.Function):  # noqa: N801 - spelled as in torch
 
     def fdiff(self, argindex=1):
         t = self.args[0]
-        return sympy.Piecewise((0, t <= -3), (t / 3 + sympy.S.Half, t < 3), (1, True))  # nan: 1, as torch
+        return sympy.Piecewise(
+            (0, functions.le(t, -3)), (t / 3 + sympy.S.Half, functions.lt(t, 3)), (1, True)
+        )  # nan: 1, as torch
 
     @staticmethod
     def float64(x: float) -> float:
@@ -150,7 +154,7 @@ class hardsigmoid(sympy.Function):  # noqa: N801 - spelled as in torch
 
     def fdiff(self, argindex=1):
         t = self.args[0]
-        return sympy.Piecewise((_ONE_SIXTH_FLOAT32, (t > -3) & (t < 3)), (0, True))
+        return sympy.Piecewise((_ONE_SIXTH_FLOAT32, functions.gt(t, -3) & functions.lt(t, 3)), (0, True))
 
     @staticmethod
     def float64(x: float) -> float:
@@ -196,7 +200,9 @@ class hardtanh(sympy.Function):  # noqa: N801 - spelled as in torch
         if argindex != 1:
             raise sympy.ArgumentIndexError(self, argindex)
         t, low, high = self.args
-        return sympy.Piecewise((0, (t <= low) | (t >= high)), (1, True))  # nan passes it, as in torch
+        return sympy.Piecewise(
+            (0, functions.le(t, low) | functions.ge(t, high)), (1, True)
+        )  # nan passes it, as in torch
 
     @staticmethod
     def float64(x: float, low: float, high: float) -> float:

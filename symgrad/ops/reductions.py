@@ -18,7 +18,7 @@ from ..core.arrays import elementwise, groups, object_array, reduce_sum
 from ..core.dims import Shape
 from ..core.errors import UnsupportedError
 from ..core.registry import Op, register
-from ..core.tensor import apply
+from ..core.tensor import apply, constant
 from . import functions
 from .calculus import count, expand_back
 
@@ -439,6 +439,8 @@ register(
 
 def _others(a, dim: tuple):
     """Each entry's product of the others it is multiplied with (over one dim, or over all of them)."""
+    if not a.shape:  # a 0-d tensor is its own product: no others
+        return constant(1.0, dtype=a.dtype, python_scalar=True)
     if len(dim) <= 1:
         return apply("prod_others", a, dim=dim[0] if dim else 0)
     return apply("prod_others", a.reshape(-1), dim=0).reshape(*a.shape)

@@ -17,7 +17,7 @@ from typing import Any
 
 import sympy
 
-from ..core.arrays import elementwise
+from ..core.arrays import as_number, elementwise
 from ..core.dims import Shape, broadcast_shapes
 from ..core.registry import Op, register
 from .calculus import elementwise_derivative
@@ -67,22 +67,23 @@ def _elementwise_jvp(scalar: Callable) -> Callable:
     return lambda tangents, out, a, **params: tangents[0] * elementwise_derivative(scalar, a, out, **params)
 
 
-def _is_truth_value(e: Any) -> bool:
-    """A comparison or true/false (a SymPy Symbol is a Boolean too, but also an Expr)."""
-    return isinstance(e, sympy.logic.boolalg.Boolean) and not isinstance(e, sympy.Expr)
-
-
-def _promoting_bools(scalar: Callable) -> Callable:
+def _promoting_bools(scalar: Callable, name: str) -> Callable:
     """The scalar function with a boolean entry next to a number read as 1 or 0, as torch promotes a bool
-    tensor in ``(x > 0) * x``."""
+    tensor in ``(x > 0) * x``; two booleans add as ``or`` and multiply as ``and``, as torch's bool tensors."""
 
     def promoted(a: Any, b: Any) -> Any:
-        a_bool, b_bool = _is_truth_value(a), _is_truth_value(b)
-        if a_bool != b_bool:
-            a, b = (sympy.Piecewise((1, e), (0, True)) if flag else e for e, flag in ((a, a_bool), (b, b_bool)))
+        a_number, b_number = as_number(a), as_number(b)
+        a_bool, b_bool = a_number is not a, b_number is not b
+        if a_bool and b_bool and name in _LOGICAL:
+            return _LOGICAL[name](a, b)
+        if a_bool or b_bool:
+            a, b = a_number, b_number
         return scalar(a, b)
 
     return promoted
+
+
+_LOGICAL = {"add": sympy.Or, "mul": sympy.And, "maximum": sympy.Or, "minimum": sympy.And}
 
 
 def binary(
@@ -106,7 +107,7 @@ def binary(
         Op(
             name=name,
             shape=lambda a, b: broadcast_shapes(a, b),
-            meaning=lambda a, b: elementwise(_promoting_bools(scalar), a, b),
+            meaning=lambda a, b: elementwise(_promoting_bools(scalar, name), a, b),
             torch=torch_fn,
             code=code,
             latex=latex,

@@ -42,6 +42,7 @@ from ..core.methods import TensorMethods
 from ..core.tensor import Tensor, check_name, constant
 from .syntax import (
     BINOPS,
+    COMPARISONS,
     EQUATION_FUNCTIONS,
     MAX_CHARS,
     MAX_EXPONENT,
@@ -220,6 +221,18 @@ class _Builder:
         except (ArithmeticError, TypeError) as exc:
             raise ParseError(f"cannot compute {show_number(left)} {symbol} {show_number(right)}: {exc}") from exc
 
+    def _visit_Compare(self, node: ast.Compare) -> Tensor:
+        if len(node.ops) != 1:
+            raise UnsupportedError(
+                f"a chained comparison is not supported; compare two things at a time{where_text(node)}"
+            )
+        symbol, fn = COMPARISONS[type(node.ops[0])]
+        left = self._operand(self.visit(node.left), f"operator {symbol}")
+        right = self._operand(self.visit(node.comparators[0]), f"operator {symbol}")
+        if not (isinstance(left, Tensor) or isinstance(right, Tensor)):
+            raise UnsupportedError(f"operator {symbol} compares tensors; both sides are numbers{where_text(node)}")
+        return fn(left, right)
+
     def _visit_Attribute(self, node: ast.Attribute) -> Tensor:
         if node.attr in ("T", "mT"):
             value = self._tensor(self.visit(node.value), f".{node.attr}")
@@ -354,8 +367,12 @@ def _grad_names(requires_grad: bool | Iterable[str], names: Iterable[str]) -> se
     wanted = {requires_grad} if isinstance(requires_grad, str) else set(requires_grad)
     unknown = sorted(wanted - names)
     if unknown:
+        first = unknown[0]
         raise UnknownNameError(
-            f"requires_grad names unknown tensors {', '.join(unknown)}; known tensors: {', '.join(sorted(names))}"
+            f"requires_grad names unknown tensors {', '.join(unknown)}; known tensors: "
+            f"{', '.join(sorted(names)) or 'none'}; give each tensor a shape or values "
+            f"(shapes={{{first!r}: (2, 3)}} or values={{{first!r}: [...]}}; on the command line "
+            f"--shape {first}=2,3 or --value {first}=[...])"
         )
     return wanted
 

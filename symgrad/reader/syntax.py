@@ -53,14 +53,24 @@ BINOPS: dict[type, tuple[str, Callable]] = {
     ast.MatMult: ("@", operator.matmul),
 }
 UNARY_OPS: dict[type, tuple[str, Callable]] = {ast.USub: ("-", operator.neg), ast.UAdd: ("+", operator.pos)}
+COMPARISONS: dict[type, tuple[str, Callable]] = {
+    ast.Gt: (">", operator.gt),
+    ast.GtE: (">=", operator.ge),
+    ast.Lt: ("<", operator.lt),
+    ast.LtE: ("<=", operator.le),
+    # a symgrad Tensor's == is identity (tensors are dict keys); torch's elementwise == is the .eq method
+    ast.Eq: ("==", lambda a, b: a.eq(b) if hasattr(a, "eq") else b.eq(a)),
+    ast.NotEq: ("!=", lambda a, b: a.ne(b) if hasattr(a, "ne") else b.ne(a)),
+}
 _ALLOWED = {
     ast.Expression, ast.BinOp, ast.UnaryOp, ast.Call, ast.Attribute, ast.Name, ast.Constant, ast.Subscript,
-    ast.Slice, ast.Tuple, ast.List, ast.keyword, ast.Load, *BINOPS, *UNARY_OPS,
+    ast.Slice, ast.Tuple, ast.List, ast.keyword, ast.Load, ast.Compare, *BINOPS, *UNARY_OPS, *COMPARISONS,
 }  # fmt: skip
 _REFUSED = {
     ast.Lambda: "lambda", ast.ListComp: "list comprehension", ast.SetComp: "set comprehension",
     ast.DictComp: "dict comprehension", ast.GeneratorExp: "generator expression",
-    ast.IfExp: "conditional expression (a if c else b)", ast.Compare: "comparison", ast.BoolOp: "and/or",
+    ast.IfExp: "conditional expression (a if c else b)", ast.BoolOp: "and/or (use torch.logical_and)",
+    ast.Is: "operator is", ast.IsNot: "operator is not", ast.In: "operator in", ast.NotIn: "operator not in",
     ast.Starred: "starred argument (*x)", ast.JoinedStr: "f-string", ast.FormattedValue: "f-string",
     ast.NamedExpr: "assignment expression (:=)", ast.Await: "await", ast.Yield: "yield", ast.YieldFrom: "yield",
     ast.Dict: "dict", ast.Set: "set", ast.Store: "assignment", ast.Del: "deletion", ast.FloorDiv: "operator //",

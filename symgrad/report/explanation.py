@@ -414,7 +414,10 @@ def explain(
     concrete shapes; symbolic shapes use a symbolic ``V``).
     """
     if any(d == 0 for t in [output, *output.leaves().values()] for d in t.shape):
-        raise SymgradError("empty tensors (a dimension of size 0) are not supported")
+        raise SymgradError(
+            "explanations need tensors with at least one entry (a dimension of size 0 was given); "
+            "symgrad derive handles empty tensors"
+        )
     if lang not in LANGUAGES:
         raise SymgradError(f"unknown language {lang!r}: choose one of {', '.join(LANGUAGES)}")
     leaves = output.leaves()

@@ -224,7 +224,10 @@ def explain_second_order(
         )
     (x,) = targets
     if any(d == 0 for t in leaves.values() for d in t.shape):
-        raise SymgradError("empty tensors (a dimension of size 0) are not supported")
+        raise SymgradError(
+            "explanations need tensors with at least one entry (a dimension of size 0 was given); "
+            "symgrad derive handles empty tensors"
+        )
     u, kind, weights = _tangent(x, grad_tensor, output)
     g, h, hv = _laws(output, x, u)
     steps, code = _listings(x, g, h, hv, u)

@@ -74,6 +74,9 @@ SAME_AS_PYTHON = [
     ("torch.ones_like(v) * v + torch.zeros_like(v)", lambda t: torch.ones_like(t.v) * t.v + torch.zeros_like(t.v)),
     ("torch.full_like(v, 2) * v", lambda t: torch.full_like(t.v, 2) * t.v),
     ("(W @ x).sum() / 4", lambda t: (t.W @ t.x).sum() / 4),
+    ("torch.where(v > 0, v, 0) * (v <= 1)", lambda t: torch.where(t.v > 0, t.v, 0) * (t.v <= 1)),
+    ("torch.where(b >= v[0], b, -b) + (v != 2) * v", lambda t: torch.where(t.b >= t.v[0], t.b, -t.b) + t.v.ne(2) * t.v),
+    ("(0.5 < v) * (v == v) * (2 == v) * v", lambda t: (0.5 < t.v) * t.v.eq(t.v) * t.v.eq(2) * t.v),
     ("v", lambda t: t.v),
 ]
 
@@ -192,7 +195,8 @@ HOSTILE = [
     ("(yield)", UnsupportedError),
     ("{x}", UnsupportedError),
     ("{1: x}", UnsupportedError),
-    ("x < x", UnsupportedError),
+    ("0 < x < 1", UnsupportedError),
+    ("x is x", UnsupportedError),
     ("x and x", UnsupportedError),
     ("not x", UnsupportedError),
     ("~x", UnsupportedError),
@@ -306,6 +310,9 @@ def test_parse_never_names_eval(module):
         ("torch.add(x, True)", UnsupportedError, r"torch\.add\(\) needs tensors or numbers, not bool"),
         ("x.mul(None)", UnsupportedError, r"\.mul\(\) needs tensors or numbers, not NoneType"),
         ("x + None", UnsupportedError, r"operator \+ needs tensors or numbers"),
+        ("0 < x < 1", UnsupportedError, "chained comparison is not supported; compare two things at a time"),
+        ("1 < 2", UnsupportedError, "compares tensors; both sides are numbers"),
+        ("x > None", UnsupportedError, "operator > needs tensors or numbers"),
     ],
 )
 def test_error_messages(text, error, pattern):
