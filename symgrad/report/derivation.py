@@ -48,6 +48,9 @@ class Entry:
         return {"index": list(self.index), "formula": self.formula, "latex": self.latex, "value": self.value}
 
 
+JSON_SCHEMA_VERSION = 1
+"""The version of ``symgrad derive --format json`` (docs/derive.schema.json); it changes when a field changes."""
+
 SHOWN = 8  # entries (and Jacobian non-zeros) a report writes out by default: the first ones and the last
 
 
@@ -125,6 +128,8 @@ class Derivation:
                 "compared": [c.label for c in self.check.comparisons],
             }
         return {
+            "schema_version": JSON_SCHEMA_VERSION,
+            "kind": "entrywise",
             "expression": self.expression,
             "inputs": self.inputs,
             "output": self.output.as_dict(),
@@ -340,6 +345,8 @@ class LawDerivation:
         if self.proof is not None:
             proof = {"held": self.proof.held, "exact": self.proof.exact, "numeric": self.proof.numeric}
         return {
+            "schema_version": JSON_SCHEMA_VERSION,
+            "kind": "law",
             "expression": self.expression,
             "inputs": self.inputs,
             "grad_tensor": self.grad_tensor,
