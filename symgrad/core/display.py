@@ -107,7 +107,9 @@ def expression_text(t: Tensor) -> str:
             return str(arr.reshape(-1)[0])
         return f"tensor({to_python(arr)})" if arr.size <= 4 else f"<constant {'×'.join(map(str, arr.shape))}>"
     text = TorchPrinter().doprint(t)
-    return text if len(text) <= MAX_EXPRESSION_TEXT else f"<{t.op.name} result {'×'.join(map(str, t.shape))}>"
+    if len(text) <= MAX_EXPRESSION_TEXT:
+        return text
+    return f"<{t.op.name} result {'×'.join(map(str, t.shape))}>" if t.shape else f"<{t.op.name} result>"
 
 
 def _suffix(t: Tensor) -> str:
