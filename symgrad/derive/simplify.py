@@ -160,13 +160,26 @@ def _fold_constants(name: str, inputs: list[Tensor], consts: list, attrs: dict, 
 
 
 def _unbroadcast_view(t: Tensor) -> Tensor | None:
-    """``y`` when ``t`` is ``y.expand(...)`` or ``y[None]`` (views that broadcasting makes redundant)."""
+    """``y`` when ``t`` is ``y.expand(...)`` or ``y[None]``, or a chain of them (views that broadcasting makes
+    redundant); a scalar unsqueezed anywhere, as ``g[None][:, None]``, is one too."""
+    inner = _one_broadcast_view(t)
+    if inner is None:
+        return None
+    while (deeper := _one_broadcast_view(inner)) is not None:
+        inner = deeper
+    return inner
+
+
+def _one_broadcast_view(t: Tensor) -> Tensor | None:
     if t.op is None:
         return None
     if t.op.name == "expand":
         return t.inputs[0]
     if t.op.name == "index":
         index = t.attrs["index"]
+        unsqueezes_only = all(i is None or i == slice(None) or i is Ellipsis for i in index) and None in index
+        if unsqueezes_only and all(d == 1 for d in t.inputs[0].shape):  # all sizes 1: any new axis broadcasts
+            return t.inputs[0]
         leading = 0
         while leading < len(index) and index[leading] is None:
             leading += 1
