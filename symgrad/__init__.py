@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
     from .ops import function
     from .reader import parse
     from .report import explain
+    from .report.graph import graph
     from .torch.tracing import trace
     from .verify import CheckReport, Proof, check, prove, prove_hessian, prove_jacobian
 
@@ -69,6 +70,7 @@ _WHERE = {
     "verify": "CheckReport Proof check prove prove_hessian prove_jacobian",
     "emit": "codegen compile listing",
     "report": "explain",
+    "graph": "graph",
     "reader": "parse",
     "tracing": "trace",
 }
@@ -100,6 +102,7 @@ __all__ = [
     "explain",
     "function",
     "gauss_newton_law",
+    "graph",
     "hessian_law",
     "hvp_law",
     "jacobian",
@@ -130,6 +133,8 @@ def _package(name: str) -> Any:
         from . import emit as package
     elif name == "report":
         from . import report as package
+    elif name == "graph":
+        from .report import graph as package
     elif name == "reader":
         from . import reader as package
     elif name == "tracing":

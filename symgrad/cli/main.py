@@ -1,9 +1,10 @@
 """The ``symgrad`` command: ``derive`` a gradient formula, ``explain`` it as a document,
-``codegen`` a module, or start a ``repl``.
+``codegen`` a module, draw its computation ``graph``, or start a ``repl``.
 
     symgrad derive "w @ x" --value w="[[1.0, 2.0]]" --value x="[[1,1],[2,2]]" --wrt w
     symgrad explain "w @ x" --value w="[[1.0, 2.0]]" --value x="[[1,1],[2,2]]" --wrt w --format pdf -o w.pdf
     symgrad explain "(w * w * w).sum()" --value w="[1.0, 2.0]" --wrt w --create-graph
+    symgrad graph "torch.tanh(w @ x).sum()" --shape w=2,3 --shape x=3 --wrt w -o graph.svg
 
 No Python traceback reaches the user: every failure is one line on stderr, and ``--debug`` (or the
 environment variable ``SYMGRAD_DEBUG=1``) shows the traceback instead. Exit codes:
@@ -42,6 +43,7 @@ from ..emit.module_check import check_curvature_module, check_module
 from ..reader import parse, parse_shape, parse_values
 from ..report.derivation import SHOWN, as_text, derive, derive_law, law_as_text
 from ..report.documents import explain
+from ..report.graph import file_format, graph
 from ..report.render import render_explanation, render_markdown
 from ..report.tex import compile_pdf
 from ..torch.tracing import Trace
@@ -207,6 +209,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     emit.add_argument("--no-check", action="store_true", help="skip the check against torch.autograd and gradcheck")
 
+    picture = verbs.add_parser(
+        "graph", help="draw the computation graph, each edge labelled with its VJP rule (Graphviz)"
+    )
+    _expression_arguments(picture)
+    picture.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="write the picture here: .svg, .png or .pdf (drawn by Graphviz's dot), .dot or .gv (its source); "
+        "without it, print the DOT source",
+    )
+
     verbs.add_parser("repl", help="an interactive console with `torch` bound to symgrad.torch")
 
     catalogue = verbs.add_parser("catalogue", help="regenerate the checkout's generated/ folder")
@@ -359,6 +373,23 @@ def run_explain(args: argparse.Namespace) -> int:
     if result.failed:
         say("symgrad: error: the formulas disagree with torch.autograd")
         return EXIT_MISMATCH
+    return 0
+
+
+def run_graph(args: argparse.Namespace) -> int:
+    target = Path(args.output) if args.output else None
+    kind = file_format(target) if target is not None else "dot"  # an unknown extension fails before the work
+    if target is not None:
+        check_writable(target)
+    output, wrt = _expression_and_wrt(args)
+    grad_tensor = args.grad_tensor
+    if grad_tensor is not None and grad_tensor != "ones" and not grad_tensor.isidentifier():
+        grad_tensor = parse_values(grad_tensor)
+    picture = graph(output, wrt if args.wrt or args.module else None, grad_tensor=grad_tensor)
+    if target is None:
+        print(picture.source, end="")
+    else:
+        write_file(target, picture.source if kind == "dot" else picture.draw(kind))
     return 0
 
 
@@ -555,6 +586,8 @@ def _run(args: argparse.Namespace) -> int:
         return run_explain(args)
     if args.verb == "codegen":
         return run_codegen(args)
+    if args.verb == "graph":
+        return run_graph(args)
     return run_derive(args)
 
 

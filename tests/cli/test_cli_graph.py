@@ -1,0 +1,126 @@
+"""``symgrad graph``: DOT on stdout, SVG/PNG/PDF drawn by Graphviz's dot or the DOT source by extension,
+written atomically; bad input is one line and exit code 2.
+
+Drawing needs dot (Debian: graphviz); those tests skip without it unless SYMGRAD_REQUIRE_TOOLS=1 (as in CI).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from symgrad.cli import main
+
+SEED = ["graph", "torch.tanh(w @ x).sum()", "--shape", "w=2,3", "--shape", "x=3"]
+
+
+def require_dot() -> None:
+    if shutil.which("dot"):
+        return
+    reason = "dot is not installed (Debian: graphviz)"
+    if os.environ.get("SYMGRAD_REQUIRE_TOOLS") == "1":
+        pytest.fail(f"{reason}; SYMGRAD_REQUIRE_TOOLS=1 requires it", pytrace=False)
+    pytest.skip(reason)
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_without_output_the_dot_source_goes_to_stdout(capsys):
+    code, out, err = run(capsys, *SEED, "--wrt", "w")
+    assert (code, err) == (0, "")
+    assert out.startswith("// symgrad graph of torch.tanh(w @ x).sum()\ndigraph symgrad {")
+    for text in ("matmul  2", "tanh  2", "sum  scalar", "w̄ = torch.outer(t̄₁, x)", "t̄₁ = t̄₂ * (1 - t₂ ** 2)"):
+        assert text in out, text
+    assert 'label="w  2×3\\nrequires grad"' in out and 'label="x  3"' in out  # --wrt w: only w is marked
+
+
+def test_the_svg_names_each_op(capsys, tmp_path):
+    require_dot()
+    target = tmp_path / "g.svg"
+    code, out, err = run(capsys, *SEED, "--wrt", "w", "-o", str(target))
+    assert (code, out, err) == (0, "", "")
+    svg = target.read_text(encoding="utf-8")
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    for op in ("matmul", "tanh", "sum", "w̄ = torch.outer(t̄₁, x)"):
+        assert op in svg, op
+
+
+@pytest.mark.parametrize(("suffix", "magic"), [(".png", b"\x89PNG\r\n\x1a\n"), (".pdf", b"%PDF")])
+def test_png_and_pdf_by_extension(capsys, tmp_path, suffix, magic):
+    require_dot()
+    target = tmp_path / f"g{suffix}"
+    code, _, err = run(capsys, *SEED, "-o", str(target))
+    assert (code, err) == (0, "")
+    assert target.read_bytes().startswith(magic)
+    assert [p.name for p in tmp_path.iterdir()] == [target.name]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("suffix", [".dot", ".gv"])
+def test_dot_and_gv_files_hold_the_source(capsys, tmp_path, suffix):
+    code, printed, _ = run(capsys, *SEED)
+    assert code == 0
+    target = tmp_path / f"g{suffix}"
+    assert run(capsys, *SEED, "-o", str(target))[0] == 0
+    assert target.read_text(encoding="utf-8") == printed
+
+
+def test_symbolic_shapes_and_a_named_grad_tensor(capsys):
+    code, out, _ = run(
+        capsys, "graph", "torch.tanh(W @ X + b)", "--shape", "W=k,n", "--shape", "X=n,m", "--shape", "b=k,1",
+        "--grad-tensor", "V",
+    )  # fmt: skip
+    assert code == 0
+    assert "matmul  k×m" in out and "W̄ = t̄₁ @ X.T" in out and 'label="V  k×m\\ngrad_tensor"' in out
+
+
+def test_a_bad_expression_is_one_line_and_exit_2(capsys, tmp_path):
+    target = tmp_path / "g.svg"
+    target.write_text("old", encoding="utf-8")
+    code, out, err = run(capsys, "graph", "torch.tanh(w @@ x)", "--shape", "w=2,3", "-o", str(target))
+    assert code == 2 and out == ""
+    assert err.startswith("symgrad: error: ") and err.count("\n") == 1
+    assert target.read_text(encoding="utf-8") == "old"  # nothing is written over it
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        ([*SEED, "-o", "g.jpg"], "name it .svg, .png, .pdf, .dot or .gv"),
+        ([*SEED, "--wrt", "q"], "unknown tensors q"),
+        (["graph", "w @ x", "--shape", "w=2,3", "--shape", "x=4"], "symgrad: error:"),
+        ([*SEED, "-o", "no/such/folder/g.svg"], "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, monkeypatch, argv, says):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert says in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_without_dot_drawing_says_to_install_graphviz(capsys, tmp_path, monkeypatch):
+    target = tmp_path / "g.svg"
+    monkeypatch.setenv("PATH", str(tmp_path))  # a machine without Graphviz
+    code, out, err = run(capsys, *SEED, "-o", str(target))
+    assert (code, out) == (2, "")
+    assert "install graphviz" in err and err.count("\n") == 1
+    assert not target.exists()
+    assert run(capsys, *SEED, "-o", str(tmp_path / "g.dot"))[0] == 0  # the source needs no dot
+
+
+def test_the_installed_command_prints_utf8_dot():
+    done = subprocess.run(
+        [sys.executable, "-m", "symgrad", *SEED], capture_output=True, timeout=300, check=False,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "x̄ = t̄₁ @ w" in done.stdout.decode("utf-8")
