@@ -160,9 +160,12 @@ def tensor_repr(t: Tensor) -> str:
 def tensor_latex(t: Tensor) -> str:
     """``$w = \\begin{pmatrix}…\\end{pmatrix}$`` for notebooks; a symbolic shape shows the expression
     (``$W X + b \\in \\mathbb{R}^{k \\times 1}$``), a large tensor keeps its corners."""
-    if not is_concrete(t.shape):
+    try:
+        arr = t.entries() if is_concrete(t.shape) else None
+    except SymbolicShapeError:  # a concrete result of symbolic-size inputs (a bias's gradient over a batch n)
+        arr = None
+    if arr is None:
         body = latex_name(t.name) if t.op is None else LatexPrinter().doprint(t)
         return rf"${body} \in \mathbb{{R}}^{{{shape_latex(t.shape)}}}$" if t.shape else f"${body}$"
-    arr = t.entries()
     cells = np.array([sympy.latex(sympy.sympify(e)) for e in arr.reshape(-1)], dtype=object).reshape(arr.shape)
     return f"${latex_name(t.name)} = {matrix_latex(cells)}$"

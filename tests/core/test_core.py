@@ -68,3 +68,17 @@ def test_import_symgrad_is_cheap_until_first_use():
 def test_unknown_attributes_raise_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         sg.nope  # noqa: B018
+
+
+def test_a_concrete_law_of_symbolic_size_inputs_displays_as_a_formula():
+    """A bias's gradient over a symbolic batch has a concrete shape but no entries: Jupyter's display
+    raised SymbolicShapeError; it shows the formula instead."""
+    import symgrad as sg
+
+    (n,) = sg.dims("n")
+    X, b = sg.symbols("X", (n, 3)), sg.symbols("b", (3,), requires_grad=True)
+    (grad_b,) = sg.law((X + b).tanh().sum(), [b])
+    assert (
+        grad_b._repr_latex_()
+        == r"$\textstyle\sum_{\mathrm{dim}\,0} \left(1 - \tanh\left(X + b\right)^{2}\right) \in \mathbb{R}^{3}$"
+    )
