@@ -142,6 +142,19 @@ class TorchPrinter(Printer):
 
     template_field = "code"
 
+    def _print_step(self, t: Tensor) -> tuple[str, int]:
+        """relu's step (0 at 0 and at nan) as ``torch.sign(torch.relu(x))`` and the step with 1/2 at 0 of
+        maximum's ties as ``(torch.sign(d) + 1) / 2``: runnable torch in x's dtype, which
+        ``torch.heaviside(x, 0)`` is not (its second argument must be a tensor of x's dtype), and which
+        ``x > 0`` is not everywhere (``3 * (x > 0)`` is an integer tensor that ``@`` refuses with floats)."""
+        text, _ = self._print(t.inputs[0])
+        at_zero = sympy.sympify(t.attrs["at_zero"])
+        if at_zero == 0:
+            return f"torch.sign(torch.relu({text}))", ATOM
+        if at_zero == sympy.S.Half:
+            return f"(torch.sign({text}) + 1) / 2", 5
+        return f"torch.heaviside({text}, torch.tensor({float(at_zero)!r}))", ATOM
+
 
 class LatexPrinter(Printer):
     """LaTeX: ``V X^{\\top}``, ``\\odot`` for elementwise products."""
