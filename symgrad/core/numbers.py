@@ -54,8 +54,11 @@ def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
             point.update(zip(leaf.entries().reshape(-1), (float(v) for v in numbers_of(leaf).reshape(-1))))
         return as_numbers(float64_values(entries.reshape(-1), point), entries.shape, node.dtype)
     floats = [part.dtype.startswith("float") for part in node.inputs]
-    promoted = any(floats) and all(f or part.dtype == "bool" for f, part in zip(floats, node.inputs))
-    if node.op.float64 is not None and promoted:  # a bool next to a float is promoted to 0.0 or 1.0, as in torch
+    # a bool or an integer next to a float is promoted to a float, as in torch (and must meet nan as one:
+    # SymPy's exact 0 * x is 0 before x's nan arrives)
+    promoted = any(floats) and all(f or part.dtype == "bool" or part.dtype.startswith("int")
+                                   for f, part in zip(floats, node.inputs))  # fmt: skip
+    if node.op.float64 is not None and promoted:
         arrays = [_float_array(numbers_of(part)) for part in node.inputs]
         with np.errstate(all="ignore"):
             result = np.asarray(node.op.float64(*arrays, **node.attrs), dtype=float)

@@ -1842,6 +1842,7 @@ class KnownBug:
 # specs with a gradient that is 0 (or 0 in places): torch multiplies it with a nan or inf, symgrad drops the product
 ZERO_GRADIENT_SPECS = (
     "sign", "slogdet_sign", "one_hot", "nll_loss", "floor", "ceil", "trunc", "round", "round_decimals", "div_rounding",
+    "argmax",  # x * x.argmax(...) is x * 0 where the index is 0: SymPy's exact 0 drops x's nan from the gradient
 )  # fmt: skip
 MASKS = ("relu", "maximum", "minimum", "threshold", "hardtanh", "max_dim", "trace", "amax", "norm_inf")
 
@@ -1875,6 +1876,12 @@ KNOWN_BUGS = [
         "0.0 ** x",
         "0.0 ** x at x = [0.5, 2.0]: torch's gradient 0, symgrad's nan",
         lambda lines, t: any(code.startswith("0.0 **") for _, code in steps(lines, "pow_base")),
+    ),
+    KnownBug(
+        "cumprod's backward through a nan",
+        "x.sqrt().cumprod(0) at a column [-2, 0, 1] (cumprod [nan, nan, nan]): torch's gradient for the entries after "
+        "the zero is 0 (its backward treats inputs with a zero apart), symgrad's nan (the product of the others)",
+        lambda lines, t: bool(steps(lines, "cumprod")) and any(nonfinite(v) for v in t.values.values()),
     ),
     KnownBug(
         "logdet of a matrix with a negative determinant",
