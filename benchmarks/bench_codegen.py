@@ -2,16 +2,17 @@
 
 Run from the repository root (no install needed):
 
-    python benchmarks/bench_codegen.py            # full run, about 3½ minutes on 2 cores
+    python benchmarks/bench_codegen.py            # full run, 4-6 minutes on 2 cores (compiling included)
     python benchmarks/bench_codegen.py --quick    # tiny and small, float32 only, 3 short rounds: ~15 s smoke test
+    python benchmarks/bench_codegen.py --no-compile   # without the torch.compile column: about 3½ minutes
 
 For every catalogue expression (``symgrad/catalogue.py``: seed ``w @ x``, linear,
 tanh / relu / sigmoid layers, a 2-layer MLP with MSE loss, softmax
 cross-entropy, logistic regression, the quadratic form, attention scores) the
 script builds the graph with symbolic dims, emits it once with
 ``compile_module(..., style="autograd_function")`` and times forward + backward
-three ways, on the same inputs and the same random ``g`` (the incoming
-gradient):
+three ways (four with torch.compile), on the same inputs and the same random
+``g`` (the incoming gradient):
 
 * **emitted** -- ``out, grads = mod.forward_and_vjp(*inputs, g)`` (forward values computed once;
   before that function existed this column timed ``forward`` then ``vjp``, which recomputes the forward)
@@ -19,6 +20,9 @@ gradient):
 * **Function** -- ``out = mod.apply(*inputs); torch.autograd.backward(out, g)``
   (the emitted ``torch.autograd.Function``; ``.grad`` of the wrt inputs set to
   None first);
+* **compiled** -- the same with ``torch.compile(mod.apply, fullgraph=True, dynamic=False)``
+  (inductor, compiled once per size and dtype, untimed; ``--no-compile`` leaves
+  the column out, ``--quick`` too unless ``--compile`` is given);
 * **autograd** -- the same expression written in plain torch,
   ``out = expr(*inputs); torch.autograd.backward(out, g)`` with the wrt inputs
   requiring grad (``.grad`` set to None first). ``out.backward(g)`` is the same
@@ -30,8 +34,8 @@ attention and the quadratic form included), float32 and float64.
 
 Timing: ``torch.utils.benchmark.Timer(..., num_threads=1).blocked_autorange``,
 median. Each configuration is measured in ``--rounds`` (15) short rounds
-(``--min-run-time`` 0.04 s each); a round times the three columns one after
-another (the order rotates between rounds), so the three are measured side by
+(``--min-run-time`` 0.04 s each); a round times the columns one after
+another (the order rotates between rounds), so they are measured side by
 side under the same load. The µs columns are the median over rounds of each
 measurement's median; the ratio columns are the median over rounds of the
 per-round ratio, and the q1..q3 columns the quartiles of those per-round
@@ -39,14 +43,14 @@ ratios (how much the load on the box moved them).
 
 Before any timing, every emitted module is checked (untimed) against
 torch.autograd on the same inputs at every size and dtype: forward output,
-``vjp`` gradients and the gradients through ``apply`` must all satisfy
+``vjp`` gradients and the gradients through ``apply`` (and the compiled ``apply``) must all satisfy
 max |ours - torch| <= tol * max(1, max |torch|), tol 1e-9 in float64 and 1e-4
 in float32 (an allclose whose atol scales with the reference). A mismatch is
 printed and flagged in the table.
 
 Targets (from the issue), on the emitted/autograd ratio: median ≤ 0.5 at tiny
 and at small, ≤ 1.0 at medium, and no case above 1.1. The script prints
-whether each holds, for the Function/autograd ratio too. For the worst case
+whether each holds, for the Function/autograd and compiled/autograd ratios too. For the worst case
 of each size class (each case shown once) it prints the emitted ``vjp``
 source with the time of each statement (the shape checks grouped), each timed
 alone on the same inputs, marking the statements that recompute what
@@ -194,6 +198,7 @@ class Compiled:
     module: ModuleType
     inputs: list[Tensor]
     wrt: list[Tensor]
+    under_compile: Callable | None = None  # torch.compile(module.apply, fullgraph=True), when asked for
 
     @property
     def names(self) -> list[str]:
@@ -204,11 +209,13 @@ class Compiled:
         return [t.name for t in self.wrt]
 
 
-def compile_case(case: Case) -> Compiled:
+def compile_case(case: Case, with_torch_compile: bool) -> Compiled:
     output, inputs, wrt = case.build()
     name = "".join(part.capitalize() for part in case.name.split("_"))
     module = compile_module(output, wrt, inputs=inputs, style="autograd_function", name=name)
-    return Compiled(case, module, inputs, wrt)
+    # dynamic=False: one graph per size and dtype, specialised as a model with fixed shapes would be
+    under_compile = torch.compile(module.apply, fullgraph=True, dynamic=False) if with_torch_compile else None
+    return Compiled(case, module, inputs, wrt, under_compile)
 
 
 # ── numbers ───────────────────────────────────────────────────────────────
@@ -250,12 +257,17 @@ def verify(c: Compiled, size: int, dtype: torch.dtype) -> tuple[bool, float, str
     errors = {"forward": max_error(c.module.forward(*values), ref_out.detach())}
     vjp = c.module.vjp(*values, g)
     errors["vjp"] = max(max_error(a, b) for a, b in zip(vjp, ref_grads, strict=True))
-    fn_args = with_grad(c, values)
-    fn_out = c.module.apply(*fn_args)
-    wrt_fn = [a for a, name in zip(fn_args, c.names, strict=True) if name in c.wrt_names]
-    fn_grads = torch.autograd.grad(fn_out, wrt_fn, g)
-    errors["apply"] = max(max_error(a, b) for a, b in zip(fn_grads, ref_grads, strict=True))
-    shapes_ok = all(a.shape == b.shape for a, b in zip([*vjp, *fn_grads], [*ref_grads, *ref_grads], strict=True))
+    shapes_ok = all(a.shape == b.shape for a, b in zip(vjp, ref_grads, strict=True))
+    for label, run in (("apply", c.module.apply), ("compiled", c.under_compile)):
+        if run is None:
+            continue
+        fn_args = with_grad(c, values)
+        fn_out = run(*fn_args)  # the compiled column compiles here, untimed
+        wrt_fn = [a for a, name in zip(fn_args, c.names, strict=True) if name in c.wrt_names]
+        fn_grads = torch.autograd.grad(fn_out, wrt_fn, g)
+        pairs = zip([fn_out.detach(), *fn_grads], [ref_out.detach(), *ref_grads], strict=True)
+        errors[label] = max(max_error(a, b) for a, b in pairs)
+        shapes_ok &= all(a.shape == b.shape for a, b in zip(fn_grads, ref_grads, strict=True))
     worst = max(errors.values())
     detail = ", ".join(f"{k} {v:.1e}" for k, v in errors.items())
     return shapes_ok and worst <= rtol, worst, detail
@@ -275,6 +287,9 @@ class Row:
     verified: bool
     spread_emitted: tuple[float, float] = (math.nan, math.nan)
     spread_function: tuple[float, float] = (math.nan, math.nan)
+    compiled: float = math.nan  # NaN when the torch.compile column is not measured
+    ratio_compiled: float = math.nan
+    spread_compiled: tuple[float, float] = (math.nan, math.nan)
 
     @property
     def flags(self) -> str:
@@ -283,6 +298,8 @@ class Row:
             marks.append("E>1.1")
         if self.ratio_function > CASE_LIMIT:
             marks.append("F>1.1")
+        if self.ratio_compiled > CASE_LIMIT:
+            marks.append("C>1.1")
         if not self.verified:
             marks.append("MISMATCH")
         return " ".join(marks)
@@ -300,8 +317,12 @@ def timers(c: Compiled, values: list[torch.Tensor], g: torch.Tensor) -> dict[str
     )
     reset = "".join(f"{name}.grad = None\n" for name in c.wrt_names)
     timed = {}
-    for column, fn in (("function", c.module.apply), ("autograd", c.case.reference)):
+    columns = [("function", c.module.apply), ("autograd", c.case.reference)]
+    if c.under_compile is not None:
+        columns.insert(1, ("compiled", c.under_compile))
+    for column, fn in columns:
         leaves = dict(zip(c.names, with_grad(c, values), strict=True))
+        torch.autograd.backward(fn(*leaves.values()), g)  # warm-up (compiles the compiled column's graph if needed)
         timed[column] = Timer(
             stmt=f"{reset}out = fn({args})\ntorch.autograd.backward(out, g)",
             globals={**leaves, "fn": fn, "g": g, "torch": torch},
@@ -318,19 +339,18 @@ def measure(c: Compiled, size: int, dtype: torch.dtype, rounds: int, min_run_tim
     order = list(clocks)
     runs: dict[str, list[float]] = {k: [] for k in order}
     for r in range(rounds):
-        for column in order[r % 3 :] + order[: r % 3]:
+        shift = r % len(order)
+        for column in order[shift:] + order[:shift]:
             runs[column].append(clocks[column].blocked_autorange(min_run_time=min_run_time).median)
-    ratios_e = [e / a for e, a in zip(runs["emitted"], runs["autograd"], strict=True)]
-    ratios_f = [f / a for f, a in zip(runs["function"], runs["autograd"], strict=True)]
-    return {
-        "emitted": statistics.median(runs["emitted"]),
-        "function": statistics.median(runs["function"]),
-        "autograd": statistics.median(runs["autograd"]),
-        "ratio_emitted": statistics.median(ratios_e),
-        "ratio_function": statistics.median(ratios_f),
-        "spread_emitted": quartiles(ratios_e),
-        "spread_function": quartiles(ratios_f),
-    }
+    result: dict = {"autograd": statistics.median(runs["autograd"])}
+    for column in order:
+        if column == "autograd":
+            continue
+        ratios = [x / a for x, a in zip(runs[column], runs["autograd"], strict=True)]
+        result[column] = statistics.median(runs[column])
+        result[f"ratio_{column}"] = statistics.median(ratios)
+        result[f"spread_{column}"] = quartiles(ratios)
+    return result
 
 
 def quartiles(values: list[float]) -> tuple[float, float]:
@@ -416,61 +436,67 @@ def environment() -> str:
     )
 
 
-def print_table(rows: list[Row]) -> None:
-    header = (
-        f"{'case':22s} {'size':>11s} {'dtype':>7s} {'emitted µs':>11s} {'Function µs':>12s} {'autograd µs':>12s} "
-        f"{'emit/autog':>10s} {'Func/autog':>10s} {'emit q1..q3':>11s} {'Func q1..q3':>11s}  flags"
-    )
+COLUMNS = (("emitted", "emit"), ("function", "Func"), ("compiled", "Comp"))  # timed column, short label
+
+
+def measured(rows: list[Row]) -> list[tuple[str, str]]:
+    """The timed columns the rows have (the compiled one only when it ran)."""
+    return [(key, label) for key, label in COLUMNS if any(not math.isnan(getattr(r, key)) for r in rows)]
+
+
+def print_table(rows: list[Row], columns: list[tuple[str, str]]) -> None:
+    header = f"{'case':22s} {'size':>11s} {'dtype':>7s} "
+    header += " ".join(f"{f'{label} µs':>9s}" for _, label in columns) + f" {'autog µs':>9s} "
+    header += " ".join(f"{f'{label}/autog':>10s} {f'{label} q1..q3':>11s}" for _, label in columns) + "  flags"
     print(header)
     print("-" * len(header))
     for r in rows:
-        print(table_line(r))
+        print(table_line(r, columns))
 
 
-def table_line(r: Row) -> str:
-    return (
-        f"{r.case:22s} {f'{r.size}({SIZES[r.size]})':>11s} {r.dtype:>7s} {r.emitted * 1e6:11.1f} "
-        f"{r.function * 1e6:12.1f} {r.autograd * 1e6:12.1f} {r.ratio_emitted:10.2f} {r.ratio_function:10.2f} "
-        f"{'{:.2f}..{:.2f}'.format(*r.spread_emitted):>11s} {'{:.2f}..{:.2f}'.format(*r.spread_function):>11s}  "
-        f"{r.flags}"
+def table_line(r: Row, columns: list[tuple[str, str]]) -> str:
+    line = f"{r.case:22s} {f'{r.size}({SIZES[r.size]})':>11s} {r.dtype:>7s} "
+    line += " ".join(f"{getattr(r, key) * 1e6:9.1f}" for key, _ in columns) + f" {r.autograd * 1e6:9.1f} "
+    line += " ".join(
+        f"{getattr(r, f'ratio_{key}'):10.2f} {'{:.2f}..{:.2f}'.format(*getattr(r, f'spread_{key}')):>11s}"
+        for key, _ in columns
     )
+    return f"{line}  {r.flags}"
 
 
 def summary(rows: list[Row]) -> None:
+    columns = measured(rows)
     print("\n== summary: median ratio per size class (over cases x dtypes), and the targets ==")
     print(
-        f"{'size':>11s} {'cases':>5s} {'emit/autog':>10s} {'target':>7s} {'':6s} {'Func/autog':>10s} {'':6s}"
-        f" {'emit min..max':>14s} {'Func min..max':>14s}"
+        f"{'size':>11s} {'cases':>5s} {'target':>7s} "
+        + " ".join(f"{f'{label}/autog':>10s} {'':6s} {f'{label} min..max':>14s}" for _, label in columns)
     )
     verdicts = []
     for size, target in TARGETS.items():
         chosen = [r for r in rows if r.size == size]
         if not chosen:
             continue
-        med_e = statistics.median(r.ratio_emitted for r in chosen)
-        med_f = statistics.median(r.ratio_function for r in chosen)
-        ok_e, ok_f = med_e <= target, med_f <= target
-        verdicts.append((f"median emitted/autograd <= {target} at {size}", ok_e, f"{med_e:.2f}"))
-        verdicts.append((f"median Function/autograd <= {target} at {size}", ok_f, f"{med_f:.2f}"))
-        e_lo, e_hi = min(r.ratio_emitted for r in chosen), max(r.ratio_emitted for r in chosen)
-        f_lo, f_hi = min(r.ratio_function for r in chosen), max(r.ratio_function for r in chosen)
-        print(
-            f"{f'{size}({SIZES[size]})':>11s} {len(chosen):5d} {med_e:10.2f} {f'<= {target}':>7s} "
-            f"{'MET' if ok_e else 'MISSED':6s} {med_f:10.2f} {'MET' if ok_f else 'MISSED':6s} "
-            f"{f'{e_lo:.2f}..{e_hi:.2f}':>14s} {f'{f_lo:.2f}..{f_hi:.2f}':>14s}"
-        )
-    over_e = [r for r in rows if r.ratio_emitted > CASE_LIMIT]
-    over_f = [r for r in rows if r.ratio_function > CASE_LIMIT]
-    verdicts.append((f"no case emitted/autograd > {CASE_LIMIT}", not over_e, f"{len(over_e)} above"))
-    verdicts.append((f"no case Function/autograd > {CASE_LIMIT}", not over_f, f"{len(over_f)} above"))
-    print("\ntargets (the issue's are stated for the emitted code; Function/autograd shown beside them):")
+        line = f"{f'{size}({SIZES[size]})':>11s} {len(chosen):5d} {f'<= {target}':>7s}"
+        for key, label in columns:
+            ratios = [getattr(r, f"ratio_{key}") for r in chosen]
+            med = statistics.median(ratios)
+            ok = med <= target
+            verdicts.append((f"median {label}/autograd <= {target} at {size}", ok, f"{med:.2f}"))
+            line += f" {med:10.2f} {'MET' if ok else 'MISSED':6s} {f'{min(ratios):.2f}..{max(ratios):.2f}':>14s}"
+        print(line)
+    over = {key: [r for r in rows if getattr(r, f"ratio_{key}") > CASE_LIMIT] for key, _ in columns}
+    for key, label in columns:
+        verdicts.append((f"no case {label}/autograd > {CASE_LIMIT}", not over[key], f"{len(over[key])} above"))
+    print(
+        "\ntargets (the issue's are stated for the emitted code; the Function and compiled Function shown beside them):"
+    )
     for text, ok, value in verdicts:
         print(f"  {text:45s} {'MET' if ok else 'MISSED':6s} ({value})")
-    for label, over, key in (("emitted", over_e, "ratio_emitted"), ("Function", over_f, "ratio_function")):
-        if over:
-            print(f"\ncases with {label}/autograd > {CASE_LIMIT} ({len(over)}):")
-            for r in sorted(over, key=lambda r: -getattr(r, key)):
-                print("  " + table_line(r))
+    for key, label in columns:
+        if over[key]:
+            print(f"\ncases with {label}/autograd > {CASE_LIMIT} ({len(over[key])}):")
+            for r in sorted(over[key], key=lambda r: -getattr(r, f"ratio_{key}")):
+                print("  " + table_line(r, columns))
     mismatched = [r for r in rows if not r.verified]
     print(f"\nverification: {'all emitted modules match torch.autograd' if not mismatched else 'MISMATCHES above'}")
 
@@ -516,7 +542,8 @@ def explain(rows: list[Row], compiled: dict[str, Compiled], min_run_time: float)
 
 
 class _SetupContextStyle(torch.autograd.Function):
-    """out = 2 x, written the way the emitted Function is: forward without ctx, plus setup_context."""
+    """out = 2 x, written the way the emitted <Name>Function is (what apply runs under torch.func transforms):
+    forward without ctx, plus setup_context."""
 
     @staticmethod
     def forward(x):
@@ -532,7 +559,8 @@ class _SetupContextStyle(torch.autograd.Function):
 
 
 class _CtxStyle(torch.autograd.Function):
-    """out = 2 x, the older spelling: forward(ctx, ...) and no setup_context."""
+    """out = 2 x, the older spelling: forward(ctx, ...) and no setup_context (what the emitted apply runs
+    outside torch.func transforms)."""
 
     @staticmethod
     def forward(ctx, x):
@@ -580,8 +608,8 @@ def explain_function(rows: list[Row], compiled: dict[str, Compiled], min_run_tim
     floor = {
         label: (clock("fn(x)", {"fn": fn, "x": x}, min_run_time), clock(stmt, {"fn": fn, "x": x, "g": g}, min_run_time))
         for label, fn in (
-            ("Function, forward(x) + setup_context (as emitted)", _SetupContextStyle.apply),
-            ("Function, forward(ctx, x), no setup_context", _CtxStyle.apply),
+            ("Function, forward(x) + setup_context (torch.func)", _SetupContextStyle.apply),
+            ("Function, forward(ctx, x), no setup_context (apply)", _CtxStyle.apply),
             ("plain torch x * 2", lambda x: x * 2),
         )
     }
@@ -598,7 +626,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="tiny and small, float32 only, 3 short rounds")
     parser.add_argument("--rounds", type=int, default=15, help="side-by-side rounds per configuration (default 15)")
     parser.add_argument("--min-run-time", type=float, default=0.04, help="blocked_autorange min_run_time, seconds")
+    parser.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="time the Function under torch.compile(fullgraph=True) too (default: yes, but not with --quick)",
+    )
     args = parser.parse_args()
+    with_torch_compile = not args.quick if args.compile is None else args.compile
+    # The Timer runs at TORCH_THREADS; verifying (and compiling) at the same count keeps torch.compile's guard on the
+    # thread count from recompiling every graph once timing starts.
+    torch.set_num_threads(TORCH_THREADS)
     sizes = ["tiny", "small"] if args.quick else list(SIZES)
     dtypes = ["float32"] if args.quick else list(DTYPES)
     rounds = 3 if args.quick else max(1, args.rounds)
@@ -616,7 +654,7 @@ def main() -> None:
     print("\ncompile (untimed):")
     for case in CASES:
         t0 = time.perf_counter()
-        compiled[case.name] = compile_case(case)
+        compiled[case.name] = compile_case(case, with_torch_compile)
         print(
             f"  {case.name:22s} {case.text:44s} wrt {','.join(compiled[case.name].wrt_names):14s} "
             f"codegen {time.perf_counter() - t0:5.2f} s"
@@ -624,7 +662,11 @@ def main() -> None:
     digest = hashlib.sha1("".join(c.module.__symgrad_source__ for c in compiled.values()).encode()).hexdigest()[:10]
     print(f"  emitted sources sha1 {digest}")
 
-    print("\nverify against torch.autograd, same inputs (untimed): forward, vjp, apply-backward; max error / scale")
+    print(
+        "\nverify against torch.autograd, same inputs (untimed): forward, vjp, apply-backward"
+        + (", torch.compile(apply)-backward (compiling it)" if with_torch_compile else "")
+        + "; max error / scale"
+    )
     verified: dict[tuple[str, str, str], bool] = {}
     for name, c in compiled.items():
         parts, all_ok = [], True
@@ -646,9 +688,9 @@ def main() -> None:
                 row = Row(name, size, dtype, verified=verified[name, size, dtype], **m)
                 rows.append(row)
                 if print_header:
-                    print_table([])
+                    print_table([], measured(rows))
                     print_header = False
-                print(table_line(row), flush=True)
+                print(table_line(row, measured(rows)), flush=True)
 
     summary(rows)
     explain(rows, compiled, min_run_time)

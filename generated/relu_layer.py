@@ -7,13 +7,17 @@ Expression: out = torch.relu(W @ X + b)
 Shapes: W: k×n, X: n×m, b: k×1
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_W = (grad_output * torch.heaviside(W @ X + b, 0)) @ X.T
+    grad_W = (grad_output * torch.sign(torch.relu(W @ X + b))) @ X.T
     LaTeX: \left(\mathrm{grad\_output} \odot H\left(W X + b\right)\right) X^{\top}
-    grad_b = (grad_output * torch.heaviside(W @ X + b, 0)).sum(dim=1, keepdim=True)
+    grad_b = (grad_output * torch.sign(torch.relu(W @ X + b))).sum(dim=1, keepdim=True)
     LaTeX: \left(\mathrm{grad\_output} \odot H\left(W X + b\right)\right) \mathbf{1}
 """
 
 import torch
+
+# Backward kernels from torch.ops.aten, torch's operator namespace (torch.* has no spelling of them): those torch's
+# own autograd runs for tanh, sigmoid and relu, one kernel where the formula takes three; torch differentiates them
+# twice and in forward mode. Used here: threshold_backward.
 
 
 def _check_shapes(W, X, b):
@@ -43,7 +47,7 @@ def vjp(W, X, b, grad_output):
     r"""Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
     _check_shapes(W, X, b)
     t_1 = W @ X + b
-    t_2 = grad_output * (t_1 > 0).to(grad_output.dtype)
+    t_2 = torch.ops.aten.threshold_backward(grad_output, t_1, 0)
     grad_W = t_2 @ X.T
     grad_b = t_2.sum(dim=1, keepdim=True)
     return (grad_W, grad_b)
@@ -54,7 +58,7 @@ def forward_and_vjp(W, X, b, grad_output):
     _check_shapes(W, X, b)
     t_1 = W @ X + b
     output = torch.relu(t_1)
-    t_2 = grad_output * (t_1 > 0).to(grad_output.dtype)
+    t_2 = torch.ops.aten.threshold_backward(grad_output, t_1, 0)
     grad_W = t_2 @ X.T
     grad_b = t_2.sum(dim=1, keepdim=True)
     return output, (grad_W, grad_b)
@@ -66,6 +70,7 @@ class ReluLayerFunction(torch.autograd.Function):
     Saves what the backward formula reads: X, t_1, and the
     inputs it recomputes those from under create_graph=True: W, b. The backward is written
     in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
+    Call it through apply(...), which runs this class under torch.func transforms and a faster one elsewhere.
     """
 
     generate_vmap_rule = True
@@ -88,11 +93,11 @@ class ReluLayerFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output, *_):
         W, X, b, t_1 = ctx.saved_tensors
-        if any(ctx.needs_input_grad[i] for i in (1,)):
+        if ctx.needs_input_grad[1]:
             raise RuntimeError("ReluLayerFunction gives gradients for W, b only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             t_1 = W @ X + b
-        t_2 = grad_output * (t_1 > 0).to(grad_output.dtype)
+        t_2 = torch.ops.aten.threshold_backward(grad_output, t_1, 0)
         grad_W = t_2 @ X.T
         grad_b = t_2.sum(dim=1, keepdim=True)
         return grad_W, None, grad_b
@@ -109,10 +114,47 @@ class ReluLayerFunction(torch.autograd.Function):
         tangent_b = tangents[2]
         if tangent_b is None:
             tangent_b = torch.zeros_like(b)
-        output_tangent = (tangent_b + (W @ tangent_X + tangent_W @ X)) * (W @ X + b > 0).to(tangent_W.dtype)
+        output_tangent = torch.ops.aten.threshold_backward(tangent_b + (W @ tangent_X + tangent_W @ X), W @ X + b, 0)
         return output_tangent, None
+
+
+class _EagerReluLayerFunction(ReluLayerFunction):
+    """What apply(...) runs outside torch.func transforms: the same Function with forward(ctx, ...) and no
+    setup_context, since torch.autograd.Function.apply binds forward's signature (inspect) on every call of a
+    Function that has one; the intermediates are saved here rather than returned."""
+
+    setup_context = torch.autograd.Function.setup_context  # torch's own, which means "not defined"
+
+    @staticmethod
+    def forward(ctx, W, X, b):
+        _check_shapes(W, X, b)
+        t_1 = W @ X + b
+        output = torch.relu(t_1)
+        ctx.save_for_backward(W, X, b, t_1)
+        ctx.save_for_forward(W, X, b, t_1)
+        return output
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        return ReluLayerFunction.jvp(ctx, *tangents)[0]
+
+
+class _CompiledReluLayerFunction(_EagerReluLayerFunction):
+    """What apply(...) runs under torch.compile, whose Dynamo traces no Function with a custom jvp."""
+
+    jvp = torch.autograd.Function.jvp
+
+
+# Whether a torch.func transform (vmap, grad, jacrev, jvp, ...) is running: the test torch.autograd.Function.apply
+# makes itself. torch 2.13 has no public spelling of it (torch.compile reads this one as a constant); should a
+# later torch drop it, ReluLayerFunction, right under every transform, serves every call.
+_transforms_active = getattr(torch._C, "_are_functorch_transforms_active", None) or (lambda: True)
 
 
 def apply(W, X, b):
     r"""out = torch.relu(W @ X + b), differentiable through ReluLayerFunction."""
-    return ReluLayerFunction.apply(W, X, b)[0]
+    if torch.compiler.is_compiling():
+        return _CompiledReluLayerFunction.apply(W, X, b)
+    if _transforms_active():
+        return ReluLayerFunction.apply(W, X, b)[0]
+    return _EagerReluLayerFunction.apply(W, X, b)

@@ -35,6 +35,7 @@ RESERVED = {
 }  # fmt: skip
 RESERVED_PREFIXES = ("_", "grad_", "t_", "tangent_")
 MAX_INLINE = 72  # longer subexpressions get a name of their own, so every line stays readable
+LINE_LENGTH = 120  # the project's ruff line length; see fit_statement
 
 
 def check_identifier(name: str, what: str) -> str:
@@ -58,15 +59,22 @@ def shape_tuple(sizes: Sequence) -> str:
 class CodePrinter(TorchPrinter):
     """torch code that runs on any device and dtype, formatted the way ``ruff format`` writes it."""
 
-    def __init__(self, names: dict[int, str], like: str) -> None:
+    def __init__(self, names: dict[int, str], like: str, *, fused: bool = False) -> None:
         super().__init__(names)
         self.like = like  # a tensor whose dtype and device new tensors take
+        self.fused = fused  # torch's fused kernels where it has them: see _fused_backward, _fused_sub, _fused_loss
         self.uses_math = False
         self.uses_index_backward = False
+        self.uses_minus_one_hot = False
+        self.aten_kernels: set[str] = set()  # the torch.ops.aten kernels printed (the module says why it uses them)
+        self.fused_parts: dict[int, list[Tensor]] = {}  # a fused node's printed operands, for fit_statement
 
     def _print_number(self, value: sympy.Expr):
         if value.is_Float:
             return repr(float(value)), number_precedence(value)
+        if value in (sympy.nan, sympy.oo, -sympy.oo):  # a 0/0 (std of one entry) or a division by zero
+            self.uses_math = True
+            return ("-math.inf", 6) if value == -sympy.oo else ("math.nan" if value is sympy.nan else "math.inf", 9)
         if value.is_Number:
             text = str(value) if value.is_Integer else f"{value.p} / {value.q}"
             return text, (5 if not value.is_Integer else number_precedence(value))
@@ -132,6 +140,14 @@ class CodePrinter(TorchPrinter):
         classes = t.attrs["num_classes"]
         return f"torch.nn.functional.one_hot({text}.long(), {classes}).to({self.like}.dtype)", 9
 
+    def _print_inv(self, t: Tensor):
+        """An unchecked inverse (inside det's rule, where torch.where masks a singular matrix) must not raise
+        there: torch.linalg.inv_ex reports instead of raising; the docstring keeps torch.linalg.inv."""
+        if t.attrs.get("check", True):
+            return self._print_template(t)
+        text, _ = self._print(t.inputs[0])
+        return f"torch.linalg.inv_ex({text}).inverse", 9
+
     def _print_step(self, t: Tensor):
         (x,) = t.inputs
         text, precedence = self._print(x)
@@ -149,11 +165,118 @@ class CodePrinter(TorchPrinter):
         (g,) = t.inputs
         return f"_index_backward({self._print(g)[0]}, {shape_tuple(t.attrs['shape'])}, {t.attrs['index']!r})", 9
 
+    def _print_mul(self, t: Tensor):
+        fused = self._fused_backward(t) if self.fused else None
+        return fused if fused is not None else self._print_template(t)
+
+    def _print_sub(self, t: Tensor):
+        fused = self._fused_sub(t) if self.fused else None
+        return fused if fused is not None else self._print_template(t)
+
+    def _print_mean(self, t: Tensor):
+        fused = self._fused_loss(t, "mean") if self.fused else None
+        return fused if fused is not None else self._print_template(t)
+
+    def _print_sum(self, t: Tensor):
+        fused = self._fused_loss(t, "sum") if self.fused else None
+        return fused if fused is not None else self._print_template(t)
+
+    def _inline(self, t: Tensor) -> bool:
+        """Whether a node is printed in place (no statement of its own computes it), so a fused form may absorb it."""
+        return id(t) not in self.names and t.op is not None
+
+    def _fused_backward(self, t: Tensor) -> tuple[str, int] | None:
+        """``g * (1 - y**2)``, ``g * (s * (1 - s))`` and ``g * (z > 0)`` as torch's own backward kernels
+        (``tanh_backward``, ``sigmoid_backward``, ``threshold_backward``): one kernel instead of three.
+        They are the kernels torch's own autograd runs for tanh, sigmoid and relu, reached through the
+        operator namespace ``torch.ops.aten`` (there is no ``torch.*`` spelling of them); torch differentiates
+        each of them twice and in forward mode (the tests check double backward and torch.func.hessian
+        through every emitted Function)."""
+        if not all(p.dtype.startswith("float") and tuple(p.shape) == tuple(t.shape) for p in t.inputs):
+            return None
+        for grad, factor in (t.inputs, t.inputs[::-1]):
+            if not self._inline(factor) or (grad.op is None and uniform_constant(grad) is not None):
+                continue
+            kernel = _backward_kernel(factor, self._inline)
+            if kernel is not None:
+                name, operand, extra = kernel
+                self.fused_parts[id(t)] = [grad, operand]
+                self.aten_kernels.add(name)
+                parts = [self._print(grad)[0], self._print(operand)[0], *extra]
+                return f"torch.ops.aten.{name}({', '.join(parts)})", 9
+        return None
+
+    def _fused_sub(self, t: Tensor) -> tuple[str, int] | None:
+        """``p - one_hot(y)`` as ``p`` with -1 added at each target: no m×c one-hot is built."""
+        a, b = t.inputs
+        if b.op is None or b.op.name != "one_hot" or not self._inline(b) or tuple(a.shape) != tuple(b.shape):
+            return None
+        if not a.dtype.startswith("float"):
+            return None
+        self.uses_minus_one_hot = True
+        self.fused_parts[id(t)] = [a, b.inputs[0]]
+        return f"_minus_one_hot({self._print(a)[0]}, {self._print(b.inputs[0])[0]})", 9
+
+    def _fused_loss(self, t: Tensor, reduction: str) -> tuple[str, int] | None:
+        """``(softplus(z) - y * z).mean()`` (or ``.sum()``) as ``binary_cross_entropy_with_logits(z, y)``:
+        one call instead of four. (The losses alone stay as they are: the call's text is long enough to earn
+        a statement of its own, which would keep the mean from absorbing it.)"""
+        (losses,) = t.inputs
+        everything = tuple(range(len(losses.shape)))
+        if t.attrs.get("keepdim") or tuple(sorted(t.attrs.get("dim", ()))) != everything or not losses.shape:
+            return None
+        if not self._inline(losses) or losses.op.name != "sub":
+            return None
+        softplus, product = losses.inputs
+        if softplus.op is None or softplus.op.name != "softplus" or not self._inline(softplus):
+            return None
+        if product.op is None or product.op.name != "mul" or not self._inline(product):
+            return None
+        (z,) = softplus.inputs
+        target = next((b for a, b in (product.inputs, product.inputs[::-1]) if a is z), None)
+        if target is None or (target.op is None and uniform_constant(target) is not None):
+            return None
+        if tuple(target.shape) != tuple(z.shape) or not target.dtype.startswith("float"):
+            return None
+        self.fused_parts[id(t)] = [z, target]
+        arguments = f"{self._print(z)[0]}, {self._print(target)[0]}"
+        if reduction != "mean":
+            arguments += f', reduction="{reduction}"'
+        return f"torch.nn.functional.binary_cross_entropy_with_logits({arguments})", 9
+
     def _print_map(self, t: Tensor):
         (x,) = t.inputs
         variable = t.attrs["fn"].variables[0]
         self.uses_math = True
         return python_source(t.attrs["fn"].expr, {variable: self._print(x)[0]}), 9
+
+
+def _constant(t: Tensor, value: int) -> bool:
+    return t.op is None and not t.shape and uniform_constant(t) == value
+
+
+def _backward_kernel(factor: Tensor, inline) -> tuple[str, Tensor, list[str]] | None:
+    """The aten backward kernel whose formula is ``grad * factor``: (its name, the tensor it reads besides
+    the gradient, further arguments), or None. ``1 - y**2`` is tanh's (for any y, as torch computes it),
+    ``s * (1 - s)`` sigmoid's, and ``step(z)`` (1 where z > 0, else 0) relu's: threshold_backward(g, z, 0) is
+    g where z > 0 and 0 elsewhere, as torch's relu backward (a NaN z passes g on, as torch's does)."""
+    op = factor.op.name
+    if op == "sub" and _constant(factor.inputs[0], 1):
+        square = factor.inputs[1]
+        if square.op is not None and square.op.name == "pow" and inline(square) and _constant(square.inputs[1], 2):
+            y = square.inputs[0]
+            if y.dtype.startswith("float") and tuple(y.shape) == tuple(factor.shape):
+                return "tanh_backward", y, []
+    if op == "mul":
+        for s, rest in (factor.inputs, factor.inputs[::-1]):
+            if rest.op is not None and rest.op.name == "sub" and inline(rest) and _constant(rest.inputs[0], 1):
+                if rest.inputs[1] is s and tuple(s.shape) == tuple(factor.shape):
+                    return "sigmoid_backward", s, []
+    if op == "step" and factor.attrs.get("at_zero") == 0:
+        (z,) = factor.inputs
+        if z.dtype.startswith("float") and tuple(z.shape) == tuple(factor.shape):
+            return "threshold_backward", z, ["0"]
+    return None
 
 
 def size_source(value: sympy.Expr) -> str:
@@ -309,4 +432,27 @@ def name_statements(
             label = f"t_{counter}"
             lines.append((label, printer.doprint(node)))
             names[key] = label
+    return lines, counter
+
+
+def fit_statement(
+    root: Tensor, label: str, indent: int, names: dict[int, str], printer: CodePrinter, counter: int
+) -> tuple[list[tuple[str, str]], int]:
+    """``t_<n> = ...`` statements for parts of ``root`` until ``<label> = <root>`` fits in a line at ``indent``
+    (ruff format would otherwise wrap it): the longest unnamed operand first (a fused kernel's own operands,
+    so that the fusion stays), each fitted the same way. ``names`` is updated; returns the statements and the
+    last number used."""
+    lines: list[tuple[str, str]] = []
+    while id(root) not in names:
+        printer.fused_parts.pop(id(root), None)
+        if len(printer.doprint(root)) <= LINE_LENGTH - indent - len(label) - len(" = "):
+            break
+        parts = [p for p in printer.fused_parts.get(id(root), root.inputs) if p.op is not None and id(p) not in names]
+        if not parts:
+            break
+        longest = max(parts, key=lambda p: len(printer.doprint(p)))
+        inner, counter = fit_statement(longest, f"t_{counter + 1}", indent, names, printer, counter)
+        counter += 1
+        lines += [*inner, (f"t_{counter}", printer.doprint(longest))]
+        names[id(longest)] = f"t_{counter}"
     return lines, counter

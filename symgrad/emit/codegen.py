@@ -36,6 +36,7 @@ from .code_text import (
     count_uses,
     dim_lines,
     docstring_safe,
+    fit_statement,
     load_source,
     name_statements,
     needs_name,
@@ -66,6 +67,8 @@ class Plan:
     tangents: list[str] = field(default_factory=list)
     uses_math: bool = False
     uses_index_backward: bool = False
+    uses_minus_one_hot: bool = False
+    aten_kernels: list[str] = field(default_factory=list)
     gradients_text: list[tuple[str, str, str]] = field(default_factory=list)
 
 
@@ -104,7 +107,7 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
 
     # forward: name shared nodes and the intermediates the backward needs
     names_map: dict[int, str] = {id(t): t.name for t in inputs}
-    printer = CodePrinter(names_map, like)
+    printer = CodePrinter(names_map, like, fused=True)  # torch's fused kernels where it has them
     forward_lines: list[tuple[str, str]] = []
     counter = 0
     intermediates: list[str] = []
@@ -118,6 +121,8 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
             names_map[key] = label
             if key in frontier:
                 intermediates.append(label)
+    fitted, counter = fit_statement(output, "output", 8, names_map, printer, counter)
+    forward_lines += fitted
     forward_result = printer.doprint(output)
     names_map[id(output)] = "output"
 
@@ -126,10 +131,12 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     law_ids = {id(g) for g in laws}
     backward_lines, counter = name_statements(law_nodes.values(), names_map, printer, uses, counter, law_ids)
     for x, g in zip(wrt, laws):
+        fitted, counter = fit_statement(g, f"grad_{x.name}", 8, names_map, printer, counter)
+        backward_lines += fitted
         text = names_map.get(id(g)) or printer.doprint(g)
         constant = uniform_constant(g) if id(g) not in names_map and g.op is None and not g.shape else None
         if constant is not None:  # it prints as a Python number: return a tensor of x's shape instead
-            value = repr(float(constant)) if constant.is_Number else text
+            value = repr(float(constant)) if constant.is_Number and constant.is_finite else text  # nan: math.nan
             text = f"grad_output.new_full({shape_tuple(x.shape)}, {value})"
         backward_lines.append((f"grad_{x.name}", text))
         results.append(f"grad_{x.name}")
@@ -153,6 +160,8 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         tangents=[t.name for t in moving],
         uses_math=printer.uses_math or jvp_printer.uses_math,
         uses_index_backward=printer.uses_index_backward or jvp_printer.uses_index_backward,
+        uses_minus_one_hot=printer.uses_minus_one_hot or jvp_printer.uses_minus_one_hot,
+        aten_kernels=sorted(printer.aten_kernels | jvp_printer.aten_kernels),
         gradients_text=gradients_text,
     )
 
@@ -254,6 +263,7 @@ def codegen(
         "jvp_unpack": _unpacked(saved, [*p.jvp, *p.jvp_dims, *[("", f"zeros_like({x})") for x in p.tangents]]),
         "unpack_inputs": _unpack_targets(p.inputs, saved_inputs, function_dims),
         "uses_torch": style == "autograd_function"
+        or p.uses_minus_one_hot  # the helper calls torch.full_like
         or "torch." in " ".join(body for _, body in [*p.forward, ("", p.forward_result), *p.backward]),
         "tangent_of": {x: f"tangent_{x}" for x in p.tangents},
         "backward_returns": [f"grad_{t.name}" if any(t is x for x in wrt) else "None" for t in inputs],
@@ -277,12 +287,13 @@ def _forward_mode(
     moving = [x for x in inputs if x.dtype.startswith("float")]
     tangents = [symbols_like(x, f"tangent_{x.name}", distinct=True) for x in moving]
     names = {id(t): t.name for t in [*inputs, *tangents]}
-    printer = CodePrinter(names, tangents[0].name if tangents else "output")
+    printer = CodePrinter(names, tangents[0].name if tangents else "output", fused=True)
     try:
         moved = jvp([output], moving, tangents)[0]
     except SymgradError:  # no forward-mode rule for some op: the Function gets no jvp (torch then says so)
         return [], [], [], printer
-    lines, _ = name_statements(topological(moved), names, printer, count_uses([moved]), 0, {id(moved)})
+    lines, counter = name_statements(topological(moved), names, printer, count_uses([moved]), 0, {id(moved)})
+    lines += fit_statement(moved, "output_tangent", 8, names, printer, counter)[0]
     lines.append(("output_tangent", names.get(id(moved)) or printer.doprint(moved)))
     return moving, dim_lines(sources, lines), lines, printer
 

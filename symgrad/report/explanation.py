@@ -31,7 +31,7 @@ from ..core.dims import is_concrete
 from ..core.display import to_number
 from ..core.errors import SymgradError, ValuesUnknownError
 from ..core.graph import topological
-from ..core.latex import ELIDE_AFTER, elided, latex_name, matrix_latex, shape_latex, text_latex
+from ..core.latex import ELIDE_AFTER, elided, latex_name, shape_latex, text_latex
 from ..core.printers import LatexPrinter, TorchPrinter
 from ..core.tensor import Tensor
 from ..derive.entrywise import vjp
@@ -42,7 +42,7 @@ from ..verify.prove import Proof, check_numerically, prove
 from ..verify.verify import check
 from .derivation import jacobian_report, make_grad_tensor
 from .formats import Step
-from .latex import formula_latex, number_latex
+from .latex import MATRIX_BUDGET, fit_formula_matrix, fit_matrix_latex, formula_latex, latex_width, number_latex
 from .render import render_explanation
 
 # Jacobians with more cells than this are not derived entry by entry: the document gives the law.
@@ -139,19 +139,14 @@ class Explanation:
 
 def input_info(t: Tensor) -> InputInfo:
     values = None
-    if t.symbol_values is not None and is_concrete(t.shape):
-        values = matrix_latex(number_cells(t.values()))
+    if (t.symbol_values is not None or t.is_named_constant) and is_concrete(t.shape):
+        values = fit_matrix_latex(number_cells(t.values()))
     return InputInfo(latex_name(t.name), text_latex(t.name), shape_latex(t.shape), values, t.requires_grad)
 
 
 def number_cells(values: np.ndarray) -> np.ndarray:
     flat = [number_latex(v) for v in np.asarray(values, dtype=float).reshape(-1)]
     return np.array(flat, dtype=object).reshape(np.shape(values))
-
-
-def _formula_cells(entries: np.ndarray) -> np.ndarray:
-    flat = [formula_latex(e) for e in entries.reshape(-1)]
-    return np.array(flat, dtype=object).reshape(entries.shape)
 
 
 def _entry_latex(name: str, index: tuple[int, ...]) -> str:
@@ -209,7 +204,8 @@ def _entrywise(output: Tensor, wrt: list[Tensor], v: Tensor, kind: str) -> Entry
                 terms.append(None)
             else:
                 weight = sympy.latex(sympy.sympify(v_flat[i]))
-                terms.append(rf"{_factor(weight)} {matrix_latex(_formula_cells(rows[i]))}")
+                room = MATRIX_BUDGET - latex_width(_factor(weight))
+                terms.append(rf"{_factor(weight)} {fit_formula_matrix(rows[i], room)}")
         grad_values = _values_or_none(grad)
         weighted = (v * output).sum()
         (sum_grad,) = vjp(weighted, [x])
@@ -218,13 +214,13 @@ def _entrywise(output: Tensor, wrt: list[Tensor], v: Tensor, kind: str) -> Entry
             GradientEntrywise(
                 name=latex_name(x.name),
                 label=text_latex(x.name),
-                jacobian=matrix_latex(_formula_cells(np.array(report.matrix.tolist(), dtype=object))),
+                jacobian=fit_formula_matrix(np.array(report.matrix.tolist(), dtype=object)),
                 jacobian_rows=report.matrix.rows,
                 jacobian_cols=report.matrix.cols,
                 nonzeros=len(report.nonzeros),
                 terms=terms,
-                formula=matrix_latex(_formula_cells(grad_entries)),
-                numbers=matrix_latex(number_cells(grad_values)) if grad_values is not None else None,
+                formula=fit_formula_matrix(grad_entries),
+                numbers=fit_matrix_latex(number_cells(grad_values)) if grad_values is not None else None,
                 values=[float(g) for g in grad_values.reshape(-1)] if grad_values is not None else None,
                 sum_formula=formula_latex(weighted.entries().reshape(-1)[0]),
                 sum_agrees=_same(sum_grad.entries(), grad_entries),
@@ -236,8 +232,8 @@ def _entrywise(output: Tensor, wrt: list[Tensor], v: Tensor, kind: str) -> Entry
         )
     return Entrywise(
         forward=forward,
-        output_values=matrix_latex(number_cells(out_values)) if out_values is not None else None,
-        grad_tensor=matrix_latex(_formula_cells(v_entries)),
+        output_values=fit_matrix_latex(number_cells(out_values)) if out_values is not None else None,
+        grad_tensor=fit_formula_matrix(v_entries),
         grad_tensor_kind=kind,
         gradients=gradients,
     )
@@ -275,8 +271,7 @@ def _per_element(
             contribution = rows[i] * weight
         total = total + contribution
         if i in shown:
-            cells = _formula_cells(total)
-            steps.append(Step(str(i), matrix_latex(cells)))
+            steps.append(Step(str(i), fit_formula_matrix(total)))
         elif steps and steps[-1] is not None:
             steps.append(None)
     return steps, exact, _same(total, grad_entries)
@@ -455,6 +450,11 @@ def explain(
     )
 
 
+def _has_symbolic_entries(output: Tensor) -> bool:
+    """Whether some input has no values, so that a check against torch draws random ones for it."""
+    return any(t.kind == "symbol" and t.symbol_values is None for t in output.leaves().values())
+
+
 def _check(output: Tensor, wrt: list[Tensor], v: Tensor) -> dict[str, Any] | None:
     """torch.autograd.backward on the same inputs and grad_tensor (float64), or None without torch
     or values."""
@@ -465,6 +465,7 @@ def _check(output: Tensor, wrt: list[Tensor], v: Tensor) -> dict[str, Any] | Non
     error = report.max_abs_error
     return {
         "ok": report.ok,
+        "random": _has_symbolic_entries(output),
         "max_abs_error": error,
         "error": r"\le 10^{-12}" if error <= 1e-12 else number_latex(error),
     }

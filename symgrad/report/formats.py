@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.latex import text_latex
+from .latex import LINE_BUDGET, break_formula, latex_width
 
 
 @dataclass
@@ -34,17 +35,40 @@ class Format:
     def step(self, lhs: str, rhs: str) -> Step:
         return Step(lhs, rhs)
 
+    line_budget: float | None = None  # em a displayed line may take; None: never broken
+
     def math_lines(self, steps: Sequence[Any]) -> str:
+        steps = self.broken(steps)
         if len(steps) == 1 and steps[0] is not None:
             s = steps[0]
             return f"{s.lhs} = {s.rhs}" if s.lhs else s.rhs
         lines = [r"&\vdots" if s is None else f"{s.lhs} {self._relation(s)}{s.rhs}" for s in steps]
         return "\\begin{aligned}\n" + " \\\\\n".join(lines) + "\n\\end{aligned}"
 
+    def broken(self, steps: Sequence[Any]) -> list[Any]:
+        """The steps with every line too wide for the page cut before top-level ``+``, ``-``, ``\\odot``
+        and ``\\cdot``; the continued lines hang under the first (see :func:`symgrad.report.latex.break_formula`)."""
+        if self.line_budget is None:
+            return list(steps)
+        out: list[Any] = []
+        for s in steps:
+            if s is None:
+                out.append(None)
+                continue
+            hanging = s.rhs.startswith(r"\quad")
+            lead = latex_width(s.lhs) + (0.0 if hanging else 1.4)
+            room = self.line_budget - lead
+            body = s.rhs[len(r"\quad") :].lstrip() if hanging else s.rhs
+            lines = break_formula(body, room - (1.0 if hanging else 0.0))
+            first = r"\quad " + lines[0] if hanging else lines[0]
+            out.append(Step(s.lhs, first))
+            out.extend(Step("", r"\qquad " + line) for line in lines[1:])
+        return out
+
     @staticmethod
     def _relation(step: Step) -> str:
         """``=`` starts an equation; a continued sum (``\\quad + …``) hangs under the previous line."""
-        return "&" if step.rhs.startswith(r"\quad") else "&= "
+        return "&" if step.rhs.startswith((r"\quad", r"\qquad")) else "&= "
 
     def weighted_sum(self, lhs: str, terms: Sequence[str | None], result: str) -> list[Step]:
         """``lhs = v_0 row_0 + v_1 row_1 + … = result``, one term per line so that wide rows fit."""
@@ -85,6 +109,7 @@ class MarkdownFormat(Format):
 
 class LatexFormat(Format):
     name = "tex"
+    line_budget = LINE_BUDGET
 
     def heading(self, title: str, level: int = 2) -> str:
         command = {1: "section*", 2: "section*", 3: "subsection*"}[level]
@@ -94,7 +119,11 @@ class LatexFormat(Format):
         return "\\[\n" + self.math_lines(steps) + "\n\\]"
 
     def code(self, text: str) -> str:
-        return r"\texttt{" + text_latex(text) + "}"
+        """Code in typewriter type; a long call may break after its dots and commas."""
+        escaped = text_latex(text)
+        if len(text) > 24:
+            escaped = re.sub(r"([.,])(?=\S)", r"\1\\allowbreak{}", escaped)
+        return r"\texttt{" + escaped + "}"
 
     def code_block(self, pairs: Iterable[tuple[str, str]], plain: bool = False) -> str:
         lines = [body if plain or not name else f"{name} = {body}" for name, body in pairs]

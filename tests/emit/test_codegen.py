@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
@@ -102,7 +103,7 @@ def test_autograd_function_saves_only_what_backward_reads():
     source = (GENERATED / "tanh_layer.py").read_text()
     # X and the output for the formula; W and b only to recompute the output under create_graph=True
     assert "ctx.save_for_backward(W, X, b, output)" in source
-    assert "grad_output * (1 - output**2)" in source
+    assert "torch.ops.aten.tanh_backward(grad_output, output)" in source  # torch's fused kernel for g * (1 - y**2)
     assert "if torch.is_grad_enabled():" in source
 
 
@@ -153,3 +154,61 @@ def test_torch_func_hessian_works_through_every_catalogue_function(item):
     ours = torch.func.hessian(through(module.apply))(arguments[position])
     reference = torch.autograd.functional.hessian(through(module.forward), arguments[position])
     torch.testing.assert_close(ours, reference, rtol=1e-10, atol=1e-10)
+
+
+def test_apply_binds_no_signature_per_call_outside_torch_func():
+    """torch.autograd.Function.apply runs inspect.signature(forward).bind(...) on every call of a Function with
+    setup_context; outside torch.func transforms apply(...) runs the forward(ctx, ...) variant, which it skips."""
+    item = next(item for item in catalogue.CODE_ITEMS if item.stem == "two_layer_mlp_mse")
+    output, inputs, wrt = item.graph()
+    module = compile_module(output, wrt, inputs=inputs, style="autograd_function", name=item.class_name)
+    arguments = _sample_arguments(output, inputs, wrt, seed=3)
+    with mock.patch("inspect.signature", side_effect=AssertionError("inspect.signature called per call")):
+        out = module.apply(*arguments)
+        out.backward()
+    assert type(out.grad_fn).__name__ == "_EagerTwoLayerMlpMseFunctionBackward"
+    assert all(a.grad is not None for a in arguments if a.requires_grad)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # forward_ad's import
+def test_forward_mode_ad_through_apply_outside_torch_func():
+    """torch.autograd.forward_ad (dual tensors, no torch.func transform) reaches the jvp through apply's fast
+    variant, which returns no intermediates: the same tangent as torch's forward mode through the plain forward."""
+    import torch.autograd.forward_ad as forward_ad
+
+    item = next(item for item in catalogue.CODE_ITEMS if item.stem == "logistic_regression")
+    output, inputs, wrt = item.graph()
+    module = compile_module(output, wrt, inputs=inputs, style="autograd_function", name=item.class_name)
+    X, w, y = (a.detach() for a in _sample_arguments(output, inputs, wrt, seed=4))
+    tangent = torch.randn(w.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    with forward_ad.dual_level():
+        ours = forward_ad.unpack_dual(module.apply(X, forward_ad.make_dual(w, tangent), y)).tangent
+        expected = forward_ad.unpack_dual(module.forward(X, forward_ad.make_dual(w, tangent), y)).tangent
+    assert ours is not None
+    torch.testing.assert_close(ours, expected, rtol=1e-12, atol=1e-12)
+
+
+# Dynamo itself instantiates the Function class while tracing it (torch 2.13, for any autograd.Function), which
+# torch deprecates with a warning; the emitted code never does.
+@pytest.mark.filterwarnings("ignore:.*should not be instantiated:DeprecationWarning")
+def test_emitted_function_compiles_with_fullgraph_and_matches_autograd():
+    """torch.compile(apply, fullgraph=True) traces the emitted Function (apply picks the variant without the jvp
+    Dynamo refuses) forward and backward in one graph each, and gives autograd's values in float64. The
+    aot_eager backend runs Dynamo and AOTAutograd without inductor's C++ build, so the test stays quick."""
+    item = next(item for item in catalogue.CODE_ITEMS if item.stem == "two_layer_mlp_mse")
+    output, inputs, wrt = item.graph()
+    module = compile_module(output, wrt, inputs=inputs, style="autograd_function", name=item.class_name)
+    try:
+        compiled = torch.compile(module.apply, fullgraph=True, backend="aot_eager")
+    except RuntimeError as error:  # Dynamo does not run on every Python version
+        pytest.skip(f"torch.compile is unavailable here: {error}")
+    ours = _sample_arguments(output, inputs, wrt, seed=2)
+    theirs = [a.detach().clone().requires_grad_(a.requires_grad) for a in ours]
+    out = compiled(*ours)
+    expected = module.forward(*theirs)  # plain torch ops: autograd differentiates them itself
+    out.backward()
+    expected.backward()
+    torch.testing.assert_close(out, expected, rtol=1e-12, atol=1e-12)
+    for a, b in zip(ours, theirs):
+        if b.requires_grad:
+            torch.testing.assert_close(a.grad, b.grad, rtol=1e-12, atol=1e-12)

@@ -7,7 +7,6 @@ skip without them unless SYMGRAD_REQUIRE_TOOLS=1 (as in CI), where a missing too
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_math import katex_errors, math_spans, require_katex
+from tools import require_engine
 
 import symgrad as sg
 from symgrad import cli
@@ -32,22 +32,6 @@ from symgrad.report.tex import compile_pdf, first_error
 
 ROOT = Path(__file__).resolve().parents[2]
 LANGS = ("en", "zh")
-
-
-def require_tool(program: str, packages: str) -> None:
-    if shutil.which(program):
-        return
-    reason = f"{program} is not installed (Debian: {packages})"
-    if os.environ.get("SYMGRAD_REQUIRE_TOOLS") == "1":
-        pytest.fail(f"{reason}; SYMGRAD_REQUIRE_TOOLS=1 requires it", pytrace=False)
-    pytest.skip(reason)
-
-
-def require_engine(lang: str) -> None:
-    if lang == "zh":
-        require_tool("xelatex", "texlive-xetex texlive-lang-chinese")
-    else:
-        require_tool("pdflatex", "texlive-latex-base")
 
 
 @dataclass(frozen=True)

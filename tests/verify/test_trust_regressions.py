@@ -323,3 +323,25 @@ def test_relative_error_ignores_entries_near_zero():
     report = sg.check(out)
     assert report.ok
     assert report.max_rel_error < 1e-6, report.max_rel_error
+
+
+def test_emitted_det_gradient_at_a_singular_matrix_is_torchs():
+    """The emitted backward of det computed torch.linalg.inv eagerly and raised at a singular matrix, where
+    torch's own backward gives 0 (the rule masks it with torch.where; the inverse inside must not raise)."""
+    (n,) = sg.dims("n")
+    x = sg.symbols("x", (n,), requires_grad=True)
+    a = sg.symbols("a", (n, n), requires_grad=True)
+    module = sg.compile(x * st.det(a), [x, a], inputs=[x, a], style="autograd_function", name="DetScale")
+    values = [
+        torch.tensor([-3.0, 2.0, 1.0], dtype=F64),
+        torch.tensor([[0.0, 3.0, 0.0], [0.0, 0.0, 0.0], [-1.0, 1.0, 2.0]], dtype=F64),
+    ]
+    v = torch.tensor([1.0, -2.0, 0.5], dtype=F64)
+    reference = [t.clone().requires_grad_() for t in values]
+    expected = torch.autograd.grad(reference[0] * torch.linalg.det(reference[1]), reference, v)
+    for ours, theirs in zip(module.vjp(*values, v), expected, strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
+    applied = [t.clone().requires_grad_() for t in values]
+    module.apply(*applied).backward(v)
+    for leaf, theirs in zip(applied, expected, strict=True):
+        torch.testing.assert_close(leaf.grad, theirs, rtol=1e-12, atol=1e-12)
