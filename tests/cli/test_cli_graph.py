@@ -7,11 +7,11 @@ Drawing needs dot (Debian: graphviz); those tests skip without it unless SYMGRAD
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
+from tools import require_tool
 
 from symgrad.cli import main
 
@@ -19,12 +19,7 @@ SEED = ["graph", "torch.tanh(w @ x).sum()", "--shape", "w=2,3", "--shape", "x=3"
 
 
 def require_dot() -> None:
-    if shutil.which("dot"):
-        return
-    reason = "dot is not installed (Debian: graphviz)"
-    if os.environ.get("SYMGRAD_REQUIRE_TOOLS") == "1":
-        pytest.fail(f"{reason}; SYMGRAD_REQUIRE_TOOLS=1 requires it", pytrace=False)
-    pytest.skip(reason)
+    require_tool("dot", "graphviz")
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

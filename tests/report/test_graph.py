@@ -8,13 +8,13 @@ Drawing needs Graphviz's dot (Debian: graphviz); those tests skip without it unl
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import unicodedata
 
 import pytest
 import torch
+from tools import require_tool
 
 import symgrad as sg
 import symgrad.torch as storch
@@ -26,12 +26,7 @@ SEED_SHAPES = {"w": (2, 3), "x": (3,)}
 
 
 def require_dot() -> None:
-    if shutil.which("dot"):
-        return
-    reason = "dot is not installed (Debian: graphviz)"
-    if os.environ.get("SYMGRAD_REQUIRE_TOOLS") == "1":
-        pytest.fail(f"{reason}; SYMGRAD_REQUIRE_TOOLS=1 requires it", pytrace=False)
-    pytest.skip(reason)
+    require_tool("dot", "graphviz")
 
 
 def seed_graph(**options) -> Graph:

@@ -8,14 +8,13 @@ PDF tests need pdflatex and xelatex with ctex; they skip without them unless SYM
 from __future__ import annotations
 
 import importlib.util
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from markdown_math import katex_errors, math_spans, require_katex
+from tools import require_engine
 
 import symgrad as sg
 from symgrad import cli
@@ -33,15 +32,6 @@ X_VALUES = [[1.0, 2.0], [0.5, -1.0], [2.0, 1.0]]
 Y_VALUES = [1.0, 0.0, 1.0]
 W_VALUES = [0.3, -0.2]
 U_VALUES = [1.0, -2.0]
-
-
-def require_engine(lang: str) -> None:
-    program, packages = ("xelatex", "texlive-xetex texlive-lang-chinese") if lang == "zh" else ("pdflatex", "texlive")
-    if shutil.which(program):
-        return
-    if os.environ.get("SYMGRAD_REQUIRE_TOOLS") == "1":
-        pytest.fail(f"{program} is not installed ({packages}); SYMGRAD_REQUIRE_TOOLS=1 requires it", pytrace=False)
-    pytest.skip(f"{program} is not installed (Debian: {packages})")
 
 
 def logistic_with_values():
