@@ -74,7 +74,7 @@ class CodePrinter(TorchPrinter):
             return repr(float(value)), number_precedence(value)
         if value in (sympy.nan, sympy.oo, -sympy.oo):  # a 0/0 (std of one entry) or a division by zero
             self.uses_math = True
-            return ("-math.inf", 6) if value == -sympy.oo else ("math.nan" if value is sympy.nan else "math.inf", 9)
+            return super()._print_number(value)
         if value.is_Number:
             text = str(value) if value.is_Integer else f"{value.p} / {value.q}"
             return text, (5 if not value.is_Integer else number_precedence(value))
