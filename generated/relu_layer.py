@@ -7,10 +7,12 @@ Expression: out = torch.relu(W @ X + b)
 Shapes: W: k×n, X: n×m, b: k×1
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_W = (grad_output * torch.sign(torch.relu(W @ X + b))) @ X.T
-    LaTeX: \left(\mathrm{grad\_output} \odot H\left(W X + b\right)\right) X^{\top}
-    grad_b = (grad_output * torch.sign(torch.relu(W @ X + b))).sum(dim=1, keepdim=True)
-    LaTeX: \left(\mathrm{grad\_output} \odot H\left(W X + b\right)\right) \mathbf{1}
+    grad_W = torch.where(W @ X + b <= 0, 0, grad_output) @ X.T
+    LaTeX: \begin{cases} 0 & \left(W X + b \leq 0\right) \\ \mathrm{grad\_output} & \text{otherwise}
+        \end{cases} X^{\top}
+    grad_b = torch.where(W @ X + b <= 0, 0, grad_output).sum(dim=1, keepdim=True)
+    LaTeX: \begin{cases} 0 & \left(W X + b \leq 0\right) \\ \mathrm{grad\_output} & \text{otherwise}
+        \end{cases} \mathbf{1}
 """
 
 import torch

@@ -364,7 +364,12 @@ class TensorMethods:
         if isinstance(dim, TensorMethods):
             return self.apply_op("maximum", self, dim)
         if dim is None:
-            return self.amax()
+            if self.numel() == 0:
+                raise RuntimeError(
+                    "max(): Expected reduction dim to be specified for input.numel() == 0. "
+                    "Specify the reduction dim with the 'dim' argument."
+                )
+            return self.apply_op("max_all", self)
         axis = normalize_dim(dim, self.ndim)
         values = self.apply_op("max_dim", self, dim=axis, keepdim=bool(keepdim))
         return max_result(values, relabel(self.apply_op("argmax", self, dim=axis, keepdim=bool(keepdim)), "int64"))
@@ -374,7 +379,7 @@ class TensorMethods:
         if isinstance(dim, TensorMethods):
             return -self.apply_op("maximum", -self, -dim)
         if dim is None:
-            return self.amin()
+            return -(-self).max()
         values, indices = (-self).max(dim, keepdim)
         return min_result(-values, indices)
 

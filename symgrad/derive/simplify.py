@@ -54,6 +54,10 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
         and not (inputs[0].op is None and _same_shape(inputs[0].shape, shape))
     ):
         return _fill(consts[0], shape)  # a broadcast or reshaped constant is just that constant
+    if name == "where":
+        simpler = _simplify_where(inputs, consts, shape)
+        if simpler is not None:
+            return simpler
     if op.has("broadcasting"):
         stripped = _strip_broadcasts(inputs, shape)
         if stripped is not None:
@@ -186,6 +190,38 @@ def _one_broadcast_view(t: Tensor) -> Tensor | None:
         if leading and all(i == slice(None) or i is Ellipsis for i in index[leading:]):
             return t.inputs[0]
     return None
+
+
+def _simplify_where(inputs: list[Tensor], consts: list, shape: tuple) -> Tensor | None:
+    """``where(c, k, 0)`` with a finite number ``k`` and ``c`` the ones of an identity: ``k * I`` (no nan or
+    infinity can meet the zeros, so the product is the select); a branch filled with one number: that number
+    (the condition and the other branch carry the shape)."""
+    condition, *branches = inputs
+    if _is_identity_mask(condition) and consts[2] == 0 and consts[1] is not None and consts[1].is_finite:
+        identity = condition.inputs[0]
+        return identity if consts[1] == 1 else _collect(consts[1], identity, shape)
+    kept = [
+        b if b.op is None or not b.shape or value is None or not value.is_Number else _scalar(value, b.dtype)
+        for b, value in zip(branches, consts[1:])
+    ]
+    if all(k is b for k, b in zip(kept, branches)):
+        return None
+    result = apply("where", condition, *kept)
+    return result if _same_shape(result.shape, shape) else None
+
+
+def _is_identity_mask(t: Tensor) -> bool:
+    """``eye(n) == 1`` (or a block of an identity, as the trace law of a non-square matrix builds)."""
+    if t.op is None or t.op.name != "eq" or uniform_constant(t.inputs[1]) != 1:
+        return False
+    matrix = t.inputs[0]
+    if matrix.op is not None and matrix.op.name == "index":
+        matrix = matrix.inputs[0]
+    return matrix.op is not None and matrix.op.name == "eye"
+
+
+def _scalar(value: sympy.Expr, dtype: str) -> Tensor:
+    return constant(float(value) if dtype.startswith("float") else int(value), dtype=dtype, python_scalar=True)
 
 
 def _strip_broadcasts(inputs: list[Tensor], shape: tuple) -> list[Tensor] | None:

@@ -157,8 +157,27 @@ class CodePrinter(TorchPrinter):
         return f"torch.heaviside({text}, {self.like}.new_tensor({float(t.attrs['at_zero'])!r}))", 9
 
     def _print_where(self, t: Tensor):
+        fused = self._fused_threshold(t) if self.fused else None
+        if fused is not None:
+            return fused
         condition, a, b = (self._print(part)[0] for part in t.inputs)
         return f"torch.where({condition}, {a}, {b})", 9
+
+    def _fused_threshold(self, t: Tensor) -> tuple[str, int] | None:
+        """``torch.where(z <= c, 0, g)`` as ``threshold_backward(g, z, c)``: relu's and threshold's backward in
+        the one kernel torch's own autograd runs (it selects as the where does: a nan z passes g on)."""
+        condition, zero, grad = t.inputs
+        if condition.op is None or condition.op.name != "le" or not self._inline(condition) or not _constant(zero, 0):
+            return None
+        z, threshold = condition.inputs
+        value = uniform_constant(threshold)
+        if threshold.shape or value is None or not value.is_Number:
+            return None
+        if not all(p.dtype.startswith("float") and tuple(p.shape) == tuple(t.shape) for p in (z, grad)):
+            return None
+        self.fused_parts[id(t)] = [grad, z]
+        self.aten_kernels.add("threshold_backward")
+        return f"torch.ops.aten.threshold_backward({self._print(grad)[0]}, {self._print(z)[0]}, {value})", 9
 
     def _print_index_backward(self, t: Tensor):
         self.uses_index_backward = True

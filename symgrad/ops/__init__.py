@@ -4,7 +4,7 @@ A row (:class:`symgrad.core.Op`) holds the op's shape rule, its meaning entry by
 in SymPy, its VJP rule written with symgrad ops, how torch computes it (for the
 cross-check), its torch and LaTeX spellings, and the name of torch's backward node.
 The families register their rows with the core's registry when imported:
-:mod:`.elementwise` (arithmetic, comparisons, functions of one tensor), :mod:`.reductions`,
+:mod:`.elementwise` (arithmetic, comparisons, functions of one tensor), :mod:`.reductions`, :mod:`.products`,
 :mod:`.shape` (layout, joining, padding, basic indexing), :mod:`.indexing` (gather and scatters),
 :mod:`.linalg` and :mod:`.nn` (activations and losses).
 Adding an op means one row in one family file, plus a test. This package imports only
@@ -12,7 +12,7 @@ Adding an op means one row in one family file, plus a test. This package imports
 """
 
 from ..core.registry import OPS
-from . import elementwise, indexing, linalg, nn, reductions, shape
+from . import elementwise, indexing, linalg, nn, products, reductions, shape
 from .calculus import elementwise_derivative, expand_back, to_tensor, unbroadcast
 from .functions import amax, first_max, norm2, relu, sigmoid, sign, softplus
 from .userfunc import function
@@ -29,6 +29,7 @@ __all__ = [
     "linalg",
     "nn",
     "norm2",
+    "products",
     "reductions",
     "relu",
     "shape",

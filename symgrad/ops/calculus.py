@@ -50,6 +50,15 @@ def expand_back(g: Tensor, shape: Shape, dim: tuple[int, ...], keepdim: bool) ->
     return out.expand(*shape) if tuple(out.shape) != tuple(shape) else out
 
 
+def zero_gradient(x: Tensor) -> Tensor:
+    """The gradient of a piecewise-constant function (sign, floor, round): zeros shaped like ``x``.
+
+    torch's rule is ``zeros_like(grad)``, not "no gradient": the zeros flow on and meet the
+    other factors of the chain rule, so a nan or an infinity upstream still makes ``0 * nan = nan``.
+    """
+    return apply("full", shape=x.shape, value=0)
+
+
 def count(shape: Shape, dim: tuple[int, ...]):
     """How many entries a reduction over ``dim`` adds up (an int or a SymPy product of dims)."""
     total = sympy.Integer(1)
@@ -154,8 +163,10 @@ def _fold(items: list, combine: Callable) -> Tensor:
     return out
 
 
-def elementwise_derivative(scalar: Callable | sympy.Lambda, x: Tensor, out: Tensor | None = None, **params) -> Tensor:
-    """f'(x) as tensor ops, from SymPy; where f(x) itself appears, the forward result ``out`` is reused."""
+def _derivative_expression(
+    scalar: Callable | sympy.Lambda, x: Tensor, out: Tensor | None, params: dict
+) -> tuple[sympy.Expr, dict[sympy.Symbol, Tensor]]:
+    """f'(t) from SymPy, with the tensors its symbols stand for (``out`` where f(t) itself appears)."""
     if isinstance(scalar, sympy.Lambda):
         (variable,) = scalar.variables
         value = scalar.expr.xreplace({variable: T})
@@ -167,4 +178,40 @@ def elementwise_derivative(scalar: Callable | sympy.Lambda, x: Tensor, out: Tens
     if out is not None and value.has(T) and not value.is_Symbol:
         derivative = derivative.subs(value, marker)
         bindings[marker] = out
+    return derivative, bindings
+
+
+def elementwise_derivative(scalar: Callable | sympy.Lambda, x: Tensor, out: Tensor | None = None, **params) -> Tensor:
+    """f'(x) as tensor ops, from SymPy; where f(x) itself appears, the forward result ``out`` is reused."""
+    derivative, bindings = _derivative_expression(scalar, x, out, params)
     return to_tensor(derivative, bindings, x)
+
+
+_GRAD = sympy.Symbol("grad_output", real=True)
+
+
+def elementwise_vjp(
+    g: Tensor, scalar: Callable | sympy.Lambda, x: Tensor, out: Tensor | None = None, **params
+) -> Tensor:
+    """g · f'(x); where f' is piecewise, g is multiplied into each piece and a piece that is 0 stays 0.
+
+    torch's backward kernels of piecewise functions select (``threshold_backward`` is
+    ``x <= 0 ? 0 : g``), so a nan or an infinite g never reaches a branch whose derivative is 0,
+    where ``g * 0`` would be nan. ``relu'`` (a Heaviside step) is the piecewise ``0 if x <= 0 else 1``:
+    a nan x passes g on, as torch's relu does.
+
+    >>> import symgrad.ops
+    >>> from symgrad.core import symbols
+    >>> x, g = symbols("x", (2,)), symbols("g", (2,))
+    >>> elementwise_vjp(g, symgrad.ops.functions.relu, x).name
+    'torch.where(x <= 0, 0, g)'
+    """
+    derivative, bindings = _derivative_expression(scalar, x, out, params)
+    derivative = derivative.replace(
+        lambda e: isinstance(e, sympy.Heaviside) and len(e.args) == 2 and e.args[1] == 0,
+        lambda e: sympy.Piecewise((0, sympy.LessThan(e.args[0], 0)), (1, True)),
+    )
+    if not isinstance(derivative, sympy.Piecewise):
+        return g * to_tensor(derivative, bindings, x)
+    pieces = sympy.Piecewise(*[(_GRAD * value, condition) for value, condition in derivative.args], evaluate=False)
+    return to_tensor(pieces, {**bindings, _GRAD: g}, x)

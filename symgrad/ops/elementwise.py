@@ -17,9 +17,9 @@ import sympy
 from ..core.arrays import elementwise
 from ..core.dims import broadcast_shapes
 from ..core.registry import Op, register
-from ..core.tensor import apply
+from ..core.tensor import Tensor, apply
 from . import functions
-from .calculus import elementwise_derivative, unbroadcast
+from .calculus import elementwise_vjp, unbroadcast, zero_gradient
 from .rows import binary, same_shape, scalar_kinds, unary
 from .sympy_torch import evaluate
 
@@ -164,10 +164,20 @@ binary(
     saves=True,
     precedence=9,
     vjp=lambda g, out, a, b: (
-        unbroadcast(g * apply("step", a - b, at_zero=sympy.S.Half), a.shape),
-        unbroadcast(g * apply("step", b - a, at_zero=sympy.S.Half), b.shape),
+        unbroadcast(_maximum_share(g, a, b), a.shape),
+        unbroadcast(_maximum_share(g, b, a), b.shape),
     ),
 )
+
+
+def _maximum_share(g: Tensor, mine: Tensor, other: Tensor) -> Tensor:
+    """torch's maximum backward for one side: 0 where the other side is larger, g/2 at a tie, else g.
+
+    It selects (a nan or infinite g never meets the 0), and a nan on either side passes g on.
+    """
+    return apply("where", apply("lt", mine, other), 0, apply("where", apply("eq", mine, other), g / 2, g))
+
+
 binary(
     "masked_div",
     functions.masked_div,
@@ -260,7 +270,7 @@ unary(
     code="torch.heaviside({0}, {at_zero})",
     vjp=lambda g, out, a, at_zero: (None,),
 )
-unary("sign", functions.sign, r"\operatorname{{sign}}\left({0}\right)", vjp=lambda g, out, a: (None,))
+unary("sign", functions.sign, r"\operatorname{{sign}}\left({0}\right)", vjp=lambda g, out, a: (zero_gradient(a),))
 
 # ── elementwise functions ──────────────────────────────────────────────────
 unary("exp", sympy.exp, r"\exp\left({0}\right)", float_result=True, float64=np.exp)
@@ -322,7 +332,7 @@ register(
         latex=r"\operatorname{{{label}}}\left({0}\right)",
         grad_fn=lambda inputs, fn, label: f"{label}Backward",
         float_result=True,
-        vjp=lambda g, out, a, fn, label: (g * elementwise_derivative(fn, a, out),),
+        vjp=lambda g, out, a, fn, label: (elementwise_vjp(g, fn, a, out),),
     )
 )
 
@@ -407,7 +417,20 @@ for _name, _fn, _tex in (
     ("trunc", functions.trunc, r"\operatorname{{trunc}}\left({0}\right)"),
     ("round", functions.round_half_even, r"\operatorname{{round}}\left({0}\right)"),
 ):
-    unary(_name, _fn, _tex, vjp=lambda g, out, a: (None,), float64=getattr(np, _name if _name != "round" else "rint"))
+    unary(
+        _name,
+        _fn,
+        _tex,
+        vjp=lambda g, out, a: (zero_gradient(a),),
+        float64=getattr(np, _name if _name != "round" else "rint"),
+    )
+
+
+def _rounded_division_vjp(g: Tensor, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """torch's gradient of a division with a rounding mode: ``g * 0`` (nan where g is nan or infinite)."""
+    return unbroadcast(g * 0, a.shape), unbroadcast(g * 0, b.shape)
+
+
 binary(
     "div_trunc",
     lambda a, b: functions.trunc(_divide(a, b)),
@@ -417,7 +440,7 @@ binary(
     "DivBackward2",
     saves=True,
     precedence=9,
-    vjp=lambda g, out, a, b: (None, None),
+    vjp=lambda g, out, a, b: _rounded_division_vjp(g, a, b),
     float64=lambda a, b: np.trunc(np.true_divide(a, b)),
 )
 binary(
@@ -429,7 +452,7 @@ binary(
     "DivBackward2",
     saves=True,
     precedence=9,
-    vjp=lambda g, out, a, b: (None, None),
+    vjp=lambda g, out, a, b: _rounded_division_vjp(g, a, b),
     float64=np.floor_divide,
 )
 

@@ -370,11 +370,13 @@ def _trace_vjp(g, out, a):
     """g times the n×m matrix with ones on its diagonal."""
     n, m = a.shape
     if n == m:
-        return (g * apply("eye", n=n),)
-    if not (isinstance(n, int) and isinstance(m, int)):
+        diagonal = apply("eye", n=n)
+    elif not (isinstance(n, int) and isinstance(m, int)):
         raise UnsupportedError(f"the trace law of a non-square {format_shape(a.shape)} matrix needs concrete sizes")
-    diagonal = apply("index", apply("eye", n=max(n, m)), index=(slice(0, n), slice(0, m)), via="index")
-    return (g * diagonal,)
+    else:
+        diagonal = apply("index", apply("eye", n=max(n, m)), index=(slice(0, n), slice(0, m)), via="index")
+    # torch fills the diagonal with g (a select: a nan or infinite g stays off the diagonal's zeros)
+    return (apply("where", apply("eq", diagonal, 1), g, 0),)
 
 
 register(

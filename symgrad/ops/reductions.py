@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import sympy
 
 from ..core.arrays import elementwise, groups, object_array, reduce_sum
 from ..core.dims import Shape
-from ..core.errors import UnsupportedError
 from ..core.registry import Op, register
-from ..core.tensor import apply, constant
+from ..core.tensor import apply
 from . import functions
 from .calculus import count, expand_back
 
 
 # ── reductions ─────────────────────────────────────────────────────────────
-def _reduced_shape(shape: Shape, dim: tuple[int, ...], keepdim: bool) -> Shape:
+def reduced_shape(shape: Shape, dim: tuple[int, ...], keepdim: bool) -> Shape:
     if keepdim:
         return tuple(1 if axis in dim else d for axis, d in enumerate(shape))
     return tuple(d for axis, d in enumerate(shape) if axis not in dim)
@@ -35,7 +35,7 @@ def _mean(a: np.ndarray, dim: tuple[int, ...], keepdim: bool) -> np.ndarray:
     return elementwise(lambda s: s / total, reduce_sum(a, dim, keepdim))
 
 
-def _reduce(a: np.ndarray, dim: tuple[int, ...], keepdim: bool, combine: Callable) -> np.ndarray:
+def reduce_entries(a: np.ndarray, dim: tuple[int, ...], keepdim: bool, combine: Callable) -> np.ndarray:
     """Apply ``combine(list_of_entries)`` over ``dim``."""
     axes = tuple(d for d in dim if d < a.ndim)
     out_shape = tuple(a.shape[d] for d in range(a.ndim) if d not in axes)
@@ -45,7 +45,7 @@ def _reduce(a: np.ndarray, dim: tuple[int, ...], keepdim: bool, combine: Callabl
     return out
 
 
-def _slices(a: np.ndarray, dim: int, fn: Callable) -> np.ndarray:
+def slices_along(a: np.ndarray, dim: int, fn: Callable) -> np.ndarray:
     """Apply ``fn(list) -> list`` along one dim (a 0-d tensor is one slice of one entry, as in torch)."""
     if a.ndim == 0:
         return object_array(fn([a.item()]), ())
@@ -55,11 +55,11 @@ def _slices(a: np.ndarray, dim: int, fn: Callable) -> np.ndarray:
     return np.moveaxis(out, -1, dim)
 
 
-def _axes(a: np.ndarray, dim: tuple[int, ...]) -> tuple[int, ...]:
+def present_axes(a: np.ndarray, dim: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(d for d in dim if d < a.ndim)  # a 0-d tensor can be reduced over dim 0
 
 
-def _reduction_grad_fn(base: str) -> Callable:
+def reduction_grad_fn(base: str) -> Callable:
     return lambda inputs, dim, keepdim: (
         f"{base}Backward1" if len(dim) < len(inputs[0].shape) or keepdim else f"{base}Backward0"
     )
@@ -68,47 +68,75 @@ def _reduction_grad_fn(base: str) -> Callable:
 register(
     Op(
         "sum",
-        _reduced_shape,
+        reduced_shape,
         lambda a, dim, keepdim: reduce_sum(a, dim, keepdim),
         lambda torch, a, dim, keepdim: torch.sum(a, dim=list(dim), keepdim=keepdim),
         "{0}.sum({reduce_args})",
         "{sum_before}{0}{sum_after}",
-        _reduction_grad_fn("Sum"),
+        reduction_grad_fn("Sum"),
         saves=False,
         vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim),),
         tags=frozenset({"linear"}),
-        float64=lambda a, dim, keepdim: np.sum(a, axis=_axes(a, dim), keepdims=keepdim),
+        float64=lambda a, dim, keepdim: np.sum(a, axis=present_axes(a, dim), keepdims=keepdim),
         batch="dims",
     )
 )
 register(
     Op(
         "mean",
-        _reduced_shape,
+        reduced_shape,
         _mean,
         lambda torch, a, dim, keepdim: torch.mean(a, dim=list(dim), keepdim=keepdim),
         "{0}.mean({reduce_args})",
         r"\operatorname{{mean}}_{{{dims_text}}} {0}",
-        _reduction_grad_fn("Mean"),
+        reduction_grad_fn("Mean"),
         saves=False,
         vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim) / count(a.shape, dim),),
         tags=frozenset({"linear"}),
         float_result=True,
-        float64=lambda a, dim, keepdim: np.mean(a, axis=_axes(a, dim), keepdims=keepdim),
+        float64=lambda a, dim, keepdim: np.mean(a, axis=present_axes(a, dim), keepdims=keepdim),
         batch="dims",
     )
 )
 register(
     Op(
         "amax",
-        _reduced_shape,
-        lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: functions.amax(*r)),
+        reduced_shape,
+        lambda a, dim, keepdim: reduce_entries(a, dim, keepdim, lambda r: functions.amax(*r)),
         lambda torch, a, dim, keepdim: torch.amax(a, dim=list(dim), keepdim=keepdim),
         "{0}.amax({reduce_args})",
         r"\max_{{{dims_text}}} {0}",
         "AmaxBackward0",
         vjp=lambda g, out, a, dim, keepdim: (_tie_share(g, out, a, dim, keepdim),),
         batch="dims",
+    )
+)
+
+
+def _evenly_distribute(g, out, a):
+    """torch's gradient of ``x.max()``: g shared evenly among the entries equal to the maximum, or among the
+    nan entries when the maximum is nan; a select, so a nan or infinite g stays off the other entries."""
+    ties = apply("where", apply("eq", a, out), 1, apply("where", apply("isnan", a), 1, 0))
+    return apply("where", apply("eq", ties, 1), g / ties.sum(), 0)
+
+
+def _max_all_batch(inputs: list, flags: list, nb: int) -> Any:
+    (a,) = inputs
+    return a.amax(dim=tuple(range(nb, a.ndim)))
+
+
+register(
+    Op(
+        "max_all",
+        lambda a: (),
+        lambda a: reduce_entries(a, tuple(range(a.ndim)), False, lambda r: functions.amax(*r)),
+        lambda torch, a: torch.max(a),
+        "{0}.max()",
+        r"\max {0}",
+        "MaxBackward1",
+        vjp=lambda g, out, a: (_evenly_distribute(g, out, a),),
+        float64=lambda a: np.max(a) if a.size else np.array(np.nan),
+        batch=_max_all_batch,
     )
 )
 
@@ -122,14 +150,20 @@ def _tie_share(g, out, a, dim, keepdim):
 register(
     Op(
         "max_dim",
-        lambda a, dim, keepdim: _reduced_shape(a, (dim,), keepdim),
-        lambda a, dim, keepdim: _reduce(a, (dim,), keepdim, functions.first_max),
+        lambda a, dim, keepdim: reduced_shape(a, (dim,), keepdim),
+        lambda a, dim, keepdim: reduce_entries(a, (dim,), keepdim, functions.first_max),
         lambda torch, a, dim, keepdim: torch.max(a, dim=dim, keepdim=keepdim).values,
         "{0}.max(dim={dim}, keepdim={keepdim}).values",
         r"\max_{{{dim}}} {0}",
         "MaxBackward0",
+        # torch scatters g into zeros at the index: a select, so a nan or infinite g stays off the other entries
         vjp=lambda g, out, a, dim, keepdim: (
-            expand_back(g, a.shape, (dim,), keepdim) * apply("first_max_mask", a, dim=dim),
+            apply(
+                "where",
+                apply("eq", apply("first_max_mask", a, dim=dim), 1),
+                expand_back(g, a.shape, (dim,), keepdim),
+                0,
+            ),
         ),
         float64=lambda a, dim, keepdim: np.max(a, axis=dim, keepdims=keepdim) if a.ndim else a,
         batch="dims",
@@ -138,8 +172,8 @@ register(
 register(
     Op(
         "argmax",
-        lambda a, dim, keepdim: _reduced_shape(a, (dim,), keepdim),
-        lambda a, dim, keepdim: _reduce(a, (dim,), keepdim, functions.first_argmax),
+        lambda a, dim, keepdim: reduced_shape(a, (dim,), keepdim),
+        lambda a, dim, keepdim: reduce_entries(a, (dim,), keepdim, functions.first_argmax),
         lambda torch, a, dim, keepdim: torch.argmax(a, dim=dim, keepdim=keepdim),
         "torch.argmax({0}, dim={dim}, keepdim={keepdim})",
         r"\operatorname{{argmax}}_{{{dim}}} {0}",
@@ -155,7 +189,7 @@ register(
     Op(
         "first_max_mask",
         lambda a, dim: a,
-        lambda a, dim: _slices(a, dim, lambda r: [functions.first_max_indicator(r, i) for i in range(len(r))]),
+        lambda a, dim: slices_along(a, dim, lambda r: [functions.first_max_indicator(r, i) for i in range(len(r))]),
         lambda torch, a, dim: torch.nn.functional.one_hot(a.argmax(dim), a.shape[dim]).movedim(-1, dim).to(a.dtype),
         "torch.nn.functional.one_hot({0}.argmax({dim}), {0}.shape[{dim}]).movedim(-1, {dim})",
         r"\mathbb{{1}}\left[\operatorname{{argmax}}_{{{dim}}} {0}\right]",
@@ -179,8 +213,8 @@ def _first_max_mask(a: np.ndarray, dim: int) -> np.ndarray:
 register(
     Op(
         "norm",
-        _reduced_shape,
-        lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: functions.norm2(*r)),
+        reduced_shape,
+        lambda a, dim, keepdim: reduce_entries(a, dim, keepdim, lambda r: functions.norm2(*r)),
         lambda torch, a, dim, keepdim: torch.linalg.vector_norm(a, 2, dim=list(dim), keepdim=keepdim),
         "torch.linalg.vector_norm({0}{reduce_kwargs})",
         r"\left\|{0}\right\|_{{{dims_text}}}",
@@ -212,7 +246,7 @@ register(
     Op(
         "softmax",
         lambda a, dim: a,
-        lambda a, dim: _slices(a, dim, _softmax),
+        lambda a, dim: slices_along(a, dim, _softmax),
         lambda torch, a, dim: torch.softmax(a, dim=dim),
         "torch.softmax({0}, dim={dim})",
         r"\operatorname{{softmax}}\left({0}\right)",
@@ -226,7 +260,7 @@ register(
     Op(
         "log_softmax",
         lambda a, dim: a,
-        lambda a, dim: _slices(a, dim, _log_softmax),
+        lambda a, dim: slices_along(a, dim, _log_softmax),
         lambda torch, a, dim: torch.log_softmax(a, dim=dim),
         "torch.log_softmax({0}, dim={dim})",
         r"\log\operatorname{{softmax}}\left({0}\right)",
@@ -248,18 +282,24 @@ def _softmax_float64(a: np.ndarray, dim: int, log: bool) -> np.ndarray:
     return shifted - np.log(total) if log else np.exp(shifted) / total
 
 
+def _log_sum_exp(values: list) -> sympy.Expr:
+    return sympy.log(sympy.Add(*[sympy.exp(v) for v in values]))
+
+
 register(
     Op(
         "logsumexp",
-        _reduced_shape,
-        lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: sympy.log(sympy.Add(*[sympy.exp(v) for v in r]))),
+        reduced_shape,
+        lambda a, dim, keepdim: reduce_entries(
+            a, dim, keepdim, lambda r: sympy.log(sympy.Add(*[sympy.exp(v) for v in r]))
+        ),
         lambda torch, a, dim, keepdim: torch.logsumexp(a, dim=list(dim), keepdim=keepdim),
         "torch.logsumexp({0}{reduce_kwargs})",
         r"\operatorname{{logsumexp}}_{{{dims_text}}} {0}",
         "LogsumexpBackward0",
         vjp=lambda g, out, a, dim, keepdim: (_logsumexp_vjp(g, out, a, dim, keepdim),),
         spell=lambda attrs, inputs: _logsumexp_spelling(attrs, inputs),
-        float64=lambda a, dim, keepdim: _logsumexp_float64(a, _axes(a, dim), keepdim),
+        float64=lambda a, dim, keepdim: _logsumexp_float64(a, present_axes(a, dim), keepdim),
         batch="dims",
     )
 )
@@ -289,12 +329,12 @@ def _logsumexp_vjp(g, out, a, dim: tuple, keepdim: bool):
 def _lse_softmax_float64(a: np.ndarray, dim: tuple) -> np.ndarray:
     """exp(x − logsumexp(x)): torch's logsumexp backward, which differs from torch.softmax where an entry is
     infinite (softmax gives nan everywhere, this gives 0 where the entry is finite)."""
-    return np.exp(a - _logsumexp_float64(a, _axes(a, dim), keepdim=True)) if a.size else a.copy()
+    return np.exp(a - _logsumexp_float64(a, present_axes(a, dim), keepdim=True)) if a.size else a.copy()
 
 
 def _grouped(a: np.ndarray, dim: tuple, fn: Callable) -> np.ndarray:
     """``fn(list) -> list`` over the entries of each group reduced together over ``dim``, in place."""
-    axes = _axes(a, dim)
+    axes = present_axes(a, dim)
     keep = [d for d in range(a.ndim) if d not in axes]
     rows = groups(a, axes)
     moved = object_array([v for r in rows for v in fn(list(r))], tuple(a.shape[d] for d in keep + list(axes)))
@@ -318,13 +358,17 @@ register(
 
 
 def _var_grad(g, a, dim: tuple, keepdim: bool, correction):
-    """2 (x − mean) / (N − correction), times the incoming gradient spread back over ``dim``."""
-    return (
-        expand_back(g, a.shape, dim, keepdim)
-        * 2
-        * (a - a.mean(dim=dim, keepdim=True))
-        / divisor(a.shape, dim, correction)
-    )
+    """torch's var backward: 2 (x − mean) / (N − correction) times the incoming gradient spread back over
+    ``dim``. Over every entry with N − correction <= 0, torch gives g·nan where x is its mean and g·inf
+    elsewhere; over some dims it divides by N − correction itself (a negative number, or 0)."""
+    spread = expand_back(g, a.shape, dim, keepdim)
+    mean = a.mean(dim=dim, keepdim=True)
+    n = count(a.shape, dim)
+    # torch's path without a dim (printed as x.var() when every dim is reduced and none is kept)
+    without_dim = not a.shape or (set(dim) >= set(range(len(a.shape))) and not keepdim)
+    if isinstance(n, int) and n - correction <= 0 and without_dim:
+        return spread * apply("where", apply("eq", a, mean), math.nan, math.inf)
+    return spread * 2 * (a - mean) / (n - correction)
 
 
 def divisor(shape: tuple, dim: tuple, correction):
@@ -338,8 +382,10 @@ def divisor(shape: tuple, dim: tuple, correction):
 register(
     Op(
         "var",
-        lambda a, dim, keepdim, correction: _reduced_shape(a, dim, keepdim),
-        lambda a, dim, keepdim, correction: _reduce(a, dim, keepdim, lambda r: functions.variance(r, correction)),
+        lambda a, dim, keepdim, correction: reduced_shape(a, dim, keepdim),
+        lambda a, dim, keepdim, correction: reduce_entries(
+            a, dim, keepdim, lambda r: functions.variance(r, correction)
+        ),
         lambda torch, a, dim, keepdim, correction: torch.var(a, dim=list(dim), correction=correction, keepdim=keepdim),
         "torch.var({0}{reduce_kwargs}, correction={correction})",
         r"\operatorname{{Var}}_{{{dims_text}}} {0}",
@@ -352,8 +398,8 @@ register(
 register(
     Op(
         "std",
-        lambda a, dim, keepdim, correction: _reduced_shape(a, dim, keepdim),
-        lambda a, dim, keepdim, correction: _reduce(a, dim, keepdim, lambda r: functions.stdev(correction, *r)),
+        lambda a, dim, keepdim, correction: reduced_shape(a, dim, keepdim),
+        lambda a, dim, keepdim, correction: reduce_entries(a, dim, keepdim, lambda r: functions.stdev(correction, *r)),
         lambda torch, a, dim, keepdim, correction: torch.std(a, dim=list(dim), correction=correction, keepdim=keepdim),
         "torch.std({0}{reduce_kwargs}, correction={correction})",
         r"\operatorname{{std}}_{{{dims_text}}} {0}",
@@ -382,7 +428,7 @@ register(
     Op(
         "cumsum",
         lambda a, dim: a,
-        lambda a, dim: _slices(a, dim, _cumsum),
+        lambda a, dim: slices_along(a, dim, _cumsum),
         lambda torch, a, dim: torch.cumsum(a, dim=dim),
         "torch.cumsum({0}, dim={dim})",
         r"\operatorname{{cumsum}}_{{{dim}}} {0}",
@@ -396,165 +442,6 @@ register(
 )
 
 
-# ── products ───────────────────────────────────────────────────────────────
-def _groupwise(a: np.ndarray, dim: int, fn: Callable) -> np.ndarray:
-    """``fn(rows) -> rows`` on the 2-D array of slices along ``dim`` (a 0-d tensor is one slice of one entry)."""
-    if a.ndim == 0:
-        return fn(a.reshape(1, 1)).reshape(())
-    moved = np.moveaxis(a, dim, -1)
-    rows = moved.reshape(int(np.prod(moved.shape[:-1], dtype=int)), moved.shape[-1])
-    return np.moveaxis(np.asarray(fn(rows)).reshape(moved.shape), -1, dim)
-
-
-def _exclusive_products(rows: np.ndarray) -> np.ndarray:
-    """Each entry's product of the other entries of its row, without dividing (exact at zeros, as torch's
-    prod backward): the product of the entries before it times the product of those after it."""
-    ones = np.ones_like(rows[:, :1])
-    before = np.cumprod(np.concatenate([ones, rows[:, :-1]], axis=1), axis=1)
-    after = np.cumprod(np.concatenate([ones, rows[:, :0:-1]], axis=1), axis=1)[:, ::-1]
-    return before * after
-
-
-def _torch_prod(torch, a, dim: tuple, keepdim: bool):
-    if not dim or (len(dim) == a.ndim and not keepdim):
-        return torch.prod(a)
-    return torch.prod(a, dim=dim[0], keepdim=keepdim)
-
-
-register(
-    Op(
-        "prod",
-        _reduced_shape,
-        lambda a, dim, keepdim: _reduce(a, dim, keepdim, lambda r: sympy.Mul(*r)),
-        _torch_prod,
-        "{0}.prod({reduce_args})",
-        r"\prod_{{{dims_text}}} {0}",
-        _reduction_grad_fn("Prod"),
-        vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim) * _others(a, dim),),
-        float64=lambda a, dim, keepdim: np.prod(a, axis=_axes(a, dim), keepdims=keepdim),
-        batch="dims",
-    )
-)
-
-
-def _others(a, dim: tuple):
-    """Each entry's product of the others it is multiplied with (over one dim, or over all of them)."""
-    if not a.shape:  # a 0-d tensor is its own product: no others
-        return constant(1.0, dtype=a.dtype, python_scalar=True)
-    if len(dim) <= 1:
-        return apply("prod_others", a, dim=dim[0] if dim else 0)
-    return apply("prod_others", a.reshape(-1), dim=0).reshape(*a.shape)
-
-
-def _no_law_for_second_order(op: str) -> Callable:
-    """The VJP rule of a gradient op whose own law symgrad lacks: a law one order up refuses in one line
-    (entrywise derivation still differentiates it, through its SymPy meaning)."""
-
-    def refuse(g, out, *inputs, **attrs):
-        raise UnsupportedError(f"no law for the second derivative of {op} yet; use concrete shapes")
-
-    return refuse
-
-
-def _torch_prod_others(torch, a, dim: int):
-    if a.ndim == 0:
-        return torch.ones_like(a)
-    ones = torch.ones_like(a.narrow(dim, 0, 1))
-    before = torch.cat([ones, a.narrow(dim, 0, a.shape[dim] - 1)], dim).cumprod(dim)
-    after = torch.cat([ones, a.flip(dim).narrow(dim, 0, a.shape[dim] - 1)], dim).cumprod(dim).flip(dim)
-    return before * after
-
-
-register(
-    Op(
-        "prod_others",
-        lambda a, dim: a,
-        lambda a, dim: _slices(a, dim, lambda r: [sympy.Mul(*r[:i], *r[i + 1 :]) for i in range(len(r))]),
-        _torch_prod_others,
-        "torch.cat([torch.ones_like({0}.narrow({dim}, 0, 1)), {0}.narrow({dim}, 0, {0}.shape[{dim}] - 1)], {dim})"
-        ".cumprod({dim}) * torch.cat([torch.ones_like({0}.narrow({dim}, 0, 1)), {0}.flip({dim}).narrow({dim}, 0, "
-        "{0}.shape[{dim}] - 1)], {dim}).cumprod({dim}).flip({dim})",
-        r"\prod_{{j \neq i}} {0}_j",
-        "none",
-        vjp=_no_law_for_second_order("prod"),
-        float64=lambda a, dim: _groupwise(a, dim, _exclusive_products),
-        batch="dims",
-    )
-)
-
-
-def _cumprod(values: list) -> list:
-    out, running = [], sympy.S.One
-    for v in values:
-        running = running * v
-        out.append(running)
-    return out
-
-
-register(
-    Op(
-        "cumprod",
-        lambda a, dim: a,
-        lambda a, dim: _slices(a, dim, _cumprod),
-        lambda torch, a, dim: torch.cumprod(a, dim=dim),
-        "torch.cumprod({0}, dim={dim})",
-        r"\operatorname{{cumprod}}_{{{dim}}} {0}",
-        "CumprodBackward0",
-        vjp=lambda g, out, a, dim: (apply("cumprod_grad", g, a, dim=dim),),
-        float64=lambda a, dim: np.cumprod(a, axis=dim) if a.ndim else a,
-        batch="dims",
-    )
-)
-
-
-def _cumprod_grad(g: np.ndarray, a: np.ndarray, dim: int) -> np.ndarray:
-    """Σ_{k ≥ i} g_k Π_{j ≤ k, j ≠ i} a_j along ``dim``: the VJP of cumprod, exact at zeros."""
-    if a.ndim == 0:
-        return g.copy()
-    gs, xs = (np.moveaxis(t, dim, -1) for t in (g, a))
-    out = np.empty(xs.shape, dtype=object)
-    n = xs.shape[-1]
-    for index in np.ndindex(xs.shape[:-1]):
-        row, weights = list(xs[index]), list(gs[index])
-        for i in range(n):
-            others = [sympy.Mul(*row[:i], *row[i + 1 : k + 1]) for k in range(i, n)]
-            out[index + (i,)] = sympy.Add(*[w * p for w, p in zip(weights[i:], others)])
-    return np.moveaxis(out, -1, dim)
-
-
-def _cumprod_grad_float64(g: np.ndarray, a: np.ndarray, dim: int) -> np.ndarray:
-    if a.ndim == 0:
-        return g
-    gs, xs = (np.moveaxis(t, dim, -1) for t in (g, a))
-    out = np.zeros(xs.shape)
-    for i in range(xs.shape[-1]):
-        for k in range(i, xs.shape[-1]):
-            others = np.prod(np.delete(xs[..., : k + 1], i, axis=-1), axis=-1)
-            out[..., i] += gs[..., k] * others
-    return np.moveaxis(out, -1, dim)
-
-
-def _torch_cumprod_grad(torch, g, a, dim: int):
-    return torch.ops.aten.cumprod_backward(g, a, dim, torch.cumprod(a, dim)) if a.ndim else g
-
-
-register(
-    Op(
-        "cumprod_grad",
-        lambda g, a, dim: a,
-        _cumprod_grad,
-        _torch_cumprod_grad,
-        "torch.ops.aten.cumprod_backward({0}, {1}, {dim}, torch.cumprod({1}, {dim}))",
-        r"\operatorname{{cumprod}}'_{{{dim}}}\left({0}, {1}\right)",
-        "none",
-        vjp=_no_law_for_second_order("cumprod"),
-        float64=_cumprod_grad_float64,
-        cost=lambda g, a, dim: math.prod(a or (1,)) * (a[dim] if a else 1) ** 2,
-        batch="dims",
-    )
-)
-
-
 # ── p-norms (other than 1, 2 and ±inf, which are sums, norm and amax of |x|) ──
 def _pnorm(values: list, p) -> sympy.Expr:
     if p == 0:
@@ -563,7 +450,7 @@ def _pnorm(values: list, p) -> sympy.Expr:
 
 
 def _pnorm_float64(a: np.ndarray, p, dim: tuple, keepdim: bool) -> np.ndarray:
-    axes = _axes(a, dim)
+    axes = present_axes(a, dim)
     if p == 0:
         return np.sum(a != 0, axis=axes, keepdims=keepdim) * 1.0
     return np.sum(np.abs(a) ** p, axis=axes, keepdims=keepdim) ** (1.0 / p)
@@ -585,8 +472,8 @@ def _pnorm_vjp(g, out, a, p, dim: tuple, keepdim: bool):
 register(
     Op(
         "pnorm",
-        lambda a, p, dim, keepdim: _reduced_shape(a, dim, keepdim),
-        lambda a, p, dim, keepdim: _reduce(a, dim, keepdim, lambda r: _pnorm(r, p)),
+        lambda a, p, dim, keepdim: reduced_shape(a, dim, keepdim),
+        lambda a, p, dim, keepdim: reduce_entries(a, dim, keepdim, lambda r: _pnorm(r, p)),
         lambda torch, a, p, dim, keepdim: torch.linalg.vector_norm(a, p, dim=list(dim), keepdim=keepdim),
         "torch.linalg.vector_norm({0}, {p}{reduce_kwargs})",
         r"\left\|{0}\right\|_{{{p}}}",

@@ -20,7 +20,7 @@ import sympy
 from ..core.arrays import as_number, elementwise
 from ..core.dims import Shape, broadcast_shapes
 from ..core.registry import Op, register
-from .calculus import elementwise_derivative
+from .calculus import elementwise_derivative, elementwise_vjp
 
 
 def same_shape(shape: Shape, **_: Any) -> Shape:
@@ -52,7 +52,7 @@ def unary(
             latex=latex,
             grad_fn=grad_fn or f"{name.capitalize()}Backward0",
             scalar=scalar,
-            vjp=vjp or (lambda g, out, a, **params: (g * elementwise_derivative(scalar, a, out, **params),)),
+            vjp=vjp or (lambda g, out, a, **params: (elementwise_vjp(g, scalar, a, out, **params),)),
             jvp=None if vjp is not None else _elementwise_jvp(scalar),
             float_result=float_result,
             tags=frozenset(tags),

@@ -307,8 +307,13 @@ def clamp():
 @case
 def maximum():
     a, b, V = S("a", k, n), S("b", k, n), S("V", k, n)
-    half = sympy.S.Half
-    return Case([apply("maximum", a, b)], [a], [V], [V * apply("step", a - b, at_zero=half)])
+    # torch's rule: 0 where b is larger, V/2 at a tie, else V (a select: a nan V stays off the zeros)
+    return Case(
+        [apply("maximum", a, b)],
+        [a],
+        [V],
+        [apply("where", apply("lt", a, b), 0, apply("where", apply("eq", a, b), V / 2, V))],
+    )
 
 
 @case

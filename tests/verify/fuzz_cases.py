@@ -336,7 +336,7 @@ class Builder:
 EXACT_SPECS = {
     "neg", "abs", "relu", "sign", "clamp", "hardtanh", "leaky_relu", "threshold", "maximum", "minimum",
     "where_gt", "where_ge", "where_lt", "where_le", "where_eq", "transpose", "permute", "reshape", "index",
-    "expand", "flip", "amax", "max_dim", "norm_inf", "add", "sub", "mul", "div", "one_hot", "outer",
+    "expand", "flip", "amax", "max_all", "max_dim", "norm_inf", "add", "sub", "mul", "div", "one_hot", "outer",
 }  # fmt: skip
 
 
@@ -573,9 +573,16 @@ def _mean(c: Builder, x: str) -> str:
 def _amax(c: Builder, x: str) -> str:
     d = dims_arg(c, x, allow_none=False)
     if d is None or c.pick((0, 1, 2)) == 0:
-        return c.pick((f"{x}.amax()", f"T.amax({x})", f"T.max({x})", f"{x}.max()"))
+        return c.pick((f"{x}.amax()", f"T.amax({x})"))
     k = c.flag()
     return c.pick((f"{x}.amax({d}, keepdim={k})", f"T.amax({x}, dim={d}, keepdim={k})"))
+
+
+@spec("max_all", "max_all", law=True)
+def _max_all(c: Builder, x: str) -> str | None:
+    if not numel(c.shape(x)):
+        return None
+    return c.pick((f"T.max({x})", f"{x}.max()"))
 
 
 @spec("max_dim", "max_dim", law=True)
@@ -1162,7 +1169,7 @@ def _pnorm(c: Builder, x: str) -> str:
     return c.pick((f"T.norm({x}, p={p}, dim={d}, keepdim={c.flag()})", f"T.linalg.vector_norm({x}, ord={p}, dim={d})"))
 
 
-@spec("amin", "amax neg", law=True)
+@spec("amin", "amax max_all neg", law=True)
 def _amin(c: Builder, x: str) -> str:
     d = dim_of(c, x)
     if d is None or c.flag():
