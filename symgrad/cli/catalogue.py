@@ -11,13 +11,10 @@ file in the target's folder, renamed into place) and strict JSON (:func:`strict_
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
 import shlex
-import stat
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +23,7 @@ import sympy
 
 from ..core.constructors import symbols
 from ..core.dims import dims
+from ..core.files import write_file
 from ..core.tensor import Tensor, apply
 from ..emit.codegen import codegen
 from ..reader import parse, parse_shape, parse_values
@@ -266,68 +264,6 @@ def stale(directory: Path) -> list[str]:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             out.append(name)
     return out
-
-
-# ── writing files ──────────────────────────────────────────────────────────────────────────────────
-
-
-class OutputError(OSError):
-    """An output that cannot be written; the message names the path and the reason."""
-
-
-def check_writable(path: Path) -> None:
-    """Refuse, before any work is done, an output that can never be written: a directory, or a file in a
-    folder that does not exist."""
-    if path.is_dir():
-        raise OutputError(f"cannot write {path}: it is a directory")
-    folder = path.parent
-    if not folder.is_dir():
-        reason = "is not a directory" if folder.exists() else "does not exist"
-        raise OutputError(f"cannot write {path}: the folder {folder} {reason}")
-
-
-def write_file(path: Path | str, data: str | bytes) -> Path:
-    """Write ``data`` (text as UTF-8) to ``path`` atomically: into a temporary file in the same folder,
-    renamed over ``path`` only once it is complete, so that ``path`` holds either its old content or the new
-    one, never a part. A symlink is followed; a target that is not a regular file (``/dev/stdout``,
-    ``/dev/full``, a FIFO) cannot be renamed over and is written directly. Any failure removes the temporary
-    file and raises :class:`OutputError` naming ``path`` and the reason."""
-    path = Path(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    check_writable(path)
-    target = Path(os.path.realpath(path))
-    try:
-        if target.exists() and not target.is_file():
-            with open(target, "wb") as stream:
-                stream.write(payload)
-        else:
-            _replace(target, payload)
-    except OSError as error:
-        reason = error.strerror or " ".join(str(error).split()) or type(error).__name__
-        raise OutputError(f"cannot write {path}: {reason}") from error
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _replace(target: Path, payload: bytes) -> None:
-    mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else 0o666 & ~_umask()
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(payload)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 # ── strict JSON ────────────────────────────────────────────────────────────────────────────────────

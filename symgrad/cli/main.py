@@ -37,6 +37,7 @@ from typing import Any
 from ..core.constructors import fresh_name
 from ..core.dims import is_concrete
 from ..core.errors import CheckError, SymgradError
+from ..core.files import OutputError, check_writable, write_file
 from ..core.tensor import Tensor
 from ..emit import codegen, load_source
 from ..emit.module_check import check_curvature_module, check_module
@@ -48,7 +49,7 @@ from ..report.render import render_explanation, render_markdown
 from ..report.tex import compile_pdf
 from ..torch.tracing import Trace
 from . import catalogue
-from .catalogue import OutputError, check_writable, strict_json, write_file
+from .catalogue import strict_json
 from .models import Model, load_model
 from .repl import run as run_repl
 
@@ -173,6 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--lang", choices=["en", "zh"], default="en", help="English or Chinese (default: en)")
     explain.add_argument("-o", "--output", default=None, help="write the document here (required for pdf)")
     explain.add_argument("--no-check", action="store_true", help="skip the checks against torch and the proofs")
+    explain.add_argument(
+        "--no-graph",
+        action="store_true",
+        help="leave out the picture of the graph (with -o, drawn by dot beside the document as NAME-graph.svg for "
+        "md, NAME-graph.pdf for tex, and inside a pdf)",
+    )
     explain.add_argument(
         "--create-graph",
         action="store_true",
@@ -362,9 +369,19 @@ def run_explain(args: argparse.Namespace) -> int:
         run_check=not args.no_check,
         create_graph=args.create_graph,
     )
+    pictures: dict[str, bytes] = {}
+    if target is not None and not args.no_graph and not args.create_graph:
+        kind = "svg" if args.format == "md" else "pdf"
+        drawing = _graph_drawing(output, wrt, grad_tensor, kind)
+        if drawing is not None:
+            name = "graph.pdf" if args.format == "pdf" else picture_name(target, kind)
+            pictures[name] = drawing
+            result.picture = name
     if args.format == "pdf":
-        write_file(target, compile_pdf(render_explanation(result, "tex"), args.lang))
+        write_file(target, compile_pdf(render_explanation(result, "tex"), args.lang, files=pictures))
     else:
+        for name, drawing in pictures.items():
+            write_file(target.parent / name, drawing)
         text = render_explanation(result, args.format)
         if target is not None:
             write_file(target, text)
@@ -374,6 +391,22 @@ def run_explain(args: argparse.Namespace) -> int:
         say("symgrad: error: the formulas disagree with torch.autograd")
         return EXIT_MISMATCH
     return 0
+
+
+def picture_name(document: Path, kind: str) -> str:
+    """``NAME-graph.svg`` beside ``NAME.md``: letters, digits, ``-`` and ``_`` only, which every Markdown
+    viewer and LaTeX's graphicx (which reads a second dot as the extension) take as they are."""
+    stem = "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "_" for c in document.stem)
+    return f"{stem}-graph.{kind}"
+
+
+def _graph_drawing(output: Tensor, wrt: list[Tensor], grad_tensor: Any, kind: str) -> bytes | None:
+    """The graph drawn by dot for the document, or None with a one-line note (no dot, or a graph it can't draw)."""
+    try:
+        return graph(output, wrt or None, grad_tensor=grad_tensor).draw(kind)
+    except SymgradError as error:
+        say(f"symgrad: note: the document has no graph picture: {error}")
+        return None
 
 
 def run_graph(args: argparse.Namespace) -> int:

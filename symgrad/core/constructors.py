@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -111,9 +111,10 @@ def symbols_like(t: Tensor, name: str, *, values: Any = None, distinct: bool = F
 
 
 def formula(
-    entries: np.ndarray,
+    entries: np.ndarray | Callable[[], np.ndarray],
     *,
     sources: Sequence[Tensor],
+    shape: tuple | None = None,
     name: str | None = None,
     dtype: str = "float32",
     numeric: Tensor | None = None,
@@ -123,10 +124,11 @@ def formula(
     ``numeric``, when given, is a graph with the same value that torch would compute op by op
     (a gradient's backward graph): the numbers come from it, so that at singular points they
     follow torch's rules rather than the simplified formula's. Two different source tensors with
-    the same name are refused, as in any expression.
+    the same name are refused, as in any expression. ``entries`` may be a function that builds them,
+    with ``shape`` given: it runs only when the formulas are asked for (numbers alone don't need them).
     """
     return Tensor(
-        shape=entries.shape,
+        shape=entries.shape if shape is None else shape,
         name=name or auto_name("f"),
         entries=entries,
         sources=tuple(sources),

@@ -27,9 +27,10 @@ MAX_FORMULA_ENTRIES = 36
 
 def to_number(value: Any, *, integer: bool = False) -> float | int:
     """One number as a Python float (int for integer tensors): ``oo`` is inf, anything undefined
-    or not real (``zoo``, ``nan``, ``I``) is nan, as in torch's real tensors."""
+    or not real (``zoo``, ``nan``, ``I``) is nan, as in torch's real tensors; zero has no sign."""
     if isinstance(value, (float, int)) and not isinstance(value, bool):
-        return int(value) if integer and float(value).is_integer() else float(value)
+        # a negative zero is kept while computing (1 / -0.0 is -inf) and shown as 0.0
+        return int(value) if integer and float(value).is_integer() else float(value) + 0.0
     number = sympy.sympify(value)
     if isinstance(number, sympy.logic.boolalg.BooleanAtom):
         return bool(number)

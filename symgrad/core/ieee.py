@@ -173,11 +173,13 @@ def _postorder(expr: sympy.Basic, done: Mapping) -> list[sympy.Basic]:
 
 
 def as_sympy_number(value: float, *, integer: bool = False) -> sympy.Expr:
-    """A float64 result back as a SymPy number (``nan``, ``oo`` and ``-oo`` included)."""
+    """A float64 result back as a SymPy number (``nan``, ``oo`` and ``-oo`` included; ``-0.0`` stays a float)."""
     if math.isnan(value):
         return sympy.nan
     if math.isinf(value):
         return sympy.oo if value > 0 else -sympy.oo
     if integer and float(value).is_integer():
         return sympy.Integer(int(value))
+    if value == 0 and math.copysign(1.0, value) < 0:
+        return -0.0  # SymPy has no negative zero; the float keeps its sign for 1 / x and atan2 further on
     return sympy.Float(value)

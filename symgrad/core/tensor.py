@@ -17,7 +17,7 @@ import itertools
 import keyword
 import unicodedata
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -98,7 +98,7 @@ class Tensor(TensorMethods):
         attrs: dict | None = None,
         requires_grad: bool = False,
         values: np.ndarray | None = None,
-        entries: np.ndarray | None = None,
+        entries: np.ndarray | Callable[[], np.ndarray] | None = None,
         sources: tuple[Tensor, ...] = (),
         dtype: str = "float32",
         is_python_scalar: bool = False,
@@ -244,7 +244,13 @@ class Tensor(TensorMethods):
             check_budget(pending, lambda: self.name)
             for node in pending:
                 node._entries = node._compute_entries()
+        elif callable(self._entries):  # a formula derived only when its formulas are asked for
+            self._entries = self._entries()
         return self._entries  # type: ignore[return-value]
+
+    def check_budget(self) -> None:
+        """Refuse now, with :class:`WorkBudgetError`, when building the entries would exceed the work budget."""
+        check_budget([node for node in topological(self) if node._entries is None], lambda: self.name)
 
     def _compute_entries(self) -> np.ndarray:
         if self._kind == "symbol":

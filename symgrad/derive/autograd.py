@@ -24,7 +24,7 @@ from ..core.errors import AutogradError, SymbolicShapeError, UnsupportedError
 from ..core.graph import topological, topological_all
 from ..core.registry import ENGINES
 from ..core.tensor import Tensor, constant
-from .entrywise import as_grad_tensor, backward_graphs, vjp_entries
+from .entrywise import as_grad_tensor, backward_graphs, derived_later, vjp_entries
 
 _calls = itertools.count(1)
 
@@ -111,16 +111,28 @@ def _gradients(outputs: list[Tensor], targets: list[Tensor], made: list[Tensor],
         if missing:
             raise UnsupportedError(f"create_graph=True needs a VJP rule for every op on the way to {missing[0]}")
         return graphs
+    for output in outputs:
+        output.check_budget()  # refused now, not when the formulas are first shown
     out = []
     for target, numeric in zip(targets, graphs, strict=True):
-        if target.kind == "symbol":
+        with_numbers = numeric is not None and all(t.has_values() for t in [*outputs, *made])
+        if target.kind == "symbol" and with_numbers:  # numbers from the graph; formulas when asked
+            entries = derived_later(outputs, target, made, None)
+        elif target.kind == "symbol":
             entries = vjp_entries(outputs, target, made)
         elif numeric is not None:  # a computed tensor: its gradient's formulas are the graph's entries
             entries = numeric.entries()
         else:
             raise UnsupportedError(f"no VJP rule leads to {target.name}; differentiate with respect to a leaf")
         out.append(
-            formula(entries, sources=[*outputs, *made], name=f"{target.name}.grad", dtype=target.dtype, numeric=numeric)
+            formula(
+                entries,
+                shape=target.shape,
+                sources=[*outputs, *made],
+                name=f"{target.name}.grad",
+                dtype=target.dtype,
+                numeric=numeric,
+            )
         )
     return out
 

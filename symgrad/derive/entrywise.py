@@ -243,15 +243,29 @@ def vjp(
         grads.append(as_grad_tensor(g, out, position))
     targets = [x] if isinstance(x, Tensor) else list(x)
     results = []
+    for out in outputs:
+        out.check_budget()  # refused now, not when the formulas are first shown
     for target, numeric in zip(targets, backward_graphs(outputs, targets, grads), strict=True):
         known = [jacobians[id(target)]] if jacobians is not None and len(outputs) == 1 else None
-        entries = vjp_entries(outputs, target, grads, known)
         results.append(
             formula(
-                entries, sources=[*outputs, *grads], name=f"{target.name}.grad", dtype=target.dtype, numeric=numeric
+                derived_later(outputs, target, grads, known)
+                if numeric is not None and all(t.has_values() for t in [*outputs, *grads])
+                else vjp_entries(outputs, target, grads, known),
+                shape=target.shape,
+                sources=[*outputs, *grads],
+                name=f"{target.name}.grad",
+                dtype=target.dtype,
+                numeric=numeric,
             )
         )
     return results[0] if isinstance(x, Tensor) else tuple(results)
+
+
+def derived_later(outputs: Sequence[Tensor], target: Tensor, grads: Sequence[Tensor], known: list | None):
+    """The VJP's entries, derived when its formulas are first asked for: its numbers come from the backward
+    graph, so a caller who only wants numbers never waits for SymPy."""
+    return lambda: vjp_entries(outputs, target, grads, known)
 
 
 def backward_graphs(outputs: Sequence[Tensor], targets: Sequence[Tensor], grads: Sequence[Tensor]) -> list:

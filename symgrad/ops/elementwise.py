@@ -427,8 +427,9 @@ for _name, _fn, _tex in (
 
 
 def _rounded_division_vjp(g: Tensor, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-    """torch's gradient of a division with a rounding mode: ``g * 0`` (nan where g is nan or infinite)."""
-    return unbroadcast(g * 0, a.shape), unbroadcast(g * 0, b.shape)
+    """torch's gradient of a division with a rounding mode: zeros for both sides (a nan or infinite g
+    does not reach them)."""
+    return zero_gradient(a), zero_gradient(b)
 
 
 binary(

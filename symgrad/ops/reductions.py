@@ -379,6 +379,15 @@ def divisor(shape: tuple, dim: tuple, correction):
     return n - correction
 
 
+def _var_float64(a: np.ndarray, dim: tuple, keepdim: bool, correction) -> np.ndarray:
+    """Σ (x − mean)² / max(N − correction, 0) in float64, as torch computes it: a nan stays nan (SymPy
+    would cancel x − x to 0 first), and a divisor of 0 gives inf or nan."""
+    axes = present_axes(a, dim)
+    n = math.prod(a.shape[d] for d in axes)
+    deviations = a - np.mean(a, axis=axes, keepdims=True)
+    return np.sum(deviations**2, axis=axes, keepdims=keepdim) / max(n - correction, 0)
+
+
 register(
     Op(
         "var",
@@ -392,6 +401,7 @@ register(
         "VarBackward0",
         vjp=lambda g, out, a, dim, keepdim, correction: (_var_grad(g, a, dim, keepdim, correction),),
         float_result=True,
+        float64=lambda a, dim, keepdim, correction: _var_float64(a, dim, keepdim, correction),
         batch="dims",
     )
 )
@@ -415,6 +425,7 @@ register(
             ),
         ),
         float_result=True,
+        float64=lambda a, dim, keepdim, correction: np.sqrt(_var_float64(a, dim, keepdim, correction)),
         batch="dims",
     )
 )

@@ -106,6 +106,10 @@ class MarkdownFormat(Format):
     def items(self, items: Iterable[Any], describe: Any = str) -> str:
         return "\n".join(f"- {describe(item)}" for item in items)
 
+    def figure(self, path: str, caption: str) -> str:
+        """A picture beside the document (its file name, as written next to it)."""
+        return f"![{caption}]({path.replace(' ', '%20')})"
+
 
 class LatexFormat(Format):
     name = "tex"
@@ -129,6 +133,14 @@ class LatexFormat(Format):
         lines = [body if plain or not name else f"{name} = {body}" for name, body in pairs]
         body = " \\\\\n".join(text_latex(line) for line in lines)
         return "\\begin{flushleft}\\small\\ttfamily\n" + body + "\n\\end{flushleft}"
+
+    def figure(self, path: str, caption: str) -> str:
+        """A picture beside the document, scaled to the text width and at most 40% of the page height."""
+        return (
+            "\\begin{figure}[h]\n\\centering\n"
+            f"\\includegraphics[width=\\linewidth,height=0.4\\textheight,keepaspectratio]{{{path}}}\n"
+            f"\\par\\smallskip\\small {caption}\n\\end{{figure}}"
+        )
 
     def items(self, items: Iterable[Any], describe: Any = str) -> str:
         return "\\begin{itemize}\n" + "\n".join(f"\\item {describe(item)}" for item in items) + "\n\\end{itemize}"

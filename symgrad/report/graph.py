@@ -37,6 +37,7 @@ import graphviz
 from ..core.constructors import fresh_name
 from ..core.dims import Shape, format_shape, same_dim
 from ..core.errors import SymgradError
+from ..core.files import write_file
 from ..core.graph import topological, uniform_constant
 from ..core.printers import TorchPrinter
 from ..core.tensor import Tensor, apply
@@ -144,8 +145,7 @@ class Graph:
         """Write the graph to ``path``: .svg, .png or .pdf drawn by ``dot``, .dot or .gv its source."""
         path = Path(path)
         kind = file_format(path)
-        path.write_bytes(self.source.encode("utf-8") if kind == "dot" else self.draw(kind))
-        return path
+        return write_file(path, self.source if kind == "dot" else self.draw(kind))  # whole, or not at all
 
     def _repr_svg_(self) -> str:
         return self.draw("svg").decode("utf-8")

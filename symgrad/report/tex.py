@@ -25,8 +25,10 @@ def engine_for(lang: str) -> str:
     return ENGINES.get(lang, "pdflatex")
 
 
-def compile_pdf(source: str, lang: str = "en") -> bytes:
-    """The PDF that ``source`` compiles to, or a :class:`SymgradError` with TeX's first error line."""
+def compile_pdf(source: str, lang: str = "en", files: dict[str, bytes] | None = None) -> bytes:
+    """The PDF that ``source`` compiles to, or a :class:`SymgradError` with TeX's first error line.
+
+    ``files``: pictures the source includes, by file name, written beside it first."""
     engine = engine_for(lang)
     program = shutil.which(engine)
     if program is None:
@@ -37,6 +39,8 @@ def compile_pdf(source: str, lang: str = "en") -> bytes:
     with tempfile.TemporaryDirectory(prefix="symgrad-tex-") as folder:
         work = Path(folder)
         (work / "explain.tex").write_text(source, encoding="utf-8")
+        for name, data in (files or {}).items():
+            (work / name).write_bytes(data)
         command = [program, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", "explain.tex"]
         try:
             done = subprocess.run(command, cwd=work, capture_output=True, timeout=TIMEOUT, check=False)

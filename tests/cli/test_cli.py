@@ -330,7 +330,7 @@ def _unwritable(tmp_path: Path, kind: str) -> str:
     ids=["codegen", "explain-md", "explain-pdf"],
 )
 def test_unwritable_output_is_one_line_naming_the_path_and_exit_2(capsys, monkeypatch, tmp_path, kind, argv):
-    monkeypatch.setattr(CLI, "compile_pdf", lambda source, lang: b"%PDF-1.5 stand-in")  # no TeX needed
+    monkeypatch.setattr(CLI, "compile_pdf", lambda source, lang, files=None: b"%PDF-1.5 stand-in")  # no TeX needed
     target = _unwritable(tmp_path, kind)
     before = sorted(tmp_path.rglob("*"))
     code, out, err = run(capsys, *argv, "-o", target)

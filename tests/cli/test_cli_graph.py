@@ -119,3 +119,42 @@ def test_the_installed_command_prints_utf8_dot():
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "x̄ = t̄₁ @ w" in done.stdout.decode("utf-8")
+
+
+# ── explanations carry the picture ──────────────────────────────────────────
+EXPLAIN = ["explain", "torch.tanh(W @ x).sum()", "--value", "W=[[1.0, 2.0], [0.5, -1.0]]", "--value", "x=[1.0, -1.0]"]
+
+
+def test_a_markdown_explanation_shows_the_graph_drawn_beside_it(capsys, tmp_path):
+    require_dot()
+    target = tmp_path / "tanh layer.md"
+    code, out, err = run(capsys, *EXPLAIN, "--wrt", "W", "-o", str(target))
+    assert (code, out, err) == (0, "", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tanh layer.md", "tanh_layer-graph.svg"]
+    assert "](tanh_layer-graph.svg)" in target.read_text(encoding="utf-8")
+    svg = (tmp_path / "tanh_layer-graph.svg").read_text(encoding="utf-8")
+    assert "matmul" in svg and "W̄ = torch.outer(t̄₁, x)" in svg
+
+
+def test_no_graph_leaves_the_picture_out(capsys, tmp_path):
+    target = tmp_path / "t.md"
+    code, _, _ = run(capsys, *EXPLAIN, "--wrt", "W", "--no-graph", "-o", str(target))
+    assert code == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["t.md"]
+    assert "-graph." not in target.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_pdf_explanation_has_the_graph_as_a_figure(capsys, tmp_path, lang):
+    require_dot()
+    require_tool("pdftotext", "poppler-utils")
+    target = tmp_path / "t.pdf"
+    code, _, err = run(capsys, *EXPLAIN, "--wrt", "W", "--format", "pdf", "--lang", lang, "-o", str(target))
+    if code == 2 and "not installed" in err:
+        pytest.skip(err.strip())
+    assert (code, err) == (0, "")
+    assert [p.name for p in tmp_path.iterdir()] == ["t.pdf"]  # the drawing went inside
+    text = subprocess.run(["pdftotext", str(target), "-"], capture_output=True, text=True, check=True).stdout
+    assert "matmul" in text and "tanh" in text  # the graph's node labels, drawn into the page
+    caption = {"en": "The computation graph", "zh": "计算图"}[lang]
+    assert caption in text

@@ -580,7 +580,8 @@ def _amax(c: Builder, x: str) -> str:
 
 @spec("max_all", "max_all", law=True)
 def _max_all(c: Builder, x: str) -> str | None:
-    if not numel(c.shape(x)):
+    shape = c.shape(x)
+    if all(isinstance(d, int) for d in shape) and not numel(shape):
         return None
     return c.pick((f"T.max({x})", f"{x}.max()"))
 
