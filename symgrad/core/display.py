@@ -152,6 +152,8 @@ def formula_text(t: Tensor) -> str:
 
 
 def tensor_repr(t: Tensor) -> str:
+    if not all(isinstance(d, int) for d in t.shape):  # a law: no numbers and no entries at every size
+        return f"tensor(<symbolic {format_shape(t.shape)}>{_suffix(t)}) named {t.name}"
     try:
         return value_repr(t) + "\n" + formula_text(t)
     except SymbolicShapeError:

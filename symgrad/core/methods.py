@@ -20,7 +20,7 @@ import numpy as np
 
 from . import indexing
 from .arrays import object_array, topk_positions
-from .dims import as_shape, normalize_dim, normalize_dims, numel, reshape_target
+from .dims import as_shape, format_shape, normalize_dim, normalize_dims, numel, reshape_target
 from .errors import ShapeError, UnsupportedError
 
 if TYPE_CHECKING:
@@ -253,6 +253,12 @@ class TensorMethods:
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         empty = isinstance(dim, (tuple, list)) and not dim  # squeeze(()) squeezes nothing
         axes = () if empty else normalize_dims(dim, self.ndim)
+        symbolic = [self.shape[a] for a in axes if a < len(self.shape) and not isinstance(self.shape[a], int)]
+        if symbolic:  # torch drops such a dim exactly when it is 1: the result's shape would depend on the size
+            raise UnsupportedError(
+                f"squeeze of the symbolic dimension {symbolic[0]} (shape {format_shape(self.shape)}): it may be 1; "
+                "name the dims of size 1 to squeeze, e.g. x.squeeze(1)"
+            )
         kept = tuple(d for axis, d in enumerate(self.shape) if not (axis in axes and d == 1))
         return self.apply_op("reshape", self, shape=kept)
 

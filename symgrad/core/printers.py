@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import sympy
 
 from .graph import uniform_constant
+from .indexing import index_shape
 from .latex import latex_name
 from .spelling import describe
 
@@ -154,6 +155,46 @@ class TorchPrinter(Printer):
         if at_zero == sympy.S.Half:
             return f"(torch.sign({text}) + 1) / 2", 5
         return f"torch.heaviside({text}, torch.tensor({float(at_zero)!r}))", ATOM
+
+    def _print_index_backward(self, t: Tensor) -> tuple[str, int]:
+        """``x[i, a:b]``'s gradient as torch spells the scatter: zeros of x's shape with g put back, one
+        ``select_scatter`` or ``slice_scatter`` per index (``g.new_zeros((k, n)).select_scatter(g, 0, 0)``).
+        An index with lists, ``None`` or ``...`` keeps symgrad's ``index_backward`` spelling."""
+        (g,) = t.inputs
+        index, shape = tuple(t.attrs["index"]), tuple(t.attrs["shape"])
+        if not index or not all(isinstance(i, (int, slice)) and not isinstance(i, bool) for i in index):
+            return self._print_template(t)
+        return scatter_text(self._print(g)[0], shape, index, self._size), ATOM - 1  # an argument needs no brackets
+
+    def _size(self, value: object) -> str:
+        return str(value) if isinstance(value, int) else self._print_number(sympy.sympify(value))[0]
+
+
+def scatter_text(grad: str, shape: tuple, index: tuple, size) -> str:
+    """``grad`` put back where ``x[index]`` took it from, in zeros of ``shape``: ints and slices, item by item.
+
+    >>> scatter_text("g", (3, 4), (1, slice(2, None)), str)
+    'g.new_zeros((3, 4)).select_scatter(g.new_zeros((4,)).slice_scatter(g, 0, 2, None, 1), 0, 1)'
+    >>> scatter_text("2 * h", (3, 4), (slice(None), 0), str)
+    'torch.zeros((3, 4)).select_scatter(2 * h, 1, 0)'
+    """
+    views, dims = [shape], []
+    for item in index:  # each item acts on the next dim of the view the items before it left
+        dim = sum(1 for earlier in index[: len(dims)] if not isinstance(earlier, int))
+        dims.append(dim)
+        views.append(index_shape(views[-1], (slice(None),) * dim + (item,)))
+    out = grad
+    maker = f"{grad}.new_zeros" if grad.isidentifier() else "torch.zeros"  # g's dtype and device when it has a name
+    for item, dim, view in reversed(list(zip(index, dims, views))):
+        if item == slice(None):
+            continue  # x[:, 1] takes all of dim 0: nothing to put back there
+        zeros = f"{maker}(({', '.join(size(d) for d in view)}{',' if len(view) == 1 else ''}))"
+        if isinstance(item, int):
+            out = f"{zeros}.select_scatter({out}, {dim}, {item})"
+        else:
+            start = 0 if item.start is None else item.start
+            out = f"{zeros}.slice_scatter({out}, {dim}, {start}, {item.stop}, {item.step or 1})"
+    return out
 
 
 class LatexPrinter(Printer):

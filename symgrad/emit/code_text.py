@@ -78,6 +78,13 @@ class CodePrinter(TorchPrinter):
         if value.is_Number:
             text = str(value) if value.is_Integer else f"{value.p} / {value.q}"
             return text, (5 if not value.is_Integer else number_precedence(value))
+        numerator, denominator = sympy.fraction(sympy.together(value))
+        if any(factor.is_Add for factor in sympy.Mul.make_args(denominator)):
+            # a size that can be 0 (n - 1 at n = 1): divided as a tensor, it gives inf or nan as torch does,
+            # where Python's 2 / 0 raises ZeroDivisionError
+            top, bottom = size_source(numerator), size_source(denominator)
+            self.uses_math = self.uses_math or "math." in top + bottom
+            return f"{self.like}.new_tensor({top}) / ({bottom})", 5
         text = size_source(value)
         self.uses_math = self.uses_math or "math." in text
         return text, number_precedence(value)

@@ -58,11 +58,23 @@ register(
         "{0}.prod({reduce_args})",
         r"\prod_{{{dims_text}}} {0}",
         reduction_grad_fn("Prod"),
-        vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim) * _others(a, dim),),
+        vjp=lambda g, out, a, dim, keepdim: (_prod_vjp(g, a, dim, keepdim),),
         float64=lambda a, dim, keepdim: np.prod(a, axis=present_axes(a, dim), keepdims=keepdim),
         batch="dims",
     )
 )
+
+
+def _prod_vjp(g, a, dim: tuple, keepdim: bool):
+    """g times each entry's product of the others; for ``x.prod()`` of a tensor with two or more zeros,
+    torch's backward returns zeros outright (every product of others holds a zero), so a nan or infinite g
+    does not reach them."""
+    share = expand_back(g, a.shape, dim, keepdim) * _others(a, dim)
+    whole = len(a.shape) > 0 and set(dim) >= set(range(len(a.shape))) and not keepdim  # printed x.prod()
+    if not whole or (all(isinstance(d, int) for d in a.shape) and math.prod(a.shape) < 2):
+        return share
+    zeros = apply("eq", a, 0).sum()
+    return apply("where", apply("gt", zeros, 1), 0, share)
 
 
 def _others(a, dim: tuple):
