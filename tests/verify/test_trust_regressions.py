@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import tempfile
 import time
+import warnings
 
 import pytest
 import sympy
@@ -345,3 +346,29 @@ def test_emitted_det_gradient_at_a_singular_matrix_is_torchs():
     module.apply(*applied).backward(v)
     for leaf, theirs in zip(applied, expected, strict=True):
         torch.testing.assert_close(leaf.grad, theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_emitted_size_ratio_at_a_size_that_zeroes_it_gives_torchs_nan():
+    """var over a symbolic n with correction 1, emitted, at n = 1: the factor 2 / (n - 1) raised
+    ZeroDivisionError in Python; torch gives nan (0 · inf) there."""
+    (n,) = sg.dims("n")
+    x = sg.symbols("x", (n, n), requires_grad=True)
+    module = sg.compile(st.addcmul(x.var(-2, correction=1), x, x, value=0.5), [x], inputs=[x], name="VarN")
+    for values in ([[0.25]], [[0.5, -1.0], [2.0, 0.0]]):
+        value = torch.tensor(values, dtype=F64)
+        leaf = value.clone().requires_grad_()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch: "degrees of freedom is <= 0" at n = 1
+            out = torch.addcmul(leaf.var(-2, correction=1), leaf, leaf, value=0.5)
+            v = torch.full_like(out, 0.5)
+            (expected,) = torch.autograd.grad(out, leaf, v)
+            (ours,) = module.vjp(value, v)
+        _close(ours.tolist(), expected, what=f"emitted vjp at n = {len(values)}")
+
+
+def test_squeeze_of_a_symbolic_dim_is_refused_in_one_line():
+    (n,) = sg.dims("n")
+    x = sg.symbols("x", (n, 1))
+    assert x.squeeze(1).shape == (n,)
+    with pytest.raises(sg.UnsupportedError, match=r"squeeze of the symbolic dimension n .*x\.squeeze\(1\)"):
+        x.squeeze()
