@@ -370,9 +370,9 @@ def run_explain(args: argparse.Namespace) -> int:
         create_graph=args.create_graph,
     )
     pictures: dict[str, bytes] = {}
-    if target is not None and not args.no_graph and not args.create_graph:
+    if target is not None and not args.no_graph:
         kind = "svg" if args.format == "md" else "pdf"
-        drawing = _graph_drawing(output, wrt, grad_tensor, kind)
+        drawing = _graph_drawing(output, wrt, None if args.create_graph else grad_tensor, kind)  # u is x's shape
         if drawing is not None:
             name = "graph.pdf" if args.format == "pdf" else picture_name(target, kind)
             pictures[name] = drawing

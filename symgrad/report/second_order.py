@@ -84,6 +84,7 @@ class SecondOrderExplanation:
     concrete: bool = True
     flattened: bool = False  # x has more than one dimension: H is shown as a (numel × numel) matrix
     wording: str = "explain_second_order"  # the templates' wording files, explain_second_order_<lang>.j2
+    picture: str | None = None  # the file name of the graph's drawing, beside the document
 
     @property
     def failed(self) -> bool:

@@ -158,3 +158,13 @@ def test_a_pdf_explanation_has_the_graph_as_a_figure(capsys, tmp_path, lang):
     assert "matmul" in text and "tanh" in text  # the graph's node labels, drawn into the page
     caption = {"en": "The computation graph", "zh": "计算图"}[lang]
     assert caption in text
+
+
+def test_a_second_order_explanation_shows_the_graph_too(capsys, tmp_path):
+    require_dot()
+    target = tmp_path / "s.md"
+    argv = ["explain", "(w * w * w).sum()", "--value", "w=[1.0, 2.0]", "--wrt", "w", "--create-graph"]
+    code, _, err = run(capsys, *argv, "--grad-tensor", "[1.0, 0.0]", "-o", str(target))
+    assert (code, err) == (0, "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s-graph.svg", "s.md"]
+    assert "](s-graph.svg)" in target.read_text(encoding="utf-8")
