@@ -297,6 +297,37 @@ class norm2(sympy.Function):  # noqa: N801
         return rf"{body}^{{{exp}}}" if exp else body
 
 
+class log_of_determinant(sympy.Function):  # noqa: N801 - spelled like a SymPy function
+    """torch's logdet of a determinant d: log d, -inf at 0, and nan where d < 0 (torch computes
+    ``where(sign == -1, nan, logabsdet)``), so its derivative there is 0: no gradient flows from the nan."""
+
+    @classmethod
+    def eval(cls, d):
+        if d is sympy.nan:
+            return sympy.nan
+        if d.is_Number:
+            return sympy.nan if d < 0 else (-sympy.oo if d == 0 else sympy.log(d))
+        return None
+
+    def fdiff(self, argindex=1):
+        (d,) = self.args
+        return sympy.Piecewise((0, lt(d, 0)), (1 / d, True))
+
+    def _eval_rewrite_as_Piecewise(self, d, **kwargs):
+        return sympy.Piecewise((sympy.nan, lt(d, 0)), (sympy.log(d), True))
+
+    @staticmethod
+    def float64(d: float) -> float:
+        return math.nan if d < 0 else (-math.inf if d == 0 else math.log(d))
+
+    def _sympystr(self, printer):
+        return f"log({printer._print(self.args[0])})"
+
+    def _latex(self, printer, exp=None):
+        body = rf"\log\left({printer._print(self.args[0])}\right)"
+        return rf"{body}^{{{exp}}}" if exp else body
+
+
 class masked_div(sympy.Function):  # noqa: N801
     """``a / b``, and 0 where ``b`` is 0: the guarded division in torch's norm and std backward."""
 

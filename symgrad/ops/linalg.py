@@ -20,6 +20,7 @@ from ..core.dims import Shape, format_shape, matmul_shape
 from ..core.errors import ShapeError, SymgradError, UnsupportedError
 from ..core.registry import Op, register
 from ..core.tensor import apply, constant
+from . import functions
 from .batched import lift
 from .calculus import unbroadcast
 
@@ -459,17 +460,22 @@ register(
     Op(
         "logdet",
         lambda a: _square(a, "logdet")[:-2],
-        lambda a: _per_matrix(a, lambda m: sympy.log(m.det())),
+        lambda a: _per_matrix(a, lambda m: functions.log_of_determinant(m.det())),
         lambda torch, a: torch.logdet(a),
         "torch.logdet({0})",
         r"\log\det\left({0}\right)",
         "LogdetBackward0",
-        vjp=lambda g, out, a: (_lift(g, a) * apply("inv", a, check=False).mT,),
+        # no gradient where the determinant is negative: torch's logdet is nan there, from a where
+        vjp=lambda g, out, a: (_lift(apply("where", apply("lt", apply("det", a), 0), 0, g), a) * _inverse_t(a),),
         float64=lambda a: _logdet_float64(a),
         cost=_determinant_cost,
         batch="trailing",
     )
 )
+
+
+def _inverse_t(a):
+    return apply("inv", a, check=False).mT
 
 
 def _logdet_float64(a: np.ndarray) -> np.ndarray:

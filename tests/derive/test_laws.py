@@ -127,7 +127,9 @@ def quadratic_form():
 @case
 def logdet():
     X = S("X", n, n)
-    return Case([apply("logdet", X)], [X], None, [apply("inv", X).T])
+    # torch's logdet is nan where det X < 0, and gives no gradient there
+    guard = apply("where", apply("lt", apply("det", X), 0), 0, 1)
+    return Case([apply("logdet", X)], [X], None, [guard * apply("inv", X).T])
 
 
 @case

@@ -79,8 +79,9 @@ def test_log_det_hvp_is_minus_inverse_transpose_sandwich():
     (n,) = sg.dims("n")
     M, U = sg.symbols("M", (n, n), requires_grad=True), sg.symbols("U", (n, n))
     (hv,) = sg.hvp_law(st.logdet(M), M, U)
+    # torch's logdet is nan where det M < 0, and no gradient flows there: the where is that guard
     assert text(hv).replace("(torch.linalg.inv(M)).T", "torch.linalg.inv(M).T") == (
-        "-(torch.linalg.inv(M).T @ U.T @ torch.linalg.inv(M).T)"
+        "-(torch.linalg.inv(M).T @ (U * torch.where(torch.linalg.det(M) < 0, 0, 1)).T @ torch.linalg.inv(M).T)"
     )
     m = torch.tensor([[2.0, 0.3, 0.1], [0.2, 1.5, -0.4], [0.0, 0.6, 1.8]], dtype=F64)
     u = torch.tensor([[0.5, -1.0, 0.2], [0.3, 0.7, -0.6], [1.1, 0.0, 0.4]], dtype=F64)
@@ -90,6 +91,10 @@ def test_log_det_hvp_is_minus_inverse_transpose_sandwich():
     module = sg.compile(st.logdet(M), [M], inputs=[M], style="hvp", name="LogDet")
     (ours,) = module.hvp(m, u)
     assert torch.allclose(ours, expected, rtol=1e-12, atol=1e-14)
+    negative = m[[1, 0, 2]]  # rows swapped: det < 0, logdet nan, and torch's HVP is 0
+    _, expected = torch.autograd.functional.hvp(torch.logdet, negative, u)
+    (ours,) = module.hvp(negative, u)
+    assert torch.equal(expected, torch.zeros_like(expected)) and torch.equal(ours, expected)
 
 
 def test_mlp_hvp_and_hessian_blocks_against_torch():

@@ -1821,14 +1821,6 @@ def steps(lines: list, *specs: str) -> list[tuple[str, str]]:
     return [(var, code) for var, code, spec in lines if spec in specs]
 
 
-def known_logdet_negative(lines: list, trace: Trace) -> bool:
-    for _, code in steps(lines, "logdet"):
-        a = re.search(r"T\.logdet\((\w+)\)", code)
-        if a and float(torch.linalg.det(trace.values[a.group(1)])) < 0:
-            return True
-    return False
-
-
 @dataclass(frozen=True)
 class KnownBug:
     """A symgrad bug the fuzzer found (not fixed here): ``applies`` says whether a case's torch trace shows the
@@ -1853,12 +1845,6 @@ KNOWN_BUGS = [
         "its numbers from the unsimplified backward graph and matches torch there)",
         lambda lines, t: any(nonfinite(v) for v in [*t.values.values(), *t.grads.values()]),
         emitted_only=True,
-    ),
-    KnownBug(
-        "logdet of a matrix with a negative determinant",
-        "T.logdet(x) at x = [[0, 1], [1, 0]]: torch's gradient 0 (logdet is nan there), symgrad's x^-T",
-        known_logdet_negative,
-        finite=True,
     ),
     KnownBug(
         "addmm with beta=0",

@@ -55,6 +55,8 @@ CASES = {
     "var of one nan": (lambda T, x: T.var(x.std(0, keepdim=True), 0, correction=0), [0.25], None),
     "var without dim, no degrees of freedom": (lambda T, x: x.var(correction=3), [1.0, 2.0], None),
     "var over a dim, no degrees of freedom": (lambda T, x: x.var(0, correction=3), [[1.0, 5.0], [3.0, 5.0]], None),
+    "logdet of a negative determinant": (lambda T, x: T.logdet(x), [[0.0, 1.0], [1.0, 0.0]], None),
+    "logdet of a singular matrix": (lambda T, x: T.logdet(x), [[1.0, 2.0], [2.0, 4.0]], None),
     "negative zero divides to -inf": (lambda T, x: x + T.minimum(1 / (x * -1.0), x).abs(), [0.0, 2.0], None),
 }
 
