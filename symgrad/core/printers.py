@@ -209,6 +209,8 @@ class LatexPrinter(Printer):
         return latex_name(name)
 
     def _print_number(self, value: sympy.Expr) -> tuple[str, int]:
+        if value.is_Float and float(value).is_integer():  # 1.0 is a float in code for its dtype; in math it is 1
+            value = sympy.Integer(int(value))
         return sympy.latex(value), number_precedence(value)
 
     def _wrap(self, text: str) -> str:

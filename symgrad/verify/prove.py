@@ -148,7 +148,7 @@ def zero_by(expr: sympy.Expr) -> str | None:
     plain = _with_independent_functions(expr)
     if plain is not None:
         splits = plain.has(*CASE_SPLITS)
-        if splits:
+        if splits and sympy.count_ops(plain) <= SYMBOLIC_BUDGET:  # folding large case splits takes minutes
             folded = sympy.piecewise_fold(plain.rewrite(sympy.Piecewise))
             if folded == 0 or sympy.expand(folded) == 0:
                 return "symbolic"
