@@ -211,6 +211,23 @@ register(
     )
 )
 
+register(
+    Op(
+        "ignored",
+        same_shape,
+        lambda a: elementwise(lambda x: sympy.S.Zero, a),
+        lambda torch, a: torch.zeros_like(a),
+        "torch.zeros_like({0})",
+        "0",
+        "none",
+        saves=False,
+        # addmm(c, a, b, beta=0) leaves c's values out, yet torch's backward gives c the gradient g * beta
+        vjp=lambda g, out, a: (g * 0,),
+        float64=np.zeros_like,
+        batch="pointwise",
+    )
+)
+
 # ── comparisons and masks (no gradient) ────────────────────────────────────
 for _name, _relation, _symbol, _tex, _ufunc in (
     ("gt", sympy.StrictGreaterThan, ">", ">", np.greater),

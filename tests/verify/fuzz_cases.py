@@ -818,7 +818,7 @@ def _mm(c: Builder, x: str) -> str | None:
     return None if y is None else c.pick((f"T.mm({x}, {y})", f"{x}.mm({y})"))
 
 
-@spec("addmm", "mm add mul", law=True)
+@spec("addmm", "mm add mul ignored", law=True)
 def _addmm(c: Builder, x: str) -> str | None:
     shape = c.shape(x)
     if len(shape) != 2:
@@ -1845,15 +1845,6 @@ KNOWN_BUGS = [
         "its numbers from the unsimplified backward graph and matches torch there)",
         lambda lines, t: any(nonfinite(v) for v in [*t.values.values(), *t.grads.values()]),
         emitted_only=True,
-    ),
-    KnownBug(
-        "addmm with beta=0",
-        "T.addmm(c, a, b, beta=0).sqrt(): torch's gradient for c is g * 0 (nan where g is infinite), symgrad's 0 "
-        "(with beta = 0, c is not in the graph)",
-        lambda lines, t: (
-            any("beta=0," in code for _, code in steps(lines, "addmm"))
-            and any(nonfinite(v) for v in [*t.values.values(), *t.grads.values()])
-        ),
     ),
 ]
 

@@ -55,6 +55,11 @@ CASES = {
     "var of one nan": (lambda T, x: T.var(x.std(0, keepdim=True), 0, correction=0), [0.25], None),
     "var without dim, no degrees of freedom": (lambda T, x: x.var(correction=3), [1.0, 2.0], None),
     "var over a dim, no degrees of freedom": (lambda T, x: x.var(0, correction=3), [[1.0, 5.0], [3.0, 5.0]], None),
+    "addmm with beta=0 ignores the input's nan": (
+        lambda T, x: T.addmm(x, T.ones_like(x), -T.ones_like(x), beta=0).sqrt(),
+        [[float("nan"), 1.0], [0.0, 2.0]],
+        None,
+    ),
     "logdet of a negative determinant": (lambda T, x: T.logdet(x), [[0.0, 1.0], [1.0, 0.0]], None),
     "logdet of a singular matrix": (lambda T, x: T.logdet(x), [[1.0, 2.0], [2.0, 4.0]], None),
     "negative zero divides to -inf": (lambda T, x: x + T.minimum(1 / (x * -1.0), x).abs(), [0.0, 2.0], None),
@@ -84,7 +89,8 @@ def test_vjp_selects_as_torch(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         out = build(st, x)
-        ours = sg.vjp(out, x, grad if grad is not None else (None if not out.shape else [1.0] * out.numel()))
+        ones = torch.ones(tuple(out.shape), dtype=F64).tolist() if out.shape else None
+        ours = sg.vjp(out, x, grad if grad is not None else ones)
     _close(out.tolist(), expected_out, f"{name}: forward")
     _close(ours.tolist(), expected_grad, f"{name}: vjp")
 
