@@ -24,7 +24,7 @@ from ..core.errors import AutogradError, SymbolicShapeError, UnsupportedError
 from ..core.graph import topological, topological_all
 from ..core.registry import ENGINES
 from ..core.tensor import Tensor, constant
-from .entrywise import as_grad_tensor, backward_graphs, derived_later, vjp_entries
+from .entrywise import as_grad_tensor, backward_graphs, gradient_formula
 
 _calls = itertools.count(1)
 
@@ -115,25 +115,20 @@ def _gradients(outputs: list[Tensor], targets: list[Tensor], made: list[Tensor],
         output.check_budget()  # refused now, not when the formulas are first shown
     out = []
     for target, numeric in zip(targets, graphs, strict=True):
-        with_numbers = numeric is not None and all(t.has_values() for t in [*outputs, *made])
-        if target.kind == "symbol" and with_numbers:  # numbers from the graph; formulas when asked
-            entries = derived_later(outputs, target, made, None)
-        elif target.kind == "symbol":
-            entries = vjp_entries(outputs, target, made)
+        if target.kind == "symbol":
+            out.append(gradient_formula(outputs, target, made, numeric))
         elif numeric is not None:  # a computed tensor: its gradient's formulas are the graph's entries
-            entries = numeric.entries()
+            out.append(
+                formula(
+                    numeric.entries(),
+                    sources=[*outputs, *made],
+                    name=f"{target.name}.grad",
+                    dtype=target.dtype,
+                    numeric=numeric,
+                )
+            )
         else:
             raise UnsupportedError(f"no VJP rule leads to {target.name}; differentiate with respect to a leaf")
-        out.append(
-            formula(
-                entries,
-                shape=target.shape,
-                sources=[*outputs, *made],
-                name=f"{target.name}.grad",
-                dtype=target.dtype,
-                numeric=numeric,
-            )
-        )
     return out
 
 

@@ -247,25 +247,34 @@ def vjp(
         out.check_budget()  # refused now, not when the formulas are first shown
     for target, numeric in zip(targets, backward_graphs(outputs, targets, grads), strict=True):
         known = [jacobians[id(target)]] if jacobians is not None and len(outputs) == 1 else None
-        results.append(
-            formula(
-                derived_later(outputs, target, grads, known)
-                if numeric is not None and all(t.has_values() for t in [*outputs, *grads])
-                else vjp_entries(outputs, target, grads, known),
-                shape=target.shape,
-                sources=[*outputs, *grads],
-                name=f"{target.name}.grad",
-                dtype=target.dtype,
-                numeric=numeric,
-            )
-        )
+        results.append(gradient_formula(outputs, target, grads, numeric, known))
     return results[0] if isinstance(x, Tensor) else tuple(results)
 
 
-def derived_later(outputs: Sequence[Tensor], target: Tensor, grads: Sequence[Tensor], known: list | None):
-    """The VJP's entries, derived when its formulas are first asked for: its numbers come from the backward
-    graph, so a caller who only wants numbers never waits for SymPy."""
-    return lambda: vjp_entries(outputs, target, grads, known)
+def gradient_formula(
+    outputs: Sequence[Tensor],
+    target: Tensor,
+    grads: Sequence[Tensor],
+    numeric: Tensor | None,
+    known: list | None = None,
+) -> Tensor:
+    """``target``'s gradient as a formula tensor whose numbers come from ``numeric``, the backward graph.
+
+    When every input has values, its SymPy entries are derived only when its formulas are first asked for,
+    so a caller who wants numbers never waits for them; otherwise (or without a graph) they are derived now.
+    """
+    if numeric is not None and all(t.has_values() for t in [*outputs, *grads]):
+        entries: Any = lambda: vjp_entries(outputs, target, grads, known)  # noqa: E731 - derived when asked for
+    else:
+        entries = vjp_entries(outputs, target, grads, known)
+    return formula(
+        entries,
+        shape=target.shape,
+        sources=[*outputs, *grads],
+        name=f"{target.name}.grad",
+        dtype=target.dtype,
+        numeric=numeric,
+    )
 
 
 def backward_graphs(outputs: Sequence[Tensor], targets: Sequence[Tensor], grads: Sequence[Tensor]) -> list:

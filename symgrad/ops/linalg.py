@@ -409,12 +409,17 @@ register(
 )
 
 
+def _inverse_transpose(a):
+    """A⁻ᵀ for the determinant family's gradients (no singularity check: where A is singular, the rules give
+    torch's value, inf or 0, rather than an error)."""
+    return apply("inv", a, check=False).mT
+
+
 def _det_vjp(g, out, a):
     """det(A) A⁻ᵀ, and 0 at a singular A, as torch's backward gives, except for 1×1 where det is the entry."""
     if a.shape[-1] == 1:
         return (g.reshape(*a.shape),)
-    inverse_t = apply("inv", a, check=False).mT
-    return (apply("where", apply("eq", _lift(out, a), 0), 0, _lift(g * out, a) * inverse_t),)
+    return (apply("where", apply("eq", _lift(out, a), 0), 0, _lift(g * out, a) * _inverse_transpose(a)),)
 
 
 def _lu_determinant(a: np.ndarray) -> np.ndarray:
@@ -466,16 +471,14 @@ register(
         r"\log\det\left({0}\right)",
         "LogdetBackward0",
         # no gradient where the determinant is negative: torch's logdet is nan there, from a where
-        vjp=lambda g, out, a: (_lift(apply("where", apply("lt", apply("det", a), 0), 0, g), a) * _inverse_t(a),),
+        vjp=lambda g, out, a: (
+            _lift(apply("where", apply("lt", apply("det", a), 0), 0, g), a) * _inverse_transpose(a),
+        ),
         float64=lambda a: _logdet_float64(a),
         cost=_determinant_cost,
         batch="trailing",
     )
 )
-
-
-def _inverse_t(a):
-    return apply("inv", a, check=False).mT
 
 
 def _logdet_float64(a: np.ndarray) -> np.ndarray:
@@ -493,7 +496,7 @@ register(
         "torch.linalg.slogdet({0}).logabsdet",
         r"\log\left|\det\left({0}\right)\right|",
         "LinalgSlogdetBackward0",
-        vjp=lambda g, out, a: (_lift(g, a) * apply("inv", a, check=False).mT,),
+        vjp=lambda g, out, a: (_lift(g, a) * _inverse_transpose(a),),
         float64=lambda a: np.linalg.slogdet(a)[1],
         cost=_determinant_cost,
         batch="trailing",

@@ -22,7 +22,14 @@ from ..core.errors import UnsupportedError
 from ..core.registry import Op, register
 from ..core.tensor import apply, constant
 from .calculus import expand_back
-from .reductions import present_axes, reduce_entries, reduced_shape, reduction_grad_fn, slices_along
+from .reductions import (
+    present_axes,
+    reduce_entries,
+    reduced_shape,
+    reduced_without_dim,
+    reduction_grad_fn,
+    slices_along,
+)
 
 
 def _groupwise(a: np.ndarray, dim: int, fn: Callable) -> np.ndarray:
@@ -70,7 +77,7 @@ def _prod_vjp(g, a, dim: tuple, keepdim: bool):
     torch's backward returns zeros outright (every product of others holds a zero), so a nan or infinite g
     does not reach them."""
     share = expand_back(g, a.shape, dim, keepdim) * _others(a, dim)
-    whole = len(a.shape) > 0 and set(dim) >= set(range(len(a.shape))) and not keepdim  # printed x.prod()
+    whole = reduced_without_dim(a.shape, dim, keepdim)
     if not whole or (all(isinstance(d, int) for d in a.shape) and math.prod(a.shape) < 2):
         return share
     zeros = apply("eq", a, 0).sum()

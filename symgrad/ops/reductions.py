@@ -35,6 +35,12 @@ def _mean(a: np.ndarray, dim: tuple[int, ...], keepdim: bool) -> np.ndarray:
     return elementwise(lambda s: s / total, reduce_sum(a, dim, keepdim))
 
 
+def reduced_without_dim(shape: Shape, dim: tuple[int, ...], keepdim: bool) -> bool:
+    """Whether a reduction is torch's form without a dim (``x.var()``, ``x.prod()``): every dim reduced and none
+    kept, as it is printed, or a 0-d input. Some of torch's backward formulas differ on that path."""
+    return not shape or (set(dim) >= set(range(len(shape))) and not keepdim)
+
+
 def reduce_entries(a: np.ndarray, dim: tuple[int, ...], keepdim: bool, combine: Callable) -> np.ndarray:
     """Apply ``combine(list_of_entries)`` over ``dim``."""
     axes = tuple(d for d in dim if d < a.ndim)
@@ -290,9 +296,7 @@ register(
     Op(
         "logsumexp",
         reduced_shape,
-        lambda a, dim, keepdim: reduce_entries(
-            a, dim, keepdim, lambda r: sympy.log(sympy.Add(*[sympy.exp(v) for v in r]))
-        ),
+        lambda a, dim, keepdim: reduce_entries(a, dim, keepdim, _log_sum_exp),
         lambda torch, a, dim, keepdim: torch.logsumexp(a, dim=list(dim), keepdim=keepdim),
         "torch.logsumexp({0}{reduce_kwargs})",
         r"\operatorname{{logsumexp}}_{{{dims_text}}} {0}",
@@ -364,19 +368,9 @@ def _var_grad(g, a, dim: tuple, keepdim: bool, correction):
     spread = expand_back(g, a.shape, dim, keepdim)
     mean = a.mean(dim=dim, keepdim=True)
     n = count(a.shape, dim)
-    # torch's path without a dim (printed as x.var() when every dim is reduced and none is kept)
-    without_dim = not a.shape or (set(dim) >= set(range(len(a.shape))) and not keepdim)
-    if isinstance(n, int) and n - correction <= 0 and without_dim:
+    if isinstance(n, int) and n - correction <= 0 and reduced_without_dim(a.shape, dim, keepdim):
         return spread * apply("where", apply("eq", a, mean), math.nan, math.inf)
     return spread * 2 * (a - mean) / (n - correction)
-
-
-def divisor(shape: tuple, dim: tuple, correction):
-    """N − correction, and 0 when the correction is N or more (torch then divides by 0: inf or nan)."""
-    n = count(shape, dim)
-    if isinstance(n, int):
-        return max(n - correction, 0)
-    return n - correction
 
 
 def _var_float64(a: np.ndarray, dim: tuple, keepdim: bool, correction) -> np.ndarray:

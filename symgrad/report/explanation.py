@@ -122,7 +122,7 @@ class Explanation:
     too_big: int | None = None  # Jacobian entries, when too many to show entry by entry
     per_element_call: str = "out[i].backward(v[i], retain_graph=True)"
     wording: str = "explain"  # the templates: explain_body.j2 and explain_<lang>.j2
-    picture: str | None = None  # the file name of the graph's drawing, beside the document (see with_picture)
+    picture: str | None = None  # the file name of the graph's drawing, beside the document
 
     @property
     def failed(self) -> bool:

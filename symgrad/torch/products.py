@@ -167,9 +167,7 @@ def addmm(input: Any, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any =
     product = apply("mm", mat1, mat2)
     if alpha != 1:
         product = alpha * product
-    if beta == 0:  # input's values are ignored (a nan in it does not show), but it gets the gradient g * 0
-        return product + apply("ignored", wrap(input)) if _requires_grad(input) else product
-    return (wrap(input) if beta == 1 else beta * wrap(input)) + product
+    return _plus_scaled(product, input, beta)
 
 
 def baddbmm(input: Any, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
@@ -177,13 +175,17 @@ def baddbmm(input: Any, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha:
     product = bmm(batch1, batch2)
     if alpha != 1:
         product = alpha * product
-    if beta == 0:  # as addmm
-        return product + apply("ignored", wrap(input)) if _requires_grad(input) else product
-    return (wrap(input) if beta == 1 else beta * wrap(input)) + product
+    return _plus_scaled(product, input, beta)
 
 
-def _requires_grad(input: Any) -> bool:
-    return isinstance(input, Tensor) and input.requires_grad
+def _plus_scaled(product: Tensor, input: Any, beta: Any) -> Tensor:
+    """``beta * input + product``; with beta = 0, input's values are ignored (a nan in it does not show), but a
+    tensor that requires grad still gets torch's gradient g * 0."""
+    if beta != 0:
+        return (wrap(input) if beta == 1 else beta * wrap(input)) + product
+    if isinstance(input, Tensor) and input.requires_grad:
+        return product + apply("ignored", input)
+    return product
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:
