@@ -40,7 +40,8 @@ def vjp(X, w, y, grad_output):
     _check_shapes(X, w, y)
     m = X.shape[0]
     t_1 = X @ w
-    grad_w = ((torch.sigmoid(t_1) - y) * (grad_output / m)) @ X
+    t_2 = grad_output / m
+    grad_w = (t_2 * torch.sigmoid(t_1) - t_2 * y) @ X
     return (grad_w,)
 
 
@@ -50,7 +51,8 @@ def forward_and_vjp(X, w, y, grad_output):
     m = X.shape[0]
     t_1 = X @ w
     output = torch.nn.functional.binary_cross_entropy_with_logits(t_1, y)
-    grad_w = ((torch.sigmoid(t_1) - y) * (grad_output / m)) @ X
+    t_2 = grad_output / m
+    grad_w = (t_2 * torch.sigmoid(t_1) - t_2 * y) @ X
     return output, (grad_w,)
 
 
@@ -90,7 +92,8 @@ class LogisticRegressionFunction(torch.autograd.Function):
             raise RuntimeError("LogisticRegressionFunction gives gradients for w only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             t_1 = X @ w
-        grad_w = ((torch.sigmoid(t_1) - y) * (grad_output / m)) @ X
+        t_2 = grad_output / m
+        grad_w = (t_2 * torch.sigmoid(t_1) - t_2 * y) @ X
         return None, grad_w, None
 
     @staticmethod

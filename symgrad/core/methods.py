@@ -495,7 +495,10 @@ class TensorMethods:
         if isinstance(correction, bool) or not isinstance(correction, (int, float)):
             raise TypeError(f"{op}(): correction must be a number, not {type(correction).__name__}")
         correction = int(correction) if float(correction).is_integer() else float(correction)
-        return self.apply_op(op, self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim), correction=correction)
+        dims = normalize_dims(dim, self.ndim)
+        return self.apply_op(
+            op, self, dim=dims, keepdim=bool(keepdim), correction=correction, whole=dim is None
+        )  # whole: torch's backward without a dim differs when N - correction <= 0
 
     def erf(self) -> Tensor:
         return self.apply_op("erf", self)

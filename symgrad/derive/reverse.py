@@ -86,11 +86,17 @@ class Law(tuple):
 
 
 def law(
-    outputs: Tensor | Sequence[Tensor], wrt: Tensor | Sequence[Tensor], grads: Any = None, *, simplified: bool = True
+    outputs: Tensor | Sequence[Tensor],
+    wrt: Tensor | Sequence[Tensor],
+    grads: Any = None,
+    *,
+    simplified: bool = True,
+    exact: bool = False,
 ) -> Law:
     """The gradient of ``outputs`` contracted with ``grads`` (vᵀJ), one tensor expression per ``wrt``.
 
-    Works for symbolic dimensions; ``grads`` may be symbolic tensors such as ``V``.
+    Works for symbolic dimensions; ``grads`` may be symbolic tensors such as ``V``. ``exact`` simplifies
+    only as far as every value stays torch's, at infinities and nans too (for emitted code).
     """
     outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     targets = [wrt] if isinstance(wrt, Tensor) else list(wrt)
@@ -131,7 +137,7 @@ def law(
             cotangents[id(part)] = cotangents[id(part)] + piece if id(part) in cotangents else piece
     results = tuple(cotangents[id(x)] if id(x) in cotangents else _zeros_like(x) for x in targets)
     if simplified:
-        results = simplify(list(results), context=outs)
+        results = simplify(list(results), context=outs, exact=exact)
     return Law(results, [x.name for x in targets])
 
 

@@ -41,8 +41,12 @@ def _fill(value: sympy.Expr, shape: tuple) -> Tensor:
     return apply("full", shape=shape, value=value)
 
 
-def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tensor | None:
-    """A simpler node equal to ``name(*inputs, **attrs)``, or None to keep it."""
+def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple, exact: bool = False) -> Tensor | None:
+    """A simpler node equal to ``name(*inputs, **attrs)``, or None to keep it.
+
+    With ``exact``, only rewrites that keep every value IEEE arithmetic gives (up to rounding and the
+    sign of a zero) apply: ``x * 0`` stays, since an infinite ``x`` makes it nan, as in torch's backward.
+    """
     op = lookup(name)
     consts = [uniform_constant(t) for t in inputs]
     folded = _fold_constants(name, inputs, consts, attrs, shape)
@@ -66,15 +70,15 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
         if hoisted is not None:
             return hoisted
     if name in ("matmul", "mm"):
-        return _simplify_matmul(inputs, consts, shape)
+        return _simplify_matmul(inputs, consts, shape, exact)
     if name == "index":
         return _simplify_index(inputs[0], attrs["index"], shape)
     if name == "sum":
-        return _simplify_sum(inputs[0], attrs, shape)
+        return _simplify_sum(inputs[0], attrs, shape, exact)
     if name == "mul":
         a, b = inputs
         ca, cb = consts
-        if ca == 0 or cb == 0:
+        if (ca == 0 or cb == 0) and not exact:
             return _fill(sympy.S.Zero, shape)
         if ca == 1 and _same_shape(b.shape, shape):
             return b
@@ -101,16 +105,17 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tens
             inner = uniform_constant(x.inputs[0])
             if inner is not None and not x.inputs[0].shape:  # (c y) / n → (c/n) y
                 return _collect(inner / consts[1], x.inputs[1], shape)
-        if consts[0] == 0:
+        if consts[0] == 0 and not exact:
             return _fill(sympy.S.Zero, shape)
     if name == "add":
         a, b = inputs
         if a is b:
             return _collect(sympy.Integer(2), a, shape)
-        for factor in (_factor_matmul, _factor_scalar):
-            factored = factor(a, b, shape)
-            if factored is not None:
-                return factored
+        factored = None if exact else _factor_matmul(a, b, shape)
+        if factored is None:
+            factored = _factor_scalar(a, b, shape, exact)
+        if factored is not None:
+            return factored
         if consts[0] == 0 and _same_shape(b.shape, shape):
             return b
         if consts[1] == 0 and _same_shape(a.shape, shape):
@@ -267,10 +272,13 @@ def _scaled(t: Tensor) -> tuple[sympy.Expr, Tensor]:
     return sympy.S.One, t
 
 
-def _factor_scalar(a: Tensor, b: Tensor, shape: tuple) -> Tensor | None:
-    """``c x + c y`` → ``c (x + y)`` and ``-c x + c y`` → ``c (y - x)``."""
+def _factor_scalar(a: Tensor, b: Tensor, shape: tuple, exact: bool = False) -> Tensor | None:
+    """``c x + c y`` → ``c (x + y)`` and ``-c x + c y`` → ``c (y - x)`` (with ``exact``, only for a finite number
+    ``c``: a size ratio such as 1/n is infinite at n = 0, and ``inf·0 + inf·1`` is nan where ``inf·1`` is not)."""
     (fa, xa), (fb, xb) = _scaled(a), _scaled(b)
     if fa == 1 and fb == 1:
+        return None
+    if exact and not all(f.is_Number and f.is_finite for f in (fa, fb)):
         return None
     if sympy.simplify(fa - fb) == 0:
         return _collect(fa, apply("add", xa, xb), shape)
@@ -338,11 +346,11 @@ def _sum_of_diagonal(x: Tensor, attrs: dict) -> Tensor | None:
     return None
 
 
-def _simplify_sum(x: Tensor, attrs: dict, shape: tuple) -> Tensor | None:
+def _simplify_sum(x: Tensor, attrs: dict, shape: tuple, exact: bool) -> Tensor | None:
     """``(M * v[None, :]).sum(1)`` → ``M @ v`` and ``(M * u[:, None]).sum(0)`` → ``u @ M``."""
     if not attrs["dim"]:
         return x
-    picked = _sum_of_diagonal(x, attrs)
+    picked = None if exact else _sum_of_diagonal(x, attrs)  # the identity's zeros times an infinity are nan
     if picked is not None:
         return picked
     everything = len(attrs["dim"]) == len(x.shape)
@@ -367,18 +375,18 @@ def _simplify_sum(x: Tensor, attrs: dict, shape: tuple) -> Tensor | None:
     return None
 
 
-def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple) -> Tensor | None:
+def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple, exact: bool) -> Tensor | None:
     """Products with constant or identity matrices simplify; an inner size of 1 is an outer product."""
     a, b = inputs
     if len(a.shape) < 2 or len(b.shape) < 2:
         return None
-    for eye, other in ((a, b), (b, a)):
+    for eye, other in () if exact else ((a, b), (b, a)):
         if eye.op is not None and eye.op.name == "eye" and _same_shape(other.shape, shape):
             return other
     if len(a.shape) == 2 and len(b.shape) == 2 and a.shape[1] == 1 and consts[0] is None and consts[1] is None:
         return apply("mul", a, b)
     for factor, other, summed in ((consts[0], b, -2), (consts[1], a, -1)):
-        if factor is None:
+        if factor is None or (exact and not (factor.is_Number and factor.is_finite and factor != 0)):
             continue
         if factor == 0:
             return _fill(sympy.S.Zero, shape)
@@ -480,8 +488,14 @@ def _key(t: Tensor) -> tuple:
     return (t.op.name, repr(sorted(t.attrs.items())), tuple(id(i) for i in t.inputs))
 
 
-def simplify(results: Sequence[Tensor], *, context: Sequence[Tensor] = (), fused: bool = True) -> list[Tensor]:
-    """Simplified, hash-consed versions of ``results``; nodes equal to ones in ``context`` are reused."""
+def simplify(
+    results: Sequence[Tensor], *, context: Sequence[Tensor] = (), fused: bool = True, exact: bool = False
+) -> list[Tensor]:
+    """Simplified, hash-consed versions of ``results``; nodes equal to ones in ``context`` are reused.
+
+    ``exact`` keeps every value IEEE arithmetic gives, at infinities and nans too (what emitted code
+    needs to match torch everywhere): no products with zero dropped, nothing cancelled by SymPy.
+    """
     memo: dict[tuple, Tensor] = {}
     rebuilt: dict[int, Tensor] = {}
     for root in context:  # forward nodes keep their identity, but equal ones (sigmoid(z) written twice) merge
@@ -500,9 +514,9 @@ def simplify(results: Sequence[Tensor], *, context: Sequence[Tensor] = (), fused
         for node in topological(root):
             if id(node) in rebuilt:
                 continue
-            rebuilt[id(node)] = _canonical(node, rebuilt, memo)
+            rebuilt[id(node)] = _canonical(node, rebuilt, memo, exact=exact)
     simplified = [rebuilt[id(r)] for r in results]
-    if not fused:
+    if not fused or exact:
         return simplified
     # arithmetic regions cancelled and factored by SymPy, then the rules and sharing once more
     return simplify(fuse(simplified), context=context, fused=False)
@@ -511,26 +525,28 @@ def simplify(results: Sequence[Tensor], *, context: Sequence[Tensor] = (), fused
 MAX_REWRITE_DEPTH = 40  # rules shrink or reorder expressions; the bound is a guard, not a tuning knob
 
 
-def _canonical(node: Tensor, rebuilt: dict[int, Tensor], memo: dict[tuple, Tensor], depth: int = 0) -> Tensor:
+def _canonical(
+    node: Tensor, rebuilt: dict[int, Tensor], memo: dict[tuple, Tensor], depth: int = 0, *, exact: bool = False
+) -> Tensor:
     if node.op is None:
         return memo.setdefault(_key(node), node)
     inputs = [rebuilt[id(i)] for i in node.inputs]
-    replacement = _rewrite(node.op.name, inputs, node.attrs, node.shape) if depth < MAX_REWRITE_DEPTH else None
+    replacement = _rewrite(node.op.name, inputs, node.attrs, node.shape, exact) if depth < MAX_REWRITE_DEPTH else None
     if replacement is not None:
-        return _canonical_tree(replacement, memo, depth + 1)
+        return _canonical_tree(replacement, memo, depth + 1, exact=exact)
     same_inputs = all(a is b for a, b in zip(inputs, node.inputs))
     candidate = node if same_inputs else apply(node.op.name, *inputs, **node.attrs)
     return memo.setdefault(_key(candidate), candidate)
 
 
-def _canonical_tree(t: Tensor, memo: dict[tuple, Tensor], depth: int = 0) -> Tensor:
+def _canonical_tree(t: Tensor, memo: dict[tuple, Tensor], depth: int = 0, *, exact: bool = False) -> Tensor:
     """Canonicalise a freshly built replacement (its inputs may be new nodes too)."""
     local: dict[int, Tensor] = {}
     for node in topological(t):
         if memo.get(_key(node)) is node:  # already canonical (or part of the forward graph): keep as is
             local[id(node)] = node
         else:
-            local[id(node)] = _canonical(node, local, memo, depth)
+            local[id(node)] = _canonical(node, local, memo, depth, exact=exact)
     return local[id(t)]
 
 

@@ -89,7 +89,7 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         if not any(x is t for t in inputs):
             raise SymgradError(f"wrt names {x.name!r}, which is not an input")
     v = symbols_like(output, "grad_output", distinct=True)
-    laws = law([output], list(wrt), [v])
+    laws = law([output], list(wrt), [v], exact=True)  # torch's values at infinities and nans too
     forward_nodes = {id(n): n for n in topological(output)}
     law_nodes: dict[int, Tensor] = {}
     for g in laws:
@@ -143,7 +143,8 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     saved_inputs = [names_map[id(t)] for t in inputs if id(t) in frontier]
     moving, jvp_dims, jvp_lines, jvp_printer = _forward_mode(output, inputs, sources)
     latex = LatexPrinter()
-    gradients_text = [(f"grad_{x.name}", TorchPrinter().doprint(g), latex.doprint(g)) for x, g in zip(wrt, laws)]
+    readable = law([output], list(wrt), [v])  # the docstring shows the law as a person writes it
+    gradients_text = [(f"grad_{x.name}", TorchPrinter().doprint(g), latex.doprint(g)) for x, g in zip(wrt, readable)]
     return Plan(
         inputs=names,
         forward_dims=dim_lines(sources, [*forward_lines, ("", forward_result)]),

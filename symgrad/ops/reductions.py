@@ -361,16 +361,35 @@ register(
 )
 
 
-def _var_grad(g, a, dim: tuple, keepdim: bool, correction):
+def _var_grad(g, a, dim: tuple, keepdim: bool, correction, whole: bool):
     """torch's var backward: 2 (x − mean) / (N − correction) times the incoming gradient spread back over
-    ``dim``. Over every entry with N − correction <= 0, torch gives g·nan where x is its mean and g·inf
-    elsewhere; over some dims it divides by N − correction itself (a negative number, or 0)."""
+    ``dim``. Called without a dim (``whole``) and with N − correction <= 0, torch gives g·nan where x is its
+    mean and g·inf elsewhere; given a dim, it divides by N − correction itself (a negative number, or 0)."""
     spread = expand_back(g, a.shape, dim, keepdim)
     mean = a.mean(dim=dim, keepdim=True)
     n = count(a.shape, dim)
-    if isinstance(n, int) and n - correction <= 0 and reduced_without_dim(a.shape, dim, keepdim):
-        return spread * apply("where", apply("eq", a, mean), math.nan, math.inf)
-    return spread * 2 * (a - mean) / (n - correction)
+    general = spread * 2 * (a - mean) / (n - correction)
+    if not (whole or not a.shape):
+        return general
+    degenerate = spread * apply("where", apply("eq", a, mean), math.nan, math.inf)
+    if isinstance(n, int):
+        return degenerate if n - correction <= 0 else general
+    # a symbolic N: the emitted code decides at run time, as torch does
+    no_freedom = apply("le", apply("full", shape=(), value=n - correction), 0)
+    return apply("where", no_freedom, degenerate, general)
+
+
+def _var_spelling(attrs: dict, inputs: tuple) -> dict:
+    """``torch.var(x)`` only for the call without a dim (torch's backward differs from ``dim=(0, 1)``)."""
+    dim, keepdim = attrs["dim"], attrs["keepdim"]
+    if attrs.get("whole") and inputs and len(dim) == len(inputs[0].shape):
+        return {"reduce_kwargs": ", keepdim=True" if keepdim else ""}
+    return {"reduce_kwargs": f", dim={dim[0] if len(dim) == 1 else dim}" + (", keepdim=True" if keepdim else "")}
+
+
+def _torch_spread(torch, name: str, a, dim: tuple, keepdim: bool, correction, whole: bool):
+    dims = None if whole and len(dim) == a.dim() else list(dim)
+    return getattr(torch, name)(a, dim=dims, correction=correction, keepdim=keepdim)
 
 
 def _var_float64(a: np.ndarray, dim: tuple, keepdim: bool, correction) -> np.ndarray:
@@ -385,41 +404,45 @@ def _var_float64(a: np.ndarray, dim: tuple, keepdim: bool, correction) -> np.nda
 register(
     Op(
         "var",
-        lambda a, dim, keepdim, correction: reduced_shape(a, dim, keepdim),
-        lambda a, dim, keepdim, correction: reduce_entries(
+        lambda a, dim, keepdim, correction, whole=False: reduced_shape(a, dim, keepdim),
+        lambda a, dim, keepdim, correction, whole=False: reduce_entries(
             a, dim, keepdim, lambda r: functions.variance(r, correction)
         ),
-        lambda torch, a, dim, keepdim, correction: torch.var(a, dim=list(dim), correction=correction, keepdim=keepdim),
+        lambda torch, a, dim, keepdim, correction, whole=False: _torch_spread(
+            torch, "var", a, dim, keepdim, correction, whole
+        ),
         "torch.var({0}{reduce_kwargs}, correction={correction})",
         r"\operatorname{{Var}}_{{{dims_text}}} {0}",
         "VarBackward0",
-        vjp=lambda g, out, a, dim, keepdim, correction: (_var_grad(g, a, dim, keepdim, correction),),
+        vjp=lambda g, out, a, dim, keepdim, correction, whole=False: (
+            _var_grad(g, a, dim, keepdim, correction, whole),
+        ),
+        spell=_var_spelling,
         float_result=True,
-        float64=lambda a, dim, keepdim, correction: _var_float64(a, dim, keepdim, correction),
+        float64=lambda a, dim, keepdim, correction, whole=False: _var_float64(a, dim, keepdim, correction),
         batch="dims",
     )
 )
 register(
     Op(
         "std",
-        lambda a, dim, keepdim, correction: reduced_shape(a, dim, keepdim),
-        lambda a, dim, keepdim, correction: reduce_entries(a, dim, keepdim, lambda r: functions.stdev(correction, *r)),
-        lambda torch, a, dim, keepdim, correction: torch.std(a, dim=list(dim), correction=correction, keepdim=keepdim),
+        lambda a, dim, keepdim, correction, whole=False: reduced_shape(a, dim, keepdim),
+        lambda a, dim, keepdim, correction, whole=False: reduce_entries(
+            a, dim, keepdim, lambda r: functions.stdev(correction, *r)
+        ),
+        lambda torch, a, dim, keepdim, correction, whole=False: _torch_spread(
+            torch, "std", a, dim, keepdim, correction, whole
+        ),
         "torch.std({0}{reduce_kwargs}, correction={correction})",
         r"\operatorname{{std}}_{{{dims_text}}} {0}",
         "StdBackward0",
         # torch's std backward: the gradient of the variance, scaled by g / (2 std), and 0 where std is 0
-        vjp=lambda g, out, a, dim, keepdim, correction: (
-            _var_grad(
-                apply("masked_div", g, out * 2),
-                a,
-                dim,
-                keepdim,
-                correction,
-            ),
+        vjp=lambda g, out, a, dim, keepdim, correction, whole=False: (
+            _var_grad(apply("masked_div", g, out * 2), a, dim, keepdim, correction, whole),
         ),
+        spell=_var_spelling,
         float_result=True,
-        float64=lambda a, dim, keepdim, correction: np.sqrt(_var_float64(a, dim, keepdim, correction)),
+        float64=lambda a, dim, keepdim, correction, whole=False: np.sqrt(_var_float64(a, dim, keepdim, correction)),
         batch="dims",
     )
 )

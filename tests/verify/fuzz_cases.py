@@ -1809,18 +1809,6 @@ def trace_torch(lines: list[tuple[str, str, str]], leaves: dict[str, torch.Tenso
     return Trace({n: env[n].detach() for n in names}, {n: env[n].grad for n in names})
 
 
-def operands(code: str) -> list[str]:
-    return list(dict.fromkeys(re.findall(r"\b[xt]\d+\b", code)))
-
-
-def nonfinite(t: torch.Tensor | None) -> bool:
-    return t is not None and not bool(torch.isfinite(t).all())
-
-
-def steps(lines: list, *specs: str) -> list[tuple[str, str]]:
-    return [(var, code) for var, code, spec in lines if spec in specs]
-
-
 @dataclass(frozen=True)
 class KnownBug:
     """A symgrad bug the fuzzer found (not fixed here): ``applies`` says whether a case's torch trace shows the
@@ -1836,17 +1824,7 @@ class KnownBug:
     emitted_only: bool = False  # a bug of emitted modules only (sg.vjp has it right)
 
 
-KNOWN_BUGS = [
-    KnownBug(
-        "emitted laws simplified at singular points",
-        "T.xlogy(x, x) at x = 0: torch's gradient g * x / x is 0 / 0 = nan, the emitted module's law, simplified "
-        "to read as a person writes it, cancels x / x; likewise a zero gradient (sign, round, a division with a "
-        "rounding mode) times a nan or an infinity upstream, which the simplified law leaves out (sg.vjp takes "
-        "its numbers from the unsimplified backward graph and matches torch there)",
-        lambda lines, t: any(nonfinite(v) for v in [*t.values.values(), *t.grads.values()]),
-        emitted_only=True,
-    ),
-]
+KNOWN_BUGS: list[KnownBug] = []  # none open: the last, emitted laws simplified at singular points, is fixed
 
 
 def classify(outcome: Outcome, lines: list, trace: Callable[[], Trace | None], *, emitted: bool = False) -> Outcome:

@@ -62,6 +62,12 @@ CASES = {
     "logdet of a negative determinant": (lambda T, x: T.logdet(x), [[0.0, 1.0], [1.0, 0.0]], None),
     "logdet of a singular matrix": (lambda T, x: T.logdet(x), [[1.0, 2.0], [2.0, 4.0]], None),
     "negative zero divides to -inf": (lambda T, x: x + T.minimum(1 / (x * -1.0), x).abs(), [0.0, 2.0], None),
+    "var over every dim, given, no degrees of freedom": (lambda T, x: x.var(0, correction=3), [1.0, 2.0], None),
+    "std over every dim, given, no degrees of freedom": (lambda T, x: x.std((0, 1), correction=5), [[1.0, 2.0]], None),
+    "xlogy of x with itself at 0": (lambda T, x: T.xlogy(x, x), [0.0, 2.0], None),
+    "x over x at 0": (lambda T, x: x * x / x, [0.0, 2.0], None),
+    "x minus x at infinity": (lambda T, x: (x.exp() - x.exp()) * 0.5, [1000.0, 1.0], None),
+    "a zero gradient times an infinity": (lambda T, x: T.floor(x) * x.exp(), [1000.0, 1.0], None),
 }
 
 
@@ -94,29 +100,29 @@ def test_vjp_selects_as_torch(name):
     _close(ours.tolist(), expected_grad, f"{name}: vjp")
 
 
-EMITTED = [
-    "relu under an infinite gradient",
-    "maximum selects",
-    "max(dim) scatters",
-    "max() shares among nans",
-    "prod with two zeros",
-]  # not "sign's zeros meet a nan": an emitted module's simplified law drops a path whose gradient is 0
+# torch's cumprod_backward takes another path with grad mode on (under create_graph=True, and in a plain call
+# of the emitted vjp), which gives nan where the one autograd runs by default does not
+GRAD_MODE_DEPENDENT = {"cumprod past a zero", "cumprod with two zeros"}
 
 
-@pytest.mark.parametrize("name", EMITTED)
+@pytest.mark.parametrize("name", [name for name in CASES if name not in GRAD_MODE_DEPENDENT])
 def test_emitted_module_selects_as_torch(name):
+    """Emitted code simplifies only as far as every value stays IEEE's: no ``0 * x`` dropped, no ``x / x``
+    cancelled (the docstring shows the law as a person writes it), and size-dependent branches, such as
+    var's with no degrees of freedom, decided at run time."""
     build, values, grad = CASES[name]
     shape = tuple(torch.tensor(values).shape)
-    (n,) = sg.dims("n")
-    symbolic = sg.symbols("x", (n, *shape[1:]), requires_grad=True)
+    sizes = {size: sg.dims(f"n{size}")[0] for size in shape}  # equal sizes share a dim: a square stays square
+    symbolic = sg.symbols("x", tuple(sizes[size] for size in shape), requires_grad=True)
     module = sg.compile(build(st, symbolic), [symbolic], inputs=[symbolic], name="Selects")
     x = torch.tensor(values, dtype=F64)
     expected_out, expected_grad = _torch(build, values, grad)
     v = torch.ones_like(expected_out) if grad is None else torch.tensor(grad, dtype=F64)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # torch's own warnings about degrees of freedom
         (ours,) = module.vjp(x, v)
-    _close(module.forward(x).tolist(), expected_out, f"{name}: emitted forward")
+        forward = module.forward(x)
+    _close(forward.tolist(), expected_out, f"{name}: emitted forward")
     _close(ours.tolist(), expected_grad, f"{name}: emitted vjp")
 
 
