@@ -88,9 +88,15 @@ from symgrad.core import Tensor, apply
 from symgrad.emit import compile_module
 
 TORCH_THREADS = 1
-SIZES = {"tiny": 2, "small": 32, "medium": 256}
+SIZES = {"tiny": 2, "small": 32, "medium": 256, "large": 512, "xlarge": 1024}
+DEFAULT_SIZES = ("tiny", "small", "medium")  # --large runs large and xlarge instead
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-TARGETS = {"tiny": 0.5, "small": 0.5, "medium": 1.0}  # median emitted/autograd per size class
+# median ratio to autograd per size class and timed column: the speed issue's targets for the emitted Function
+# (apply) and for the emitted forward_and_vjp; the compiled Function is held to the Function's
+TARGETS = {
+    "emitted": {"tiny": 0.5, "small": 0.5, "medium": 1.0, "xlarge": 1.0},
+    "function": {"tiny": 1.0, "small": 1.0, "medium": 1.05, "large": 1.05},
+}
 CASE_LIMIT = 1.1  # no single case above this
 WORST_SHOWN = 3
 
@@ -468,21 +474,23 @@ def summary(rows: list[Row]) -> None:
     columns = measured(rows)
     print("\n== summary: median ratio per size class (over cases x dtypes), and the targets ==")
     print(
-        f"{'size':>11s} {'cases':>5s} {'target':>7s} "
+        f"{'size':>11s} {'cases':>5s} "
         + " ".join(f"{f'{label}/autog':>10s} {'':6s} {f'{label} min..max':>14s}" for _, label in columns)
     )
     verdicts = []
-    for size, target in TARGETS.items():
+    for size in SIZES:
         chosen = [r for r in rows if r.size == size]
         if not chosen:
             continue
-        line = f"{f'{size}({SIZES[size]})':>11s} {len(chosen):5d} {f'<= {target}':>7s}"
+        line = f"{f'{size}({SIZES[size]})':>11s} {len(chosen):5d}"
         for key, label in columns:
             ratios = [getattr(r, f"ratio_{key}") for r in chosen]
             med = statistics.median(ratios)
-            ok = med <= target
-            verdicts.append((f"median {label}/autograd <= {target} at {size}", ok, f"{med:.2f}"))
-            line += f" {med:10.2f} {'MET' if ok else 'MISSED':6s} {f'{min(ratios):.2f}..{max(ratios):.2f}':>14s}"
+            target = TARGETS.get(key, TARGETS["function"]).get(size)
+            verdict = "-" if target is None else ("MET" if med <= target else "MISSED")
+            if target is not None:
+                verdicts.append((f"median {label}/autograd <= {target} at {size}", med <= target, f"{med:.2f}"))
+            line += f" {med:10.2f} {verdict:6s} {f'{min(ratios):.2f}..{max(ratios):.2f}':>14s}"
         print(line)
     over = {key: [r for r in rows if getattr(r, f"ratio_{key}") > CASE_LIMIT] for key, _ in columns}
     for key, label in columns:
@@ -505,7 +513,7 @@ def explain(rows: list[Row], compiled: dict[str, Compiled], min_run_time: float)
     """The emitted vjp of the worst case of each size class (by emitted/autograd, among target misses, each case
     shown once), statement by statement."""
     worst: list[Row] = []
-    for size, target in TARGETS.items():
+    for size, target in TARGETS["emitted"].items():
         misses = [r for r in rows if r.size == size and r.ratio_emitted > min(CASE_LIMIT, target)]
         misses = [r for r in misses if all(w.case != r.case for w in worst)]
         if misses:
@@ -624,6 +632,9 @@ def explain_function(rows: list[Row], compiled: dict[str, Compiled], min_run_tim
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny and small, float32 only, 3 short rounds")
+    parser.add_argument(
+        "--large", action="store_true", help="large (512) and xlarge (1024) instead, float32 only, 3 rounds"
+    )
     parser.add_argument("--rounds", type=int, default=15, help="side-by-side rounds per configuration (default 15)")
     parser.add_argument("--min-run-time", type=float, default=0.04, help="blocked_autorange min_run_time, seconds")
     parser.add_argument(
@@ -637,9 +648,9 @@ def main() -> None:
     # The Timer runs at TORCH_THREADS; verifying (and compiling) at the same count keeps torch.compile's guard on the
     # thread count from recompiling every graph once timing starts.
     torch.set_num_threads(TORCH_THREADS)
-    sizes = ["tiny", "small"] if args.quick else list(SIZES)
-    dtypes = ["float32"] if args.quick else list(DTYPES)
-    rounds = 3 if args.quick else max(1, args.rounds)
+    sizes = ["tiny", "small"] if args.quick else ["large", "xlarge"] if args.large else list(DEFAULT_SIZES)
+    dtypes = ["float32"] if args.quick or args.large else list(DTYPES)
+    rounds = 3 if args.quick or args.large else max(1, args.rounds)
     min_run_time = 0.03 if args.quick else args.min_run_time
     started = time.perf_counter()
 

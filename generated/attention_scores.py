@@ -59,7 +59,7 @@ def vjp(Q, K, V, grad_output):
     t_2 = grad_output @ V.T
     t_3 = (t_1 * (t_2 - (t_2 * t_1).sum(dim=1, keepdim=True))) / math.sqrt(d)
     grad_Q = t_3 @ K
-    grad_K = t_3.T @ Q
+    grad_K = (Q.T @ t_3).T
     grad_V = t_1.T @ grad_output
     return (grad_Q, grad_K, grad_V)
 
@@ -73,7 +73,7 @@ def forward_and_vjp(Q, K, V, grad_output):
     t_2 = grad_output @ V.T
     t_3 = (t_1 * (t_2 - (t_2 * t_1).sum(dim=1, keepdim=True))) / math.sqrt(d)
     grad_Q = t_3 @ K
-    grad_K = t_3.T @ Q
+    grad_K = (Q.T @ t_3).T
     grad_V = t_1.T @ grad_output
     return output, (grad_Q, grad_K, grad_V)
 
@@ -115,7 +115,7 @@ class AttentionScoresFunction(torch.autograd.Function):
         t_2 = grad_output @ V.T
         t_3 = (t_1 * (t_2 - (t_2 * t_1).sum(dim=1, keepdim=True))) / math.sqrt(d)
         grad_Q = t_3 @ K
-        grad_K = t_3.T @ Q
+        grad_K = (Q.T @ t_3).T
         grad_V = t_1.T @ grad_output
         return grad_Q, grad_K, grad_V
 

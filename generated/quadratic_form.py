@@ -34,32 +34,35 @@ def _check_shapes(x, A):
 def forward(x, A):
     r"""Return out = x.T @ A @ x."""
     _check_shapes(x, A)
-    return x.T @ A @ x
+    t_1 = x.T @ A
+    return t_1 @ x
 
 
 def vjp(x, A, grad_output):
     r"""Return (grad_x, grad_A): the gradients of out contracted with grad_output."""
     _check_shapes(x, A)
-    t_1 = grad_output * x.T
-    grad_x = (A.T @ x) * grad_output + A @ t_1.T
-    grad_A = x * t_1
+    t_1 = x.T @ A
+    t_2 = grad_output * x.T
+    grad_x = t_1.T * grad_output + (t_2 @ A.T).T
+    grad_A = x * t_2
     return (grad_x, grad_A)
 
 
 def forward_and_vjp(x, A, grad_output):
     """Return (out, (grad_x, grad_A)) in one pass: the forward values are computed once."""
     _check_shapes(x, A)
-    output = x.T @ A @ x
-    t_1 = grad_output * x.T
-    grad_x = (A.T @ x) * grad_output + A @ t_1.T
-    grad_A = x * t_1
+    t_1 = x.T @ A
+    output = t_1 @ x
+    t_2 = grad_output * x.T
+    grad_x = t_1.T * grad_output + (t_2 @ A.T).T
+    grad_A = x * t_2
     return output, (grad_x, grad_A)
 
 
 class QuadraticFormFunction(torch.autograd.Function):
     r"""out = x.T @ A @ x, with the closed-form backward above.
 
-    Saves what the backward formula reads: x, A. The backward is written
+    Saves what the backward formula reads: x, A, t_1. The backward is written
     in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     Call it through apply(...), which runs this class under torch.func transforms and a faster one elsewhere.
     """
@@ -69,25 +72,31 @@ class QuadraticFormFunction(torch.autograd.Function):
     @staticmethod
     def forward(x, A):
         _check_shapes(x, A)
-        return x.T @ A @ x
+        t_1 = x.T @ A
+        output = t_1 @ x
+        return output, t_1
 
     @staticmethod
     def setup_context(ctx, inputs, output):
         x, A = inputs
-        ctx.save_for_backward(x, A)
-        ctx.save_for_forward(x, A)
+        output, t_1 = output
+        ctx.mark_non_differentiable(t_1)
+        ctx.save_for_backward(x, A, t_1)
+        ctx.save_for_forward(x, A, t_1)
 
     @staticmethod
-    def backward(ctx, grad_output):
-        x, A = ctx.saved_tensors
-        t_1 = grad_output * x.T
-        grad_x = (A.T @ x) * grad_output + A @ t_1.T
-        grad_A = x * t_1
+    def backward(ctx, grad_output, *_):
+        x, A, t_1 = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
+            t_1 = x.T @ A
+        t_2 = grad_output * x.T
+        grad_x = t_1.T * grad_output + (t_2 @ A.T).T
+        grad_A = x * t_2
         return grad_x, grad_A
 
     @staticmethod
     def jvp(ctx, *tangents):
-        x, A = ctx.saved_tensors
+        x, A, t_1 = ctx.saved_tensors
         tangent_x = tangents[0]
         if tangent_x is None:
             tangent_x = torch.zeros_like(x)
@@ -96,23 +105,28 @@ class QuadraticFormFunction(torch.autograd.Function):
             tangent_A = torch.zeros_like(A)
         t_1 = x.T
         output_tangent = t_1 @ A @ tangent_x + (t_1 @ tangent_A + tangent_x.T @ A) @ x
-        return output_tangent
+        return output_tangent, None
 
 
 class _EagerQuadraticFormFunction(QuadraticFormFunction):
     """What apply(...) runs outside torch.func transforms: the same Function with forward(ctx, ...) and no
     setup_context, since torch.autograd.Function.apply binds forward's signature (inspect) on every call of a
-    Function that has one."""
+    Function that has one; the intermediates are saved here rather than returned."""
 
     setup_context = torch.autograd.Function.setup_context  # torch's own, which means "not defined"
 
     @staticmethod
     def forward(ctx, x, A):
         _check_shapes(x, A)
-        output = x.T @ A @ x
-        ctx.save_for_backward(x, A)
-        ctx.save_for_forward(x, A)
+        t_1 = x.T @ A
+        output = t_1 @ x
+        ctx.save_for_backward(x, A, t_1)
+        ctx.save_for_forward(x, A, t_1)
         return output
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        return QuadraticFormFunction.jvp(ctx, *tangents)[0]
 
 
 class _CompiledQuadraticFormFunction(_EagerQuadraticFormFunction):
@@ -132,5 +146,5 @@ def apply(x, A):
     if torch.compiler.is_compiling():
         return _CompiledQuadraticFormFunction.apply(x, A)
     if _transforms_active():
-        return QuadraticFormFunction.apply(x, A)
+        return QuadraticFormFunction.apply(x, A)[0]
     return _EagerQuadraticFormFunction.apply(x, A)

@@ -149,7 +149,7 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple, exact: 
             chosen = inputs[1] if decided else inputs[2]
             return chosen if _same_shape(chosen.shape, shape) else chosen.expand(*shape)
     if name in ("transpose", "permute"):
-        return _simplify_layout(name, inputs[0], _as_permutation(name, attrs, len(shape)))
+        return _simplify_layout(name, inputs[0], _as_permutation(name, attrs, len(shape)), exact)
     if name == "mean" and not attrs["dim"]:
         return inputs[0]
     if name in ("reshape", "expand") and _same_shape(inputs[0].shape, shape):
@@ -443,8 +443,11 @@ def _as_permutation(name: str, attrs: dict, ndim: int) -> tuple[int, ...]:
     return tuple(order)
 
 
-def _simplify_layout(name: str, x: Tensor, order: tuple[int, ...]) -> Tensor | None:
-    """Compose stacked transposes/permutes, drop the identity, and write a swap of two dims as a transpose."""
+def _simplify_layout(name: str, x: Tensor, order: tuple[int, ...], exact: bool = False) -> Tensor | None:
+    """Compose stacked transposes/permutes, drop the identity, and write a swap of two dims as a transpose.
+
+    ``(P Q)ᵀ`` becomes ``Qᵀ Pᵀ`` in laws to read, not in code (``exact``): there the product may be a forward
+    result the backward reuses, and a transposed view of it costs nothing."""
     if (
         len(order) == 2
         and order == (1, 0)
@@ -455,7 +458,7 @@ def _simplify_layout(name: str, x: Tensor, order: tuple[int, ...]) -> Tensor | N
     ):
         flipped = (slice(None), None) if x.attrs["index"] != (slice(None), None) else (None, slice(None))
         return x.inputs[0][flipped]  # a column's transpose is the row, and back
-    if len(order) == 2 and order == (1, 0) and x.op is not None and x.op.name in ("matmul", "mm"):
+    if not exact and len(order) == 2 and order == (1, 0) and x.op is not None and x.op.name in ("matmul", "mm"):
         p, q = x.inputs
         if len(p.shape) == 2 and len(q.shape) == 2 and (_is_matrix_transpose(p) or _is_matrix_transpose(q)):
             return apply("matmul", q.T, p.T)  # (P Q)ᵀ = Qᵀ Pᵀ, worth it when a transpose cancels
