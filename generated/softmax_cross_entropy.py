@@ -34,19 +34,27 @@ def _minus_one_hot(probabilities, target):
     return probabilities.scatter_add(-1, index, torch.full_like(index, -1, dtype=probabilities.dtype))
 
 
+def _cross_entropy_grad(log_probabilities, target, scale):
+    """(softmax - one_hot(target)) * scale, from the log-softmax the forward kept: torch's own NLL and log_softmax
+    backward kernels, as torch.nn.functional.cross_entropy runs them (a target out of range raises IndexError). With
+    reduction "sum" (2) the kernel's total weight is not read; it must not require grad, hence the detach."""
+    picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 2, -(2**63), scale.detach())
+    return torch.ops.aten._log_softmax_backward_data(picked, log_probabilities, 1, log_probabilities.dtype)
+
+
 def forward(X, W, y):
     r"""Return out = F.cross_entropy(X @ W, y)."""
     _check_shapes(X, W, y)
-    t_1 = X @ W
-    return torch.nn.functional.cross_entropy(t_1, y, reduction="mean")
+    t_1 = torch.log_softmax(X @ W, dim=1)
+    return torch.nn.functional.nll_loss(t_1, y, reduction="mean")
 
 
 def vjp(X, W, y, grad_output):
     r"""Return (grad_W): the gradients of out contracted with grad_output."""
     _check_shapes(X, W, y)
     m = X.shape[0]
-    t_1 = X @ W
-    grad_W = X.T @ (_minus_one_hot(torch.softmax(t_1, dim=1), y) * (grad_output / m))
+    t_1 = torch.log_softmax(X @ W, dim=1)
+    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output / m)
     return (grad_W,)
 
 
@@ -54,9 +62,9 @@ def forward_and_vjp(X, W, y, grad_output):
     """Return (out, (grad_W)) in one pass: the forward values are computed once."""
     _check_shapes(X, W, y)
     m = X.shape[0]
-    t_1 = X @ W
-    output = torch.nn.functional.cross_entropy(t_1, y, reduction="mean")
-    grad_W = X.T @ (_minus_one_hot(torch.softmax(t_1, dim=1), y) * (grad_output / m))
+    t_1 = torch.log_softmax(X @ W, dim=1)
+    output = torch.nn.functional.nll_loss(t_1, y, reduction="mean")
+    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output / m)
     return output, (grad_W,)
 
 
@@ -74,8 +82,8 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def forward(X, W, y):
         _check_shapes(X, W, y)
-        t_1 = X @ W
-        output = torch.nn.functional.cross_entropy(t_1, y, reduction="mean")
+        t_1 = torch.log_softmax(X @ W, dim=1)
+        output = torch.nn.functional.nll_loss(t_1, y, reduction="mean")
         return output, t_1
 
     @staticmethod
@@ -95,8 +103,8 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
         if ctx.needs_input_grad[0] or ctx.needs_input_grad[2]:
             raise RuntimeError("SoftmaxCrossEntropyFunction gives gradients for W only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
-            t_1 = X @ W
-        grad_W = X.T @ (_minus_one_hot(torch.softmax(t_1, dim=1), y) * (grad_output / m))
+            t_1 = torch.log_softmax(X @ W, dim=1)
+        grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output / m)
         return None, grad_W, None
 
     @staticmethod
@@ -125,8 +133,8 @@ class _EagerSoftmaxCrossEntropyFunction(SoftmaxCrossEntropyFunction):
     def forward(ctx, X, W, y):
         _check_shapes(X, W, y)
         m = X.shape[0]
-        t_1 = X @ W
-        output = torch.nn.functional.cross_entropy(t_1, y, reduction="mean")
+        t_1 = torch.log_softmax(X @ W, dim=1)
+        output = torch.nn.functional.nll_loss(t_1, y, reduction="mean")
         ctx.sizes = (m,)
         ctx.save_for_backward(X, W, y, t_1)
         ctx.save_for_forward(X, W, y, t_1)

@@ -45,6 +45,7 @@ from .code_text import (
     wrapped,
 )
 from .curvature_code import STYLES, curvature_codegen
+from .kernels import split_cross_entropy
 from .templates import code_environment
 
 
@@ -68,6 +69,7 @@ class Plan:
     uses_math: bool = False
     uses_index_backward: bool = False
     uses_minus_one_hot: bool = False
+    uses_cross_entropy_grad: bool = False
     aten_kernels: list[str] = field(default_factory=list)
     gradients_text: list[tuple[str, str, str]] = field(default_factory=list)
 
@@ -90,6 +92,8 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
             raise SymgradError(f"wrt names {x.name!r}, which is not an input")
     v = symbols_like(output, "grad_output", distinct=True)
     laws = law([output], list(wrt), [v], exact=True)  # torch's values at infinities and nans too
+    expression = output  # what the docstring and forward mode describe; ``output`` is what the code computes
+    output, laws = split_cross_entropy(output, laws)
     forward_nodes = {id(n): n for n in topological(output)}
     law_nodes: dict[int, Tensor] = {}
     for g in laws:
@@ -141,9 +145,9 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         backward_lines.append((f"grad_{x.name}", text))
         results.append(f"grad_{x.name}")
     saved_inputs = [names_map[id(t)] for t in inputs if id(t) in frontier]
-    moving, jvp_dims, jvp_lines, jvp_printer = _forward_mode(output, inputs, sources)
+    moving, jvp_dims, jvp_lines, jvp_printer = _forward_mode(expression, inputs, sources)
     latex = LatexPrinter()
-    readable = law([output], list(wrt), [v])  # the docstring shows the law as a person writes it
+    readable = law([expression], list(wrt), [v])  # the docstring shows the law as a person writes it
     gradients_text = [(f"grad_{x.name}", TorchPrinter().doprint(g), latex.doprint(g)) for x, g in zip(wrt, readable)]
     return Plan(
         inputs=names,
@@ -162,6 +166,7 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         uses_math=printer.uses_math or jvp_printer.uses_math,
         uses_index_backward=printer.uses_index_backward or jvp_printer.uses_index_backward,
         uses_minus_one_hot=printer.uses_minus_one_hot or jvp_printer.uses_minus_one_hot,
+        uses_cross_entropy_grad=any(n.op is not None and n.op.name == "cross_entropy_grad" for n in law_nodes.values()),
         aten_kernels=sorted(printer.aten_kernels | jvp_printer.aten_kernels),
         gradients_text=gradients_text,
     )
@@ -264,7 +269,8 @@ def codegen(
         "jvp_unpack": _unpacked(saved, [*p.jvp, *p.jvp_dims, *[("", f"zeros_like({x})") for x in p.tangents]]),
         "unpack_inputs": _unpack_targets(p.inputs, saved_inputs, function_dims),
         "uses_torch": style == "autograd_function"
-        or p.uses_minus_one_hot  # the helper calls torch.full_like
+        or p.uses_minus_one_hot  # the helpers call torch
+        or p.uses_cross_entropy_grad
         or "torch." in " ".join(body for _, body in [*p.forward, ("", p.forward_result), *p.backward]),
         "tangent_of": {x: f"tangent_{x}" for x in p.tangents},
         "backward_returns": [f"grad_{t.name}" if any(t is x for x in wrt) else "None" for t in inputs],

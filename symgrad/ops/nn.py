@@ -403,6 +403,56 @@ register(
         ),
     )
 )
+
+
+def _nll_loss(log_probabilities: np.ndarray, y: np.ndarray, reduction: str) -> np.ndarray:
+    picked = [-row[c] for row, c in zip(log_probabilities, _class_indices(y))]
+    total = sympy.Add(*picked)
+    return np.array(total / len(picked) if reduction == "mean" else total, dtype=object)
+
+
+def _cross_entropy_grad(log_probabilities: np.ndarray, y: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    onehot = _one_hot(y, log_probabilities.shape[1])
+    return elementwise(lambda lp, h: (sympy.exp(lp) - h) * scale[()], log_probabilities, onehot)
+
+
+# cross_entropy as emitted code splits it when its gradient is needed: the forward keeps log_softmax(z), as torch's
+# own cross_entropy does inside, and the backward runs torch's NLL and log_softmax backward kernels on it
+register(
+    Op(
+        "nll_loss",
+        lambda lp, y, reduction: (),
+        _nll_loss,
+        lambda torch, lp, y, reduction: torch.nn.functional.nll_loss(lp, y.long(), reduction=reduction),
+        'torch.nn.functional.nll_loss({0}, {1}, reduction="{reduction}")',
+        r"\operatorname{{NLL}}\left({0}, {1}\right)",
+        "NllLossBackward0",
+        vjp=lambda g, out, lp, y, reduction: (
+            -apply("one_hot", y, num_classes=lp.shape[1]) * (g / lp.shape[0] if reduction == "mean" else g),
+            None,
+        ),
+    )
+)
+register(
+    Op(
+        "cross_entropy_grad",
+        lambda lp, y, scale: lp,
+        _cross_entropy_grad,
+        lambda torch, lp, y, scale: (
+            (torch.exp(lp) - torch.nn.functional.one_hot(y.long(), lp.shape[1]).to(lp.dtype)) * scale
+        ),
+        "_cross_entropy_grad({0}, {1}, {2})",
+        r"\left(e^{{{0}}} - \operatorname{{onehot}}\left({1}\right)\right) {2}",
+        "none",
+        vjp=lambda g, out, lp, y, scale: (
+            g * apply("exp", lp) * scale,
+            None,
+            (g * (apply("exp", lp) - apply("one_hot", y, num_classes=lp.shape[1]))).sum(),
+        ),
+    )
+)
+
+
 register(
     Op(
         "one_hot",

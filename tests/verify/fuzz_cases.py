@@ -1517,6 +1517,10 @@ UNREACHABLE = {
     "prod_others": "internal: the VJP of prod (the product of the other entries, exact at zeros)",
     "put_at": "internal: the VJP of take_at (topk)",
     "lse_softmax": "internal: the VJP of logsumexp (the softmax as torch's logsumexp backward computes it)",
+    "nll_loss": "internal: emitted code's forward of cross_entropy (emit/kernels.py); fuzzed through the emitted "
+    "modules of the cross_entropy spec",
+    "cross_entropy_grad": "internal: emitted code's backward of cross_entropy (emit/kernels.py); fuzzed through the "
+    "emitted modules of the cross_entropy spec",
 }
 
 

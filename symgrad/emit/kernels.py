@@ -1,0 +1,90 @@
+"""Graph rewrites that let emitted code run torch's fused loss kernels, applied to the law before printing.
+
+The law of softmax cross-entropy reads ``(softmax(z) - one_hot(y)) * s``, which a person writes and a
+printer would spell as four or five kernel calls. torch's own ``cross_entropy`` keeps ``log_softmax(z)``
+from its forward and runs two backward kernels on it. Emitted code does the same: the forward computes
+``log_softmax(z)`` and ``nll_loss`` of it (what ``cross_entropy`` computes inside, so the value is the same),
+and the backward reads the saved log-probabilities (the ``cross_entropy_grad`` row).
+
+>>> import symgrad as sg
+>>> import symgrad.torch as torch
+>>> from symgrad.derive.reverse import law
+>>> m, n, c = sg.dims("m n c")
+>>> X, W = sg.symbols("X", (m, n)), sg.symbols("W", (n, c))
+>>> y, g = sg.symbols("y", (m,), dtype="int64"), sg.symbols("g", ())
+>>> out = torch.nn.functional.cross_entropy(X @ W, y)
+>>> forward, (grad_W,) = split_cross_entropy(out, law(out, [W], g, exact=True))
+>>> forward.op.name, grad_W.inputs[1].op.name
+('nll_loss', 'cross_entropy_grad')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..core.graph import topological
+from ..core.tensor import Tensor, apply
+
+
+def split_cross_entropy(output: Tensor, laws: Sequence[Tensor]) -> tuple[Tensor, list[Tensor]]:
+    """``output`` and ``laws`` with each ``cross_entropy(z, y)`` whose gradient the laws read as
+    ``(softmax(z) - one_hot(y)) * s`` (``s`` a scalar) split into ``nll_loss(log_softmax(z), y)`` and
+    ``cross_entropy_grad(log_softmax(z), y, s)``; unchanged when there is none."""
+    losses = [n for n in topological(output) if n.op is not None and n.op.name == "cross_entropy"]
+    if not losses:
+        return output, list(laws)
+    replacements: dict[int, Tensor] = {}
+    log_probabilities: dict[int, Tensor] = {}
+    for root in laws:
+        for node in topological(root):
+            match = _softmax_minus_one_hot_times_scalar(node)
+            if match is None:
+                continue
+            z, y, scale = match
+            loss = next((c for c in losses if c.inputs[0] is z and c.inputs[1] is y), None)
+            if loss is None:
+                continue
+            if id(loss) not in log_probabilities:
+                log_probabilities[id(loss)] = apply("log_softmax", z, dim=1)
+                replacements[id(loss)] = apply(
+                    "nll_loss", log_probabilities[id(loss)], y, reduction=loss.attrs["reduction"]
+                )
+            replacements[id(node)] = apply("cross_entropy_grad", log_probabilities[id(loss)], y, scale)
+    if not replacements:
+        return output, list(laws)
+    rebuilt: dict[int, Tensor] = {}
+    return _rebuild(output, replacements, rebuilt), [_rebuild(g, replacements, rebuilt) for g in laws]
+
+
+def _softmax_minus_one_hot_times_scalar(node: Tensor) -> tuple[Tensor, Tensor, Tensor] | None:
+    if node.op is None or node.op.name != "mul":
+        return None
+    for difference, scale in (node.inputs, node.inputs[::-1]):
+        if scale.shape or difference.op is None or difference.op.name != "sub":
+            continue
+        softmax, one_hot = difference.inputs
+        if softmax.op is None or softmax.op.name != "softmax" or softmax.attrs["dim"] != 1:
+            continue
+        if one_hot.op is None or one_hot.op.name != "one_hot":
+            continue
+        (z,) = softmax.inputs
+        if len(z.shape) == 2 and z.dtype.startswith("float") and tuple(node.shape) == tuple(z.shape):
+            return z, one_hot.inputs[0], scale
+    return None
+
+
+def _rebuild(root: Tensor, replacements: dict[int, Tensor], rebuilt: dict[int, Tensor]) -> Tensor:
+    """``root`` with the nodes in ``replacements`` swapped in; unchanged nodes keep their identity (the
+    forward and the backward share them)."""
+    for node in topological(root):
+        if id(node) in rebuilt:
+            continue
+        if id(node) in replacements:
+            rebuilt[id(node)] = replacements[id(node)]
+        elif node.op is None:
+            rebuilt[id(node)] = node
+        else:
+            inputs = [rebuilt[id(i)] for i in node.inputs]
+            same = all(a is b for a, b in zip(inputs, node.inputs))
+            rebuilt[id(node)] = node if same else apply(node.op.name, *inputs, **node.attrs)
+    return rebuilt[id(root)]

@@ -1,0 +1,51 @@
+"""Emitted softmax cross-entropy runs torch's own kernels: the forward keeps log_softmax, the backward runs
+nll_loss_backward and _log_softmax_backward_data on it (``symgrad/emit/kernels.py``)."""
+
+from __future__ import annotations
+
+import pytest
+
+import symgrad as sg
+import symgrad.torch as st
+
+torch = pytest.importorskip("torch")
+
+
+def _module(reduction: str):
+    m, n, c = sg.dims("m n c")
+    X, W = sg.symbols("X", (m, n)), sg.symbols("W", (n, c), requires_grad=True)
+    y = sg.symbols("y", (m,), dtype="int64")
+    out = st.nn.functional.cross_entropy(X @ W, y, reduction=reduction)
+    return sg.compile(out, [W], inputs=[X, W, y], style="autograd_function", name="Loss")
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_backward_is_torchs_to_the_last_bit(reduction):
+    module = _module(reduction)
+    source = module.__symgrad_source__
+    assert "grad_W = X.T @ _cross_entropy_grad(t_1, y, " in source  # not softmax minus a one-hot, kernel by kernel
+    gen = torch.Generator().manual_seed(3)
+    X = torch.randn(5, 4, generator=gen, dtype=torch.float64)
+    W = torch.randn(4, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 2, 1, 1, 2])
+    g = torch.tensor(0.7, dtype=torch.float64)
+    out = torch.nn.functional.cross_entropy(X @ W, y, reduction=reduction)
+    (expected,) = torch.autograd.grad(out, W, g)
+    ours, (grad_W,) = module.forward_and_vjp(X, W.detach(), y, g)
+    assert torch.equal(ours, out.detach())
+    assert torch.equal(grad_W, expected)
+    W2 = W.detach().clone().requires_grad_()
+    module.apply(X, W2, y).backward(g)
+    assert torch.equal(W2.grad, expected)
+
+
+def test_cross_entropy_target_out_of_range_raises_in_the_backward():
+    module = _module("mean")
+    X, W = torch.randn(2, 3, dtype=torch.float64), torch.randn(3, 4, dtype=torch.float64)
+    with pytest.raises(IndexError, match="out of bounds"):
+        module.vjp(X, W, torch.tensor([0, 7]), torch.tensor(1.0, dtype=torch.float64))
+
+
+def test_the_docstring_keeps_the_law_a_person_writes():
+    source = _module("mean").__symgrad_source__
+    assert "torch.softmax(X @ W, dim=1) - torch.nn.functional.one_hot(y, c)" in source
