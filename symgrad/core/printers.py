@@ -16,11 +16,12 @@ code printers and listings on top of them.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import TYPE_CHECKING
 
 import sympy
 
-from .graph import uniform_constant
+from .graph import topological, uniform_constant
 from .indexing import index_shape
 from .latex import latex_name
 from .spelling import describe
@@ -139,9 +140,46 @@ def enclosed(template: str, position: int) -> bool:
 
 
 class TorchPrinter(Printer):
-    """torch spelling: ``V @ X.T``."""
+    """torch spelling: ``V @ X.T``.
+
+    Tensors a law makes (zeros, a select between numbers) take the dtype of a tensor it reads (``like``: by
+    default the first floating-point input met), so the printed law runs in float64 as in float32:
+
+    >>> from symgrad.core import apply, symbols
+    >>> import symgrad.ops
+    >>> x = symbols("x", (2, 3))
+    >>> TorchPrinter().doprint(apply("where", apply("le", x, 0), 0, 1.0))
+    'torch.where(x <= 0, 0, 1.0).to(x.dtype)'
+    """
 
     template_field = "code"
+    like: str | None = None
+
+    def doprint(self, t: Tensor) -> str:
+        if self.like is not None:
+            return super().doprint(t)
+        self.like = first_float_input(t, self.names)
+        try:
+            return super().doprint(t)
+        finally:
+            self.like = None
+
+    def _print_full(self, t: Tensor) -> tuple[str, int]:
+        if self.like is None:
+            return self._print_template(t)
+        value, _ = self._print_number(sympy.sympify(t.attrs["value"]))
+        shape = ", ".join(self._size(d) for d in t.attrs["shape"])
+        return f"{self.like}.new_full(({shape}{',' if len(t.attrs['shape']) == 1 else ''}), {value})", ATOM - 1
+
+    def _print_where(self, t: Tensor) -> tuple[str, int]:
+        """A select between numbers (relu's derivative under an implicit gradient of 1) makes a tensor of
+        torch's default dtype: it is cast to ``like``'s."""
+        text, precedence = self._print_template(t)
+        branches = t.inputs[1:]
+        numbers = all(part.op is None and not part.shape and uniform_constant(part) is not None for part in branches)
+        if numbers and self.like is not None:
+            return f"{text}.to({self.like}.dtype)", ATOM - 1
+        return text, precedence
 
     def _print_step(self, t: Tensor) -> tuple[str, int]:
         """relu's step (0 at 0 and at nan) as ``torch.sign(torch.relu(x))`` and the step with 1/2 at 0 of
@@ -164,13 +202,13 @@ class TorchPrinter(Printer):
         index, shape = tuple(t.attrs["index"]), tuple(t.attrs["shape"])
         if not index or not all(isinstance(i, (int, slice)) and not isinstance(i, bool) for i in index):
             return self._print_template(t)
-        return scatter_text(self._print(g)[0], shape, index, self._size), ATOM - 1  # an argument needs no brackets
+        return scatter_text(self._print(g)[0], shape, index, self._size, self.like), ATOM - 1  # no brackets needed
 
     def _size(self, value: object) -> str:
         return str(value) if isinstance(value, int) else self._print_number(sympy.sympify(value))[0]
 
 
-def scatter_text(grad: str, shape: tuple, index: tuple, size) -> str:
+def scatter_text(grad: str, shape: tuple, index: tuple, size, like: str | None = None) -> str:
     """``grad`` put back where ``x[index]`` took it from, in zeros of ``shape``: ints and slices, item by item.
 
     >>> scatter_text("g", (3, 4), (1, slice(2, None)), str)
@@ -184,7 +222,8 @@ def scatter_text(grad: str, shape: tuple, index: tuple, size) -> str:
         dims.append(dim)
         views.append(index_shape(views[-1], (slice(None),) * dim + (item,)))
     out = grad
-    maker = f"{grad}.new_zeros" if grad.isidentifier() else "torch.zeros"  # g's dtype and device when it has a name
+    # zeros of g's dtype and device (or those of ``like``, a tensor the expression reads)
+    maker = f"{grad}.new_zeros" if grad.isidentifier() else f"{like}.new_zeros" if like else "torch.zeros"
     for item, dim, view in reversed(list(zip(index, dims, views))):
         if item == slice(None):
             continue  # x[:, 1] takes all of dim 0: nothing to put back there
@@ -195,6 +234,17 @@ def scatter_text(grad: str, shape: tuple, index: tuple, size) -> str:
             start = 0 if item.start is None else item.start
             out = f"{zeros}.slice_scatter({out}, {dim}, {start}, {item.stop}, {item.step or 1})"
     return out
+
+
+def first_float_input(t: Tensor, names: dict[int, str] | None = None) -> str | None:
+    """How the printer names the first floating-point input ``t`` reads (a tensor whose dtype new tensors can
+    take): its name in ``names`` if it has one there, else its own."""
+    for node in topological(t):
+        if node.op is None and node.dtype.startswith("float") and uniform_constant(node) is None:
+            name = (names or {}).get(id(node), node.name)
+            if unicodedata.normalize("NFKC", name).isidentifier():
+                return name
+    return None
 
 
 class LatexPrinter(Printer):

@@ -1,6 +1,6 @@
 """Printed laws are runnable torch: the text ``sg.law`` gives (``grad.name``), evaluated by torch at concrete
-sizes, equals ``torch.autograd.backward`` on the same inputs (float32, torch's default dtype, since a law's
-constants are written without a dtype).
+sizes, equals ``torch.autograd.backward`` on the same inputs, in float32 and in float64 (new tensors in a law
+take the dtype of a tensor it reads: ``x.new_zeros(...)``, ``torch.where(c, 0, 1.0).to(x.dtype)``).
 
 The cases are the spellings that once printed symgrad-only functions: the scatter of an indexing
 (``select_scatter``/``slice_scatter``), relu's and maximum's selects, trace's identity.
@@ -29,18 +29,22 @@ CASES = {
     "relu": lambda T, x: T.relu(x).sum(),
     "maximum": lambda T, x: T.maximum(x, x[0:1] * 0.5).sum(),
     "max": lambda T, x: x.max(),
+    "trace": lambda T, x: T.trace(x[0] @ x[1].T),
+    "relu through a product": lambda T, x: (T.relu(x[0]) @ x[1].T).sum(),
+    "maximum with a scalar": lambda T, x: T.maximum(x, T.zeros_like(x)).sum(),
 }
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("name", CASES)
-def test_the_printed_law_runs_in_torch_and_gives_its_gradient(name):
+def test_the_printed_law_runs_in_torch_and_gives_its_gradient(name, dtype):
     build = CASES[name]
     x = sg.symbols("x", (k, n, m), requires_grad=True)
     (grad,) = sg.law(build(storch, x), [x])
     text = TorchPrinter().doprint(grad)  # what the docstrings, sg.law's display and the CLI print
     assert "index_backward" not in text and "heaviside" not in text, text
     torch.manual_seed(0)
-    value = torch.randn(SIZES["k"], SIZES["n"], SIZES["m"], requires_grad=True)
+    value = torch.randn(SIZES["k"], SIZES["n"], SIZES["m"], dtype=dtype, requires_grad=True)
     build(torch, value).backward()
     # the text symgrad printed (not user input), run as the user would run it
     got = eval(text, {"torch": torch, "math": math, "x": value.detach(), **SIZES})

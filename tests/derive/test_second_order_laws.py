@@ -81,7 +81,8 @@ def test_log_det_hvp_is_minus_inverse_transpose_sandwich():
     (hv,) = sg.hvp_law(st.logdet(M), M, U)
     # torch's logdet is nan where det M < 0, and no gradient flows there: the where is that guard
     assert text(hv).replace("(torch.linalg.inv(M)).T", "torch.linalg.inv(M).T") == (
-        "-(torch.linalg.inv(M).T @ (U * torch.where(torch.linalg.det(M) < 0, 0, 1)).T @ torch.linalg.inv(M).T)"
+        "-(torch.linalg.inv(M).T @ (U * torch.where(torch.linalg.det(M) < 0, 0, 1).to(M.dtype)).T"
+        " @ torch.linalg.inv(M).T)"
     )
     m = torch.tensor([[2.0, 0.3, 0.1], [0.2, 1.5, -0.4], [0.0, 0.6, 1.8]], dtype=F64)
     u = torch.tensor([[0.5, -1.0, 0.2], [0.3, 0.7, -0.6], [1.1, 0.0, 0.4]], dtype=F64)

@@ -231,7 +231,7 @@ def test_laws_read_as_torch_code() -> None:
         "G.narrow(0, n, m)",
     ]
     assert sg.law(W[rows], [W], [sg.symbols("G", (k, d))])[0].name == (
-        "torch.full((n, d), 0).scatter_add(0, i[:, None].expand(k, d), G)"
+        "G.new_full((n, d), 0).scatter_add(0, i[:, None].expand(k, d), G)"
     )
     assert sg.law(S.diagonal(), [S], [sg.symbols("G", (n,))])[0].name == "torch.diag(G)"
 
