@@ -297,9 +297,46 @@ def scaling(sizes: list[int], repeats: dict[int, int], with_gc_off: bool) -> Non
         print(f"   per phase: {fits}")
 
 
+PRODUCTS_LIMIT = 4.0  # the speed issue: vjp(W @ X, W, V) at most 4x the time of building its n³ SymPy products
+
+
+def products(sizes: list[int], repeats: int) -> None:
+    """``vjp(W @ X, W, V)`` with a symbolic V against the floor any entrywise VJP pays: building the n³ SymPy
+    products ``V[i, j] * X[k, j]`` its entries are sums of, from the same symbols, timed side by side (cold)."""
+    print(f"\n== vjp(W @ X, W, V) against building its n³ SymPy products (target: ratio <= {PRODUCTS_LIMIT:g}) ==")
+    print(f"{'n':>4s} {'vjp s':>8s} {'products s':>11s} {'ratio':>6s}  {'ratio min..max':>14s}")
+    for n in sizes:
+        ratios, vjps, floors = [], [], []
+        for _ in range(repeats):
+            cold()
+            out, w = build_matmul(n)
+            v = symbols_like(out, "V")
+            x = out.inputs[1]
+            v_entries, x_entries = v.entries(), x.entries()
+            cold()
+            start = time.perf_counter()
+            [v_entries[i, j] * x_entries[k, j] for i in range(n) for k in range(n) for j in range(n)]
+            floor = time.perf_counter() - start
+            cold()
+            start = time.perf_counter()
+            vjp(out, w, v)
+            seconds = time.perf_counter() - start
+            vjps.append(seconds)
+            floors.append(floor)
+            ratios.append(seconds / floor)
+        verdict = "MET" if median(ratios) <= PRODUCTS_LIMIT else "MISSED"
+        print(
+            f"{n:4d} {median(vjps):8.3f} {median(floors):11.3f} {median(ratios):6.2f}  "
+            f"{min(ratios):6.2f}..{max(ratios):<6.2f} {verdict}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="n = 4, 8, 16 only, 5 repeats, no gc-off column")
+    parser.add_argument(
+        "--products", action="store_true", help="only the vjp-against-products comparison at n = 32 and 40"
+    )
     parser.add_argument("--repeats", type=int, default=7, help="repeats for the target and for n <= 16 (>= 5)")
     args = parser.parse_args()
     repeats = max(5, args.repeats)
@@ -310,6 +347,9 @@ def main() -> None:
 
     print(environment())
     print(f"load average at start (1, 5, 15 min): {os.getloadavg()} -- other processes share these cores")
+    if args.products:
+        products([32, 40], 5)
+        return
     print(
         "SymPy cache: sympy.core.cache.clear_cache() IS called (untimed) before every timed phase, and gc.collect();"
         " tensors are rebuilt from scratch every repeat, so repeats are cold."
@@ -319,6 +359,7 @@ def main() -> None:
         print(line)
     target(16, 5 if args.quick else repeats)
     scaling(sizes, per_size, with_gc_off=not args.quick)
+    products([16] if args.quick else [32, 40], 3 if args.quick else 5)
     print(f"\nload average at end (1, 5, 15 min): {os.getloadavg()}")
 
 

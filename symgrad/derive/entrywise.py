@@ -42,7 +42,26 @@ _NAN_WITH_ZERO = (sympy.S.Infinity, sympy.S.NegativeInfinity, sympy.S.ComplexInf
 
 def _zero_safe(factor: sympy.Expr) -> bool:
     """Whether ``Mul(0, ..., factor, ...)`` is surely ``0``: nothing infinite, undefined or unevaluated inside."""
-    return not factor.is_Mul and factor.is_finite is not False and not factor.has(*_NAN_WITH_ZERO)
+    if factor.is_Mul:
+        return False
+    return _surely_finite(factor) or (factor.is_finite is not False and not factor.has(*_NAN_WITH_ZERO))
+
+
+_FINITE_OF_FINITE = (sympy.tanh, sympy.sin, sympy.cos, sympy.atan, sympy.erf, sympy.exp, functions.sigmoid)
+
+
+def _surely_finite(expr: sympy.Expr) -> bool:
+    """A structural proof that ``expr`` is finite: finite numbers and symbols, sums, products and non-negative
+    integer powers of finite parts, and functions finite on every finite argument. False means "not shown"
+    (SymPy's ``is_finite`` decides then): for ``tanh(a*b)`` it rewrites the argument into real and imaginary
+    parts, most of the time of a 100×100 Jacobian."""
+    if expr.is_Number or expr.is_Symbol:
+        return expr.is_finite is True
+    if expr.is_Add or expr.is_Mul:
+        return all(_surely_finite(part) for part in expr.args)
+    if expr.is_Pow:
+        return expr.exp.is_Integer and expr.exp >= 0 and _surely_finite(expr.base)
+    return isinstance(expr, _FINITE_OF_FINITE) and _surely_finite(expr.args[0])
 
 
 def _term_derivative(term: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
@@ -100,7 +119,9 @@ def _derivative(expr: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
     if symbol not in expr.free_symbols:
         return sympy.S.Zero
     if isinstance(expr, _CHAIN_RULE) and len(expr.args) == 1 and _zero_safe(expr):
-        return sympy.Mul(expr.fdiff(1), _derivative(expr.args[0], symbol))
+        # tanh's fdiff builds tanh(a) again (and SymPy's eval of it is slow): 1 - tanh(a)**2 from expr itself
+        outer = 1 - expr**2 if isinstance(expr, sympy.tanh) else expr.fdiff(1)
+        return sympy.Mul(outer, _derivative(expr.args[0], symbol))
     if type(expr) is sympy.Add:
         return sympy.Add(*[_derivative(term, symbol) for term in expr.args if symbol in term.free_symbols])
     if type(expr) is sympy.Mul and expr.is_commutative and all(_zero_safe(factor) for factor in expr.args):

@@ -22,6 +22,26 @@ from ..core.dims import Shape, broadcast_shapes
 from ..core.registry import Op, register
 from .calculus import elementwise_derivative, elementwise_vjp
 
+# SymPy functions whose eval leaves a plain product of symbols alone (tanh(a*b) stays tanh(a*b)), but only after
+# asking whether it is a multiple of i·π, which costs most of the time of building a large tensor's entries
+_EVAL_LEAVES_PLAIN_PRODUCTS = frozenset({sympy.tanh, sympy.exp, sympy.sin, sympy.cos})
+
+
+def applied(scalar: Callable, t: Any, **params: Any) -> Any:
+    """``scalar(t)``, skipping SymPy's eval where it provably changes nothing (see above)."""
+    if scalar in _EVAL_LEAVES_PLAIN_PRODUCTS and not params and _plain_product(t):
+        return scalar(t, evaluate=False)
+    return scalar(t, **params)
+
+
+def _plain_product(t: Any) -> bool:
+    """A symbol, or a product of symbols and positive numbers: nothing for an eval to extract."""
+    if isinstance(t, sympy.Symbol):
+        return True
+    return isinstance(t, sympy.Mul) and all(
+        isinstance(a, sympy.Symbol) or (a.is_Number and a.is_positive) for a in t.args
+    )
+
 
 def same_shape(shape: Shape, **_: Any) -> Shape:
     """The shape rule of ops whose output is shaped like their (first) input."""
@@ -46,7 +66,7 @@ def unary(
         Op(
             name=name,
             shape=same_shape,
-            meaning=lambda a, **params: elementwise(lambda t: scalar(t, **params), a),
+            meaning=lambda a, **params: elementwise(lambda t: applied(scalar, t, **params), a),
             torch=torch_fn or (lambda torch, a: getattr(torch, name)(a)),
             code=code or f"torch.{name}({{0}})",
             latex=latex,
