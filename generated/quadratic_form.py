@@ -96,15 +96,14 @@ class QuadraticFormFunction(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, *tangents):
-        x, A, t_1 = ctx.saved_tensors
+        x, A, _ = ctx.saved_tensors
         tangent_x = tangents[0]
         if tangent_x is None:
             tangent_x = torch.zeros_like(x)
         tangent_A = tangents[1]
         if tangent_A is None:
             tangent_A = torch.zeros_like(A)
-        t_1 = x.T
-        output_tangent = t_1 @ A @ tangent_x + (t_1 @ tangent_A + tangent_x.T @ A) @ x
+        output_tangent = x.T @ A @ tangent_x + (x.T @ tangent_A + tangent_x.T @ A) @ x
         return output_tangent, None
 
 

@@ -38,6 +38,8 @@ def _cross_entropy_grad(log_probabilities, target, scale):
     """(softmax - one_hot(target)) * scale, from the log-softmax the forward kept: torch's own NLL and log_softmax
     backward kernels, as torch.nn.functional.cross_entropy runs them (a target out of range raises IndexError). With
     reduction "sum" (2) the kernel's total weight is not read; it must not require grad, hence the detach."""
+    if not isinstance(scale, torch.Tensor) or scale.dtype != log_probabilities.dtype:  # the kernel does not promote
+        scale = torch.as_tensor(scale, dtype=log_probabilities.dtype, device=log_probabilities.device)
     picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 2, -(2**63), scale.detach())
     return torch.ops.aten._log_softmax_backward_data(picked, log_probabilities, 1, log_probabilities.dtype)
 

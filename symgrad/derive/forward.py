@@ -57,14 +57,16 @@ def jvp(
     tangents: Tensor | Sequence[Tensor],
     *,
     simplified: bool = True,
+    exact: bool = False,
 ) -> Tensor | list[Tensor]:
     """J·t for each output: how the outputs move when ``inputs`` move along ``tangents`` (one tensor
     for one output, a list for a list).
 
     Works for symbolic sizes (the result is a law, such as ``t * (1 - tanh(x)**2)``) and concrete ones.
+    ``exact`` simplifies only where every IEEE value stays the same (for emitted code).
     """
     if isinstance(outputs, Tensor):
-        return jvp([outputs], inputs, tangents, simplified=simplified)[0]
+        return jvp([outputs], inputs, tangents, simplified=simplified, exact=exact)[0]
     inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
     tangents = [tangents] if isinstance(tangents, Tensor) else list(tangents)
     if len(inputs) != len(tangents):
@@ -86,4 +88,4 @@ def jvp(
                 raise SymgradError(f"no gradient rule for {node.op.name} yet")
             tangent[id(node)] = _shaped(_node_jvp(node, parts, position), node.shape)
     results = [tangent[id(o)] if id(o) in tangent else apply("full", shape=o.shape, value=0) for o in outputs]
-    return simplify(results, context=list(outputs)) if simplified else results
+    return simplify(results, context=list(outputs), exact=exact) if simplified else results

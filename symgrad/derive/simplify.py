@@ -44,8 +44,9 @@ def _fill(value: sympy.Expr, shape: tuple) -> Tensor:
 def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple, exact: bool = False) -> Tensor | None:
     """A simpler node equal to ``name(*inputs, **attrs)``, or None to keep it.
 
-    With ``exact``, only rewrites that keep every value IEEE arithmetic gives (up to rounding and the
-    sign of a zero) apply: ``x * 0`` stays, since an infinite ``x`` makes it nan, as in torch's backward.
+    With ``exact``, only rewrites that keep every value IEEE arithmetic gives (up to rounding, overflow at the
+    edge of the range, and the sign of a zero) apply: ``x * 0`` stays, since an infinite ``x`` makes it nan, as
+    in torch's backward.
     """
     op = lookup(name)
     consts = [uniform_constant(t) for t in inputs]
@@ -101,7 +102,9 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple, exact: 
         if consts[1] == 1 and _same_shape(inputs[0].shape, shape):
             return inputs[0]
         x = inputs[0]
-        if consts[1] is not None and x.op is not None and x.op.name == "mul" and _same_shape(x.shape, shape):
+        divisor = consts[1]
+        finite_divisor = divisor is not None and divisor.is_zero is False and divisor.is_finite is True
+        if finite_divisor and x.op is not None and x.op.name == "mul" and _same_shape(x.shape, shape):
             inner = uniform_constant(x.inputs[0])
             if inner is not None and not x.inputs[0].shape:  # (c y) / n → (c/n) y
                 return _collect(inner / consts[1], x.inputs[1], shape)
@@ -386,7 +389,7 @@ def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple, exact: bo
     if len(a.shape) == 2 and len(b.shape) == 2 and a.shape[1] == 1 and consts[0] is None and consts[1] is None:
         return apply("mul", a, b)
     for factor, other, summed in ((consts[0], b, -2), (consts[1], a, -1)):
-        if factor is None or (exact and not (factor.is_Number and factor.is_finite and factor != 0)):
+        if factor is None or (exact and not (factor.is_Number and factor.is_finite and factor.is_zero is False)):
             continue
         if factor == 0:
             return _fill(sympy.S.Zero, shape)

@@ -168,7 +168,10 @@ class CodePrinter(TorchPrinter):
         if fused is not None:
             return fused
         condition, a, b = (self._print(part)[0] for part in t.inputs)
-        return f"torch.where({condition}, {a}, {b})", 9
+        text = f"torch.where({condition}, {a}, {b})"
+        if not all(_exact_in_float32(part) for part in t.inputs[1:]):  # two numbers make a float32 tensor
+            return f"{text}.to({self.like}.dtype)", 9
+        return text, 9
 
     def _fused_threshold(self, t: Tensor) -> tuple[str, int] | None:
         """``torch.where(z <= c, 0, g)`` as ``threshold_backward(g, z, c)``: relu's and threshold's backward in
@@ -275,6 +278,15 @@ class CodePrinter(TorchPrinter):
         variable = t.attrs["fn"].variables[0]
         self.uses_math = True
         return python_source(t.attrs["fn"].expr, {variable: self._print(x)[0]}), 9
+
+
+def _exact_in_float32(t: Tensor) -> bool:
+    """Whether ``t`` is a tensor, or a number float32 holds exactly (0, 1, 0.5, nan, inf): torch.where between
+    two such numbers loses nothing in its default dtype."""
+    value = uniform_constant(t) if t.op is None and not t.shape else None
+    if value is None or not value.is_Number or not value.is_finite:
+        return True
+    return float(np.float32(float(value))) == float(value)
 
 
 def _constant(t: Tensor, value: int) -> bool:

@@ -296,7 +296,7 @@ def _forward_mode(
     names = {id(t): t.name for t in [*inputs, *tangents]}
     printer = CodePrinter(names, tangents[0].name if tangents else "output", fused=True)
     try:
-        moved = jvp([output], moving, tangents)[0]
+        moved = jvp([output], moving, tangents, exact=True)[0]
     except SymgradError:  # no forward-mode rule for some op: the Function gets no jvp (torch then says so)
         return [], [], [], printer
     lines, counter = name_statements(topological(moved), names, printer, count_uses([moved]), 0, {id(moved)})

@@ -525,6 +525,18 @@ def _xlogy_grad(g, x, y):
     return apply("where", apply("eq", x, 0), apply("where", apply("le", y, 0), 0, grad), grad)
 
 
+def _xlogy_jvp(tangents, out, x, y):
+    """torch's: xlogy(x != 0, y) · ẋ + ẏ · x / y. (Transposing the VJP would leave its select on g == 0, the
+    derivative along x = 0, in the result.)"""
+    tx, ty = tangents
+    terms = []
+    if tx is not None:
+        terms.append(tx * apply("xlogy", apply("where", apply("eq", x, 0), 0, 1.0), y))
+    if ty is not None:
+        terms.append(ty * x / y)
+    return terms[0] if len(terms) == 1 else terms[0] + terms[1]
+
+
 binary(
     "xlogy",
     functions.xlogy,
@@ -535,6 +547,7 @@ binary(
     saves=True,
     precedence=9,
     vjp=lambda g, out, x, y: (unbroadcast(_xlogy_grad(g, x, y), x.shape), unbroadcast(g * x / y, y.shape)),
+    jvp=_xlogy_jvp,
     float_result=True,
     float64=_xlogy,
 )

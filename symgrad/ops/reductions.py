@@ -371,12 +371,13 @@ def _var_grad(g, a, dim: tuple, keepdim: bool, correction, whole: bool):
     general = spread * 2 * (a - mean) / (n - correction)
     if not (whole or not a.shape):
         return general
-    degenerate = spread * apply("where", apply("eq", a, mean), math.nan, math.inf)
+    degenerate = apply("where", apply("eq", a, mean), math.nan, math.inf)
     if isinstance(n, int):
-        return degenerate if n - correction <= 0 else general
-    # a symbolic N: the emitted code decides at run time, as torch does
+        return spread * degenerate if n - correction <= 0 else general
+    # a symbolic N: the emitted code decides at run time, as torch does. The select is of the factor, not of the
+    # product with g: a second derivative of where(c, g·inf, …) would meet the unselected inf as 0·inf = nan
     no_freedom = apply("le", apply("full", shape=(), value=n - correction), 0)
-    return apply("where", no_freedom, degenerate, general)
+    return spread * apply("where", no_freedom, degenerate, 2 * (a - mean) / (n - correction))
 
 
 def _var_spelling(attrs: dict, inputs: tuple) -> dict:

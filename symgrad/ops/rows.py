@@ -117,12 +117,14 @@ def binary(
     saves: bool,
     precedence: int,
     vjp: Callable | None = None,
+    jvp: Callable | None = None,
     differentiable: bool = True,
     float_result: bool = False,
     tags: Iterable[str] = (),
     float64: Callable | None = None,
 ) -> Op:
-    """Register a row for a broadcasting elementwise function of two tensors."""
+    """Register a row for a broadcasting elementwise function of two tensors (forward mode transposes the VJP
+    rule unless ``jvp`` is given, which a rule that selects on an input's value needs)."""
     return register(
         Op(
             name=name,
@@ -136,6 +138,7 @@ def binary(
             scalar=scalar,
             precedence=precedence,
             vjp=vjp,
+            jvp=jvp,
             differentiable=differentiable,
             float_result=float_result,
             tags=frozenset({"broadcasting", *tags}),

@@ -49,3 +49,16 @@ def test_cross_entropy_target_out_of_range_raises_in_the_backward():
 def test_the_docstring_keeps_the_law_a_person_writes():
     source = _module("mean").__symgrad_source__
     assert "torch.softmax(X @ W, dim=1) - torch.nn.functional.one_hot(y, c)" in source
+
+
+def test_cross_entropy_vjp_takes_any_grad_output_as_other_modules_do():
+    """A Python number, or a float32 gradient with float64 inputs: torch's kernel does not promote, the helper does."""
+    module = _module("mean")
+    X, W = torch.randn(3, 2, dtype=torch.float64), torch.randn(2, 4, dtype=torch.float64)
+    y = torch.tensor([0, 3, 1])
+    Wr = W.clone().requires_grad_()
+    (expected,) = torch.autograd.grad(torch.nn.functional.cross_entropy(X @ Wr, y), Wr)
+    for grad_output in (1.0, torch.tensor(1.0), torch.tensor(1.0, dtype=torch.float64)):
+        (ours,) = module.vjp(X, W, y, grad_output)
+        assert ours.dtype == torch.float64
+        torch.testing.assert_close(ours, expected, rtol=1e-7, atol=1e-7)
