@@ -6,20 +6,19 @@ Expression: out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V
 Shapes: Q: n×d, K: m×d, V: m×d
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_Q = ((torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1) * (grad_output @ V.T - ((grad_output @ V.T) *
-        torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1)).sum(dim=1, keepdim=True))) / sqrt(d)) @ K
-    LaTeX: \left(\frac{\operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right) \odot
-        \left(\mathrm{grad\_output} V^{\top} - \left(\left(\mathrm{grad\_output} V^{\top}\right) \odot
-        \operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right)\right)
-        \mathbf{1}\right)}{\sqrt{d}}\right) K
-    grad_K = ((torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1) * (grad_output @ V.T - ((grad_output @ V.T) *
-        torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1)).sum(dim=1, keepdim=True))) / sqrt(d)).T @ Q
-    LaTeX: \left(\frac{\operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right) \odot
-        \left(\mathrm{grad\_output} V^{\top} - \left(\left(\mathrm{grad\_output} V^{\top}\right) \odot
-        \operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right)\right)
-        \mathbf{1}\right)}{\sqrt{d}}\right)^{\top} Q
-    grad_V = torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1).T @ grad_output
-    LaTeX: \operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right)^{\top} \mathrm{grad\_output}
+    t1 = torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1)
+    LaTeX: \mathrm{t1} = \operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right)
+    t2 = grad_output @ V.T
+    LaTeX: \mathrm{t2} = \mathrm{grad\_output} V^{\top}
+    t3 = (t1 * (t2 - (t2 * t1).sum(dim=1, keepdim=True))) / sqrt(d)
+    LaTeX: \mathrm{t3} = \frac{\mathrm{t1} \odot \left(\mathrm{t2} - \left(\mathrm{t2} \odot
+        \mathrm{t1}\right) \mathbf{1}\right)}{\sqrt{d}}
+    grad_Q = t3 @ K
+    LaTeX: \mathrm{t3} K
+    grad_K = t3.T @ Q
+    LaTeX: \mathrm{t3}^{\top} Q
+    grad_V = t1.T @ grad_output
+    LaTeX: \mathrm{t1}^{\top} \mathrm{grad\_output}
 """
 
 import math

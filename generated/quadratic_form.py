@@ -7,11 +7,12 @@ Expression: out = x.T @ A @ x
 Shapes: x: n×1, A: n×n
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_x = (A.T @ x) * grad_output + A @ (grad_output * x.T).T
-    LaTeX: \left(A^{\top} x\right) \odot \mathrm{grad\_output} + A \left(\mathrm{grad\_output} \odot
-        x^{\top}\right)^{\top}
-    grad_A = x * (grad_output * x.T)
-    LaTeX: x \odot \left(\mathrm{grad\_output} \odot x^{\top}\right)
+    t1 = grad_output * x.T
+    LaTeX: \mathrm{t1} = \mathrm{grad\_output} \odot x^{\top}
+    grad_x = (A.T @ x) * grad_output + A @ t1.T
+    LaTeX: \left(A^{\top} x\right) \odot \mathrm{grad\_output} + A \mathrm{t1}^{\top}
+    grad_A = x * t1
+    LaTeX: x \odot \mathrm{t1}
 """
 
 import torch

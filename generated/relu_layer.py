@@ -7,12 +7,13 @@ Expression: out = torch.relu(W @ X + b)
 Shapes: W: k×n, X: n×m, b: k×1
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_W = torch.where(W @ X + b <= 0, 0, grad_output) @ X.T
-    LaTeX: \begin{cases} 0 & \left(W X + b \leq 0\right) \\ \mathrm{grad\_output} & \text{otherwise}
-        \end{cases} X^{\top}
-    grad_b = torch.where(W @ X + b <= 0, 0, grad_output).sum(dim=1, keepdim=True)
-    LaTeX: \begin{cases} 0 & \left(W X + b \leq 0\right) \\ \mathrm{grad\_output} & \text{otherwise}
-        \end{cases} \mathbf{1}
+    t1 = torch.where(W @ X + b <= 0, 0, grad_output)
+    LaTeX: \mathrm{t1} = \begin{cases} 0 & \left(W X + b \leq 0\right) \\ \mathrm{grad\_output} &
+        \text{otherwise} \end{cases}
+    grad_W = t1 @ X.T
+    LaTeX: \mathrm{t1} X^{\top}
+    grad_b = t1.sum(dim=1, keepdim=True)
+    LaTeX: \mathrm{t1} \mathbf{1}
 """
 
 import torch

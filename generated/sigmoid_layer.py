@@ -7,13 +7,15 @@ Expression: out = torch.sigmoid(W @ X + b)
 Shapes: W: k×n, X: n×m, b: k×1
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_W = (grad_output * (torch.sigmoid(W @ X + b) * (1 - torch.sigmoid(W @ X + b)))) @ X.T
-    LaTeX: \left(\mathrm{grad\_output} \odot \left(\sigma\left(W X + b\right) \odot \left(1 - \sigma\left(W X
-        + b\right)\right)\right)\right) X^{\top}
-    grad_b = (grad_output * (torch.sigmoid(W @ X + b) * (1 - torch.sigmoid(W @ X + b)))).sum(dim=1,
-        keepdim=True)
-    LaTeX: \left(\mathrm{grad\_output} \odot \left(\sigma\left(W X + b\right) \odot \left(1 - \sigma\left(W X
-        + b\right)\right)\right)\right) \mathbf{1}
+    t1 = torch.sigmoid(W @ X + b)
+    LaTeX: \mathrm{t1} = \sigma\left(W X + b\right)
+    t2 = grad_output * (t1 * (1 - t1))
+    LaTeX: \mathrm{t2} = \mathrm{grad\_output} \odot \left(\mathrm{t1} \odot \left(1 -
+        \mathrm{t1}\right)\right)
+    grad_W = t2 @ X.T
+    LaTeX: \mathrm{t2} X^{\top}
+    grad_b = t2.sum(dim=1, keepdim=True)
+    LaTeX: \mathrm{t2} \mathbf{1}
 """
 
 import torch

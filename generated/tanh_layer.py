@@ -7,10 +7,12 @@ Expression: out = torch.tanh(W @ X + b)
 Shapes: W: k×n, X: n×m, b: k×1
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_W = (grad_output * (1 - torch.tanh(W @ X + b) ** 2)) @ X.T
-    LaTeX: \left(\mathrm{grad\_output} \odot \left(1 - \tanh\left(W X + b\right)^{2}\right)\right) X^{\top}
-    grad_b = (grad_output * (1 - torch.tanh(W @ X + b) ** 2)).sum(dim=1, keepdim=True)
-    LaTeX: \left(\mathrm{grad\_output} \odot \left(1 - \tanh\left(W X + b\right)^{2}\right)\right) \mathbf{1}
+    t1 = grad_output * (1 - torch.tanh(W @ X + b) ** 2)
+    LaTeX: \mathrm{t1} = \mathrm{grad\_output} \odot \left(1 - \tanh\left(W X + b\right)^{2}\right)
+    grad_W = t1 @ X.T
+    LaTeX: \mathrm{t1} X^{\top}
+    grad_b = t1.sum(dim=1, keepdim=True)
+    LaTeX: \mathrm{t1} \mathbf{1}
 """
 
 import torch

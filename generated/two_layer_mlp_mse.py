@@ -8,24 +8,21 @@ Expression: out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)
 Shapes: W1: h×n, b1: h×1, W2: k×h, b2: k×1, X: n×m, Y: k×m
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_W1 = ((W2.T @ (2 * (grad_output / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y))) * (1 -
-        torch.tanh(W1 @ X + b1) ** 2)) @ X.T
-    LaTeX: \left(\left(\mathrm{W2}^{\top} \left(2 \frac{\mathrm{grad\_output}}{k m} \left(\mathrm{W2}
-        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right)\right) \odot \left(1 -
-        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right) X^{\top}
-    grad_b1 = ((W2.T @ (2 * (grad_output / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y))) * (1 -
-        torch.tanh(W1 @ X + b1) ** 2)).sum(dim=1, keepdim=True)
-    LaTeX: \left(\left(\mathrm{W2}^{\top} \left(2 \frac{\mathrm{grad\_output}}{k m} \left(\mathrm{W2}
-        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right)\right) \odot \left(1 -
-        \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)^{2}\right)\right) \mathbf{1}
-    grad_W2 = (2 * (grad_output / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y)) @ torch.tanh(W1 @ X +
-        b1).T
-    LaTeX: \left(2 \frac{\mathrm{grad\_output}}{k m} \left(\mathrm{W2} \tanh\left(\mathrm{W1} X +
-        \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right) \tanh\left(\mathrm{W1} X +
-        \mathrm{b1}\right)^{\top}
-    grad_b2 = (2 * (grad_output / (k*m)) * (W2 @ torch.tanh(W1 @ X + b1) + b2 - Y)).sum(dim=1, keepdim=True)
-    LaTeX: \left(2 \frac{\mathrm{grad\_output}}{k m} \left(\mathrm{W2} \tanh\left(\mathrm{W1} X +
-        \mathrm{b1}\right) + \mathrm{b2} - Y\right)\right) \mathbf{1}
+    t1 = torch.tanh(W1 @ X + b1)
+    LaTeX: \mathrm{t1} = \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)
+    t2 = 2 * (grad_output / (k*m)) * (W2 @ t1 + b2 - Y)
+    LaTeX: \mathrm{t2} = 2 \frac{\mathrm{grad\_output}}{k m} \left(\mathrm{W2} \mathrm{t1} + \mathrm{b2} -
+        Y\right)
+    t3 = (W2.T @ t2) * (1 - t1 ** 2)
+    LaTeX: \mathrm{t3} = \left(\mathrm{W2}^{\top} \mathrm{t2}\right) \odot \left(1 - \mathrm{t1}^{2}\right)
+    grad_W1 = t3 @ X.T
+    LaTeX: \mathrm{t3} X^{\top}
+    grad_b1 = t3.sum(dim=1, keepdim=True)
+    LaTeX: \mathrm{t3} \mathbf{1}
+    grad_W2 = t2 @ t1.T
+    LaTeX: \mathrm{t2} \mathrm{t1}^{\top}
+    grad_b2 = t2.sum(dim=1, keepdim=True)
+    LaTeX: \mathrm{t2} \mathbf{1}
 """
 
 import torch

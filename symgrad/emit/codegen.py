@@ -46,6 +46,7 @@ from .code_text import (
 )
 from .curvature_code import STYLES, curvature_codegen
 from .kernels import split_cross_entropy
+from .printing import listing
 from .templates import code_environment
 
 
@@ -146,9 +147,8 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         results.append(f"grad_{x.name}")
     saved_inputs = [names_map[id(t)] for t in inputs if id(t) in frontier]
     moving, jvp_dims, jvp_lines, jvp_printer = _forward_mode(expression, inputs, sources)
-    latex = LatexPrinter()
     readable = law([expression], list(wrt), [v])  # the docstring shows the law as a person writes it
-    gradients_text = [(f"grad_{x.name}", TorchPrinter().doprint(g), latex.doprint(g)) for x, g in zip(wrt, readable)]
+    gradients_text = _readable_lines(readable, wrt, [*names, *sizes])
     return Plan(
         inputs=names,
         forward_dims=dim_lines(sources, [*forward_lines, ("", forward_result)]),
@@ -170,6 +170,20 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         aten_kernels=sorted(printer.aten_kernels | jvp_printer.aten_kernels),
         gradients_text=gradients_text,
     )
+
+
+def _readable_lines(laws: Sequence[Tensor], wrt: Sequence[Tensor], taken: Sequence[str]) -> list[tuple[str, str, str]]:
+    """The docstring's laws as (name, torch text, LaTeX), with the parts they share named once, first
+    (``t1 = torch.tanh(W1 @ X + b1)``); the LaTeX of a shared part carries its name."""
+    prefix = next(p for p in ("t", "u", "s", "r", "q") if not any(re.fullmatch(rf"{p}\d+", n) for n in taken))
+    results = [(f"grad_{x.name}", g) for x, g in zip(wrt, laws)]
+    code = listing(results, prefix=prefix)
+    math = listing(results, printer=LatexPrinter, prefix=prefix)
+    shared = [
+        (name, body, f"{label} = {latex}")
+        for (name, body), (label, latex) in zip(code.definitions, math.definitions, strict=True)
+    ]
+    return shared + [(name, body, latex) for (name, body), (_, latex) in zip(code.results, math.results, strict=True)]
 
 
 def codegen(
