@@ -476,6 +476,13 @@ def apply(op_name: str, *args: Any, **attrs: Any) -> Tensor:
 Tensor.apply_op = staticmethod(apply)
 
 
+def with_inputs(node: Tensor, inputs: Sequence[Tensor]) -> Tensor:
+    """``node``'s op applied to ``inputs``; ``node`` itself when they are its own (rebuilds keep identity)."""
+    if all(a is b for a, b in zip(inputs, node.inputs)):
+        return node
+    return apply(node.op.name, *inputs, **node.attrs)
+
+
 def constant(
     value: Any,
     *,

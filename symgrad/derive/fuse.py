@@ -20,7 +20,7 @@ import sympy
 
 from ..core.dims import same_dim
 from ..core.graph import topological, uniform_constant
-from ..core.tensor import Tensor, apply
+from ..core.tensor import Tensor, with_inputs
 from ..ops.calculus import to_tensor
 
 ARITHMETIC = frozenset({"add", "sub", "mul", "div", "neg"})
@@ -61,14 +61,8 @@ def fuse(results: Sequence[Tensor]) -> list[Tensor]:
         elif _is_arithmetic(node):
             done[key] = _Region(node, inner, done).shortest()
         else:
-            done[key] = _with_inputs(node, [done[id(i)] for i in node.inputs])
+            done[key] = with_inputs(node, [done[id(i)] for i in node.inputs])
     return [done[id(r)] for r in results]
-
-
-def _with_inputs(node: Tensor, inputs: list[Tensor]) -> Tensor:
-    if all(a is b for a, b in zip(inputs, node.inputs)):
-        return node
-    return apply(node.op.name, *inputs, **node.attrs)
 
 
 class _Region:
@@ -135,7 +129,7 @@ class _Region:
     def copy(self, t: Tensor) -> Tensor:
         """The region as it was, reading the rebuilt atoms."""
         if t is self.root or self.inner(t):
-            return _with_inputs(t, [self.copy(i) for i in t.inputs])
+            return with_inputs(t, [self.copy(i) for i in t.inputs])
         return self.done[id(t)]
 
 

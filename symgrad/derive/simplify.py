@@ -23,7 +23,7 @@ import sympy
 from ..core.dims import broadcast_shapes, same_dim
 from ..core.graph import is_size, topological, uniform_constant
 from ..core.registry import lookup
-from ..core.tensor import Tensor, apply, constant
+from ..core.tensor import Tensor, apply, constant, with_inputs
 from .fuse import fuse
 
 
@@ -511,9 +511,7 @@ def simplify(
             if node.op is None:
                 rebuilt[id(node)] = memo.setdefault(_key(node), node)
                 continue
-            inputs = [rebuilt[id(i)] for i in node.inputs]
-            same = all(a is b for a, b in zip(inputs, node.inputs))
-            candidate = node if same else apply(node.op.name, *inputs, **node.attrs)
+            candidate = with_inputs(node, [rebuilt[id(i)] for i in node.inputs])
             rebuilt[id(node)] = memo.setdefault(_key(candidate), candidate)
             memo.setdefault(_key(node), rebuilt[id(node)])
     for root in results:
@@ -540,8 +538,7 @@ def _canonical(
     replacement = _rewrite(node.op.name, inputs, node.attrs, node.shape, exact) if depth < MAX_REWRITE_DEPTH else None
     if replacement is not None:
         return _canonical_tree(replacement, memo, depth + 1, exact=exact)
-    same_inputs = all(a is b for a, b in zip(inputs, node.inputs))
-    candidate = node if same_inputs else apply(node.op.name, *inputs, **node.attrs)
+    candidate = with_inputs(node, inputs)
     return memo.setdefault(_key(candidate), candidate)
 
 

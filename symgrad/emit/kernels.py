@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.graph import topological
-from ..core.tensor import Tensor, apply
+from ..core.tensor import Tensor, apply, with_inputs
 
 
 def split_cross_entropy(output: Tensor, laws: Sequence[Tensor]) -> tuple[Tensor, list[Tensor]]:
@@ -84,7 +84,5 @@ def _rebuild(root: Tensor, replacements: dict[int, Tensor], rebuilt: dict[int, T
         elif node.op is None:
             rebuilt[id(node)] = node
         else:
-            inputs = [rebuilt[id(i)] for i in node.inputs]
-            same = all(a is b for a, b in zip(inputs, node.inputs))
-            rebuilt[id(node)] = node if same else apply(node.op.name, *inputs, **node.attrs)
+            rebuilt[id(node)] = with_inputs(node, [rebuilt[id(i)] for i in node.inputs])
     return rebuilt[id(root)]
