@@ -148,6 +148,12 @@ def _top_level_split(text: str, separators: tuple[str, ...]) -> list[str]:
     """``text`` cut at the separators that are outside every group, ``\\left…\\right`` and environment."""
     pieces, start, depth, i = [], 0, 0, 0
     while i < len(text):
+        if depth == 0 and i > start:  # no separator opens or closes a group: look for one before the step
+            hit = next((s for s in separators if text.startswith(s, i)), None)
+            if hit is not None:
+                pieces.append(text[start:i])
+                start = i = i + len(hit)
+                continue
         c = text[i]
         if c == "\\":
             j = i + 1
@@ -158,12 +164,6 @@ def _top_level_split(text: str, separators: tuple[str, ...]) -> list[str]:
                 depth += 1
             elif name in ("right", "end"):
                 depth -= 1
-            if depth == 0 and i > start:
-                hit = next((s for s in separators if text.startswith(s, i)), None)
-                if hit is not None:
-                    pieces.append(text[start:i])
-                    start = i = i + len(hit)
-                    continue
             if name in ("left", "right") and j < len(text) and text[j] != "\\":
                 j += 1  # the delimiter, which is no group of its own
             i = max(j, i + 2)
@@ -172,12 +172,6 @@ def _top_level_split(text: str, separators: tuple[str, ...]) -> list[str]:
             depth += 1
         elif c in "})]":
             depth -= 1
-        elif depth == 0 and i > start:
-            hit = next((s for s in separators if text.startswith(s, i)), None)
-            if hit is not None:
-                pieces.append(text[start:i])
-                start = i = i + len(hit)
-                continue
         i += 1
     pieces.append(text[start:])
     return pieces
