@@ -374,10 +374,20 @@ def _class_indices(y: np.ndarray) -> list[int]:
     return [int(v) for v in flat]
 
 
-def _cross_entropy(z: np.ndarray, y: np.ndarray, reduction: str) -> np.ndarray:
-    losses = [sympy.log(sympy.Add(*[sympy.exp(v) for v in row])) - row[c] for row, c in zip(z, _class_indices(y))]
+def _reduced(losses: list, reduction: str) -> np.ndarray:
+    """The per-row losses of a classification loss, summed or averaged, as a 0-d array."""
     total = sympy.Add(*losses)
     return np.array(total / len(losses) if reduction == "mean" else total, dtype=object)
+
+
+def _per_row(g, rows, reduction: str):
+    """The incoming gradient each row of a summed or averaged loss receives."""
+    return g / rows if reduction == "mean" else g
+
+
+def _cross_entropy(z: np.ndarray, y: np.ndarray, reduction: str) -> np.ndarray:
+    losses = [sympy.log(sympy.Add(*[sympy.exp(v) for v in row])) - row[c] for row, c in zip(z, _class_indices(y))]
+    return _reduced(losses, reduction)
 
 
 def _one_hot(y: np.ndarray, num_classes: int) -> np.ndarray:
@@ -398,7 +408,7 @@ register(
         "NllLossBackward0",
         vjp=lambda g, out, z, y, reduction: (
             (apply("softmax", z, dim=1) - apply("one_hot", y, num_classes=z.shape[1]))
-            * (g / z.shape[0] if reduction == "mean" else g),
+            * _per_row(g, z.shape[0], reduction),
             None,
         ),
     )
@@ -406,9 +416,7 @@ register(
 
 
 def _nll_loss(log_probabilities: np.ndarray, y: np.ndarray, reduction: str) -> np.ndarray:
-    picked = [-row[c] for row, c in zip(log_probabilities, _class_indices(y))]
-    total = sympy.Add(*picked)
-    return np.array(total / len(picked) if reduction == "mean" else total, dtype=object)
+    return _reduced([-row[c] for row, c in zip(log_probabilities, _class_indices(y))], reduction)
 
 
 def _cross_entropy_grad(log_probabilities: np.ndarray, y: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -428,7 +436,7 @@ register(
         r"\operatorname{{NLL}}\left({0}, {1}\right)",
         "NllLossBackward0",
         vjp=lambda g, out, lp, y, reduction: (
-            -apply("one_hot", y, num_classes=lp.shape[1]) * (g / lp.shape[0] if reduction == "mean" else g),
+            -apply("one_hot", y, num_classes=lp.shape[1]) * _per_row(g, lp.shape[0], reduction),
             None,
         ),
     )
