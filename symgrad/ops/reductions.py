@@ -302,7 +302,7 @@ register(
         r"\operatorname{{logsumexp}}_{{{dims_text}}} {0}",
         "LogsumexpBackward0",
         vjp=lambda g, out, a, dim, keepdim: (_logsumexp_vjp(g, out, a, dim, keepdim),),
-        spell=lambda attrs, inputs: _logsumexp_spelling(attrs, inputs),
+        spell=lambda attrs, inputs: _dim_spelled_out(attrs, inputs),
         float64=lambda a, dim, keepdim: _logsumexp_float64(a, present_axes(a, dim), keepdim),
         batch="dims",
     )
@@ -319,8 +319,9 @@ def _logsumexp_float64(a: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> n
     return total + (peak if keepdim else np.squeeze(peak, axis=axes))
 
 
-def _logsumexp_spelling(attrs: dict, inputs: tuple) -> dict:
-    """torch.logsumexp has no default dim: it is always written out, even over every dim."""
+def _dim_spelled_out(attrs: dict, inputs: tuple) -> dict:
+    """The dim written out, even over every dim: torch.logsumexp has no default dim, and var's and std's
+    backward differs between no dim and every dim."""
     dim, keepdim = attrs["dim"], attrs["keepdim"]
     return {"reduce_kwargs": f", dim={dim[0] if len(dim) == 1 else dim}" + (", keepdim=True" if keepdim else "")}
 
@@ -382,10 +383,9 @@ def _var_grad(g, a, dim: tuple, keepdim: bool, correction, whole: bool):
 
 def _var_spelling(attrs: dict, inputs: tuple) -> dict:
     """``torch.var(x)`` only for the call without a dim (torch's backward differs from ``dim=(0, 1)``)."""
-    dim, keepdim = attrs["dim"], attrs["keepdim"]
-    if attrs.get("whole") and inputs and len(dim) == len(inputs[0].shape):
-        return {"reduce_kwargs": ", keepdim=True" if keepdim else ""}
-    return {"reduce_kwargs": f", dim={dim[0] if len(dim) == 1 else dim}" + (", keepdim=True" if keepdim else "")}
+    if attrs.get("whole") and inputs and len(attrs["dim"]) == len(inputs[0].shape):
+        return {"reduce_kwargs": ", keepdim=True" if attrs["keepdim"] else ""}
+    return _dim_spelled_out(attrs, inputs)
 
 
 def _torch_spread(torch, name: str, a, dim: tuple, keepdim: bool, correction, whole: bool):
