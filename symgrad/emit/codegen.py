@@ -28,6 +28,7 @@ from ..core.printers import LatexPrinter, TorchPrinter
 from ..core.tensor import Tensor
 from ..derive.forward import jvp
 from ..derive.reverse import law
+from ..derive.simplify import simplify
 from ..torch.tracing import Trace
 from ..version import __version__
 from .code_text import (
@@ -92,7 +93,9 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         if not any(x is t for t in inputs):
             raise SymgradError(f"wrt names {x.name!r}, which is not an input")
     v = symbols_like(output, "grad_output", distinct=True)
-    laws = law([output], list(wrt), [v], exact=True)  # torch's values at infinities and nans too
+    derived = list(law([output], list(wrt), [v], simplified=False))  # one reverse pass, simplified two ways:
+    laws = simplify(derived, context=[output], exact=True)  # for the code: torch's values at infinities and nans too
+    readable = simplify(derived, context=[output])  # for the docstring: the law as a person writes it
     expression = output  # what the docstring and forward mode describe; ``output`` is what the code computes
     output, laws = split_cross_entropy(output, laws)
     forward_nodes = {id(n): n for n in topological(output)}
@@ -147,7 +150,6 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         results.append(f"grad_{x.name}")
     saved_inputs = [names_map[id(t)] for t in inputs if id(t) in frontier]
     moving, jvp_dims, jvp_lines, jvp_printer = _forward_mode(expression, inputs, sources)
-    readable = law([expression], list(wrt), [v])  # the docstring shows the law as a person writes it
     gradients_text = _readable_lines(readable, wrt, [*names, *sizes])
     return Plan(
         inputs=names,
