@@ -17,6 +17,7 @@ code printers and listings on top of them.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import sympy
@@ -168,8 +169,8 @@ class TorchPrinter(Printer):
         if self.like is None:
             return self._print_template(t)
         value, _ = self._print_number(sympy.sympify(t.attrs["value"]))
-        shape = ", ".join(self._size(d) for d in t.attrs["shape"])
-        return f"{self.like}.new_full(({shape}{',' if len(t.attrs['shape']) == 1 else ''}), {value})", ATOM - 1
+        shape = tuple_text([self._size(d) for d in t.attrs["shape"]])
+        return f"{self.like}.new_full({shape}, {value})", ATOM - 1
 
     def _print_where(self, t: Tensor) -> tuple[str, int]:
         """A select between numbers (relu's derivative under an implicit gradient of 1) makes a tensor of
@@ -208,6 +209,11 @@ class TorchPrinter(Printer):
         return str(value) if isinstance(value, int) else self._print_number(sympy.sympify(value))[0]
 
 
+def tuple_text(parts: Sequence[str]) -> str:
+    """Items as a Python tuple, written as ruff writes it: ``()``, ``(n,)``, ``(2, 3)``."""
+    return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
+
+
 def scatter_text(grad: str, shape: tuple, index: tuple, size, like: str | None = None) -> str:
     """``grad`` put back where ``x[index]`` took it from, in zeros of ``shape``: ints and slices, item by item.
 
@@ -227,7 +233,7 @@ def scatter_text(grad: str, shape: tuple, index: tuple, size, like: str | None =
     for item, dim, view in reversed(list(zip(index, dims, views))):
         if item == slice(None):
             continue  # x[:, 1] takes all of dim 0: nothing to put back there
-        zeros = f"{maker}(({', '.join(size(d) for d in view)}{',' if len(view) == 1 else ''}))"
+        zeros = f"{maker}({tuple_text([size(d) for d in view])})"
         if isinstance(item, int):
             out = f"{zeros}.select_scatter({out}, {dim}, {item})"
         else:

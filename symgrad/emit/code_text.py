@@ -23,7 +23,7 @@ import sympy
 from ..core.dims import format_shape
 from ..core.errors import SymgradError
 from ..core.graph import topological, uniform_constant
-from ..core.printers import TorchPrinter, number_precedence
+from ..core.printers import TorchPrinter, number_precedence, tuple_text
 from ..core.tensor import Tensor
 from ..ops.sympy_torch import python_source
 
@@ -52,8 +52,7 @@ def check_identifier(name: str, what: str) -> str:
 
 def shape_tuple(sizes: Sequence) -> str:
     """A shape as a Python tuple, written as ruff writes it: ``()``, ``(n,)``, ``(2, 3)``."""
-    parts = [str(d) for d in sizes]
-    return f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
+    return tuple_text([str(d) for d in sizes])
 
 
 class CodePrinter(TorchPrinter):

@@ -23,7 +23,7 @@ from ..core.constructors import symbols
 from ..core.dims import format_shape
 from ..core.errors import SymgradError
 from ..core.graph import dims_of, topological_all
-from ..core.printers import LatexPrinter, TorchPrinter
+from ..core.printers import LatexPrinter, TorchPrinter, tuple_text
 from ..core.tensor import Tensor
 from ..derive.reverse import law
 from ..derive.second_order import hessian_law, hvp_law
@@ -78,10 +78,6 @@ def _function(
     ), printer
 
 
-def _tuple(names: Sequence[str]) -> str:
-    return f"({', '.join(names)}{',' if len(names) == 1 else ''})"
-
-
 def curvature_codegen(
     f: Tensor,
     wrt: Sequence[Tensor],
@@ -133,21 +129,20 @@ def curvature_codegen(
     grad_names = [f"grad_{x.name}" for x in wrt]
     gradient, gradient_printer = _function(
         "gradient",
-        f"{_tuple(grad_names)}: the gradient of out",
+        f"{tuple_text(grad_names)}: the gradient of out",
         inputs,
         list(zip(grad_names, gradients)),
         sources,
         like,
-        _tuple(grad_names),
+        tuple_text(grad_names),
     )
     if style == "hvp":
         products = hvp_law(f, wrt, tangents)
         labels = [f"hvp_{x.name}" for x in wrt]
         results = list(zip(labels, products))
-        summary = (
-            f"{_tuple(labels)}: the Hessian of out with respect to {', '.join(x.name for x in wrt)}, times the tangents"
-        )
-        second, printer = _function("hvp", summary, [*inputs, *tangents], results, sources, like, _tuple(labels))
+        against = ", ".join(x.name for x in wrt)
+        summary = f"{tuple_text(labels)}: the Hessian of out with respect to {against}, times the tangents"
+        second, printer = _function("hvp", summary, [*inputs, *tangents], results, sources, like, tuple_text(labels))
     else:
         blocks = hessian_law(f, wrt if len(wrt) > 1 else wrt[0])
         blocks = ((blocks,),) if isinstance(blocks, Tensor) else blocks
@@ -156,8 +151,8 @@ def curvature_codegen(
             results = [(f"hessian_{wrt[0].name}", blocks[0][0])]
             returns = results[0][0]
         else:
-            rows = [_tuple([f"hessian_{a.name}_{b.name}" for b in wrt]) for a in wrt]
-            returns = _tuple(rows)
+            rows = [tuple_text([f"hessian_{a.name}_{b.name}" for b in wrt]) for a in wrt]
+            returns = tuple_text(rows)
         summary = "H, with torch's layout (x.shape + x.shape" + (
             ")" if len(wrt) == 1 else "; H[i][j] = d/dx_j df/dx_i)"
         )
