@@ -140,8 +140,7 @@ def softmax_cross_entropy() -> Graph:
 def logistic_regression() -> Graph:
     m, n = sg.dims("m n")
     X, w, y = sg.symbols("X", (m, n)), sg.symbols("w", (n,)), sg.symbols("y", (m,))
-    z = X @ w
-    return (apply("softplus", z) - y * z).mean(), [X, w, y], [w]
+    return apply("binary_cross_entropy_with_logits", X @ w, y).mean(), [X, w, y], [w]
 
 
 def quadratic_form() -> Graph:
@@ -157,8 +156,7 @@ def attention_scores() -> Graph:
 
 
 def _logistic_torch(X, w, y):
-    z = X @ w
-    return (F.softplus(z) - y * z).mean()
+    return F.binary_cross_entropy_with_logits(X @ w, y)
 
 
 @dataclass(frozen=True)
@@ -187,7 +185,7 @@ CASES = (
         lambda X, W, y: F.cross_entropy(X @ W, y),
         "cross_entropy(X @ W, y)",
     ),
-    Case("logistic_regression", logistic_regression, _logistic_torch, "mean(softplus(X @ w) - y * (X @ w))"),
+    Case("logistic_regression", logistic_regression, _logistic_torch, "F.binary_cross_entropy_with_logits(X @ w, y)"),
     Case("quadratic_form", quadratic_form, lambda x, A: x.T @ A @ x, "x.T @ A @ x"),
     Case(
         "attention_scores",

@@ -7,8 +7,8 @@ Expression: out = F.binary_cross_entropy_with_logits(X @ w, y)
 Shapes: X: m×n, w: n, y: m
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    grad_w = ((torch.sigmoid(X @ w) - y) * (grad_output / m)) @ X
-    LaTeX: \left(\left(\sigma\left(X w\right) - y\right) \frac{\mathrm{grad\_output}}{m}\right) X
+    grad_w = X.T @ ((torch.sigmoid(X @ w) - y) * (grad_output / m))
+    LaTeX: X^{\top} \left(\left(\sigma\left(X w\right) - y\right) \frac{\mathrm{grad\_output}}{m}\right)
 """
 
 import torch
@@ -40,8 +40,7 @@ def vjp(X, w, y, grad_output):
     _check_shapes(X, w, y)
     m = X.shape[0]
     t_1 = X @ w
-    t_2 = grad_output / m
-    grad_w = (t_2 * torch.sigmoid(t_1) - t_2 * y) @ X
+    grad_w = X.T @ ((torch.sigmoid(t_1) - y) * (grad_output / m))
     return (grad_w,)
 
 
@@ -51,8 +50,7 @@ def forward_and_vjp(X, w, y, grad_output):
     m = X.shape[0]
     t_1 = X @ w
     output = torch.nn.functional.binary_cross_entropy_with_logits(t_1, y)
-    t_2 = grad_output / m
-    grad_w = (t_2 * torch.sigmoid(t_1) - t_2 * y) @ X
+    grad_w = X.T @ ((torch.sigmoid(t_1) - y) * (grad_output / m))
     return output, (grad_w,)
 
 
@@ -92,8 +90,7 @@ class LogisticRegressionFunction(torch.autograd.Function):
             raise RuntimeError("LogisticRegressionFunction gives gradients for w only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             t_1 = X @ w
-        t_2 = grad_output / m
-        grad_w = (t_2 * torch.sigmoid(t_1) - t_2 * y) @ X
+        grad_w = X.T @ ((torch.sigmoid(t_1) - y) * (grad_output / m))
         return None, grad_w, None
 
     @staticmethod
@@ -109,9 +106,9 @@ class LogisticRegressionFunction(torch.autograd.Function):
         if tangent_y is None:
             tangent_y = torch.zeros_like(y)
         m = X.shape[0]
-        t_1 = X @ tangent_w + tangent_X @ w
-        t_2 = X @ w
-        output_tangent = ((t_1 * torch.sigmoid(t_2) - (t_1 * y + tangent_y * t_2)) / m).sum()
+        t_1 = X @ w
+        t_2 = (X @ tangent_w + tangent_X @ w) * (torch.sigmoid(t_1) - y) - tangent_y * t_1
+        output_tangent = (t_2 / m).sum()
         return output_tangent, None
 
 

@@ -32,8 +32,7 @@ def _check_shapes(X, w, y):
 def forward(X, w, y):
     r"""Return out = F.binary_cross_entropy_with_logits(X @ w, y)."""
     _check_shapes(X, w, y)
-    t_1 = X @ w
-    out = (torch.nn.functional.softplus(t_1) - y * t_1).mean()
+    out = torch.nn.functional.binary_cross_entropy_with_logits(X @ w, y, reduction="none").mean()
     return out
 
 
@@ -41,7 +40,7 @@ def gradient(X, w, y):
     r"""Return (grad_w,): the gradient of out."""
     _check_shapes(X, w, y)
     n = X.shape[0]
-    grad_w = ((torch.sigmoid(X @ w) - y) / n) @ X
+    grad_w = X.T @ ((torch.sigmoid(X @ w) - y) / n)
     return (grad_w,)
 
 

@@ -8,9 +8,9 @@ Shapes: X: n×d, w: d, y: n
 
 Hessian-vector products, where v_w is the tangent (H·v at about the cost of a
 gradient; the Hessian is never built):
-    hvp_w = (((X @ v_w) / n) * (torch.sigmoid(X @ w) * (1 - torch.sigmoid(X @ w)))) @ X
-    LaTeX: \left(\left(\frac{X \mathrm{v\_w}}{n}\right) \odot \left(\sigma\left(X w\right) \odot \left(1 -
-        \sigma\left(X w\right)\right)\right)\right) X
+    hvp_w = X.T @ (((X @ v_w) / n) * (torch.sigmoid(X @ w) * (1 - torch.sigmoid(X @ w))))
+    LaTeX: X^{\top} \left(\left(\frac{X \mathrm{v\_w}}{n}\right) \odot \left(\sigma\left(X w\right) \odot
+        \left(1 - \sigma\left(X w\right)\right)\right)\right)
 """
 
 import torch
@@ -41,8 +41,7 @@ def _check_tangents(X, w, y, v_w):
 def forward(X, w, y):
     r"""Return out = F.binary_cross_entropy_with_logits(X @ w, y)."""
     _check_shapes(X, w, y)
-    t_1 = X @ w
-    out = (torch.nn.functional.softplus(t_1) - y * t_1).mean()
+    out = torch.nn.functional.binary_cross_entropy_with_logits(X @ w, y, reduction="none").mean()
     return out
 
 
@@ -50,7 +49,7 @@ def gradient(X, w, y):
     r"""Return (grad_w,): the gradient of out."""
     _check_shapes(X, w, y)
     n = X.shape[0]
-    grad_w = ((torch.sigmoid(X @ w) - y) / n) @ X
+    grad_w = X.T @ ((torch.sigmoid(X @ w) - y) / n)
     return (grad_w,)
 
 
@@ -60,5 +59,5 @@ def hvp(X, w, y, v_w):
     _check_tangents(X, w, y, v_w)
     n = X.shape[0]
     t_1 = torch.sigmoid(X @ w)
-    hvp_w = (((X @ v_w) / n) * (t_1 * (1 - t_1))) @ X
+    hvp_w = X.T @ (((X @ v_w) / n) * (t_1 * (1 - t_1)))
     return (hvp_w,)

@@ -34,13 +34,14 @@ def _minus_one_hot(probabilities, target):
     return probabilities.scatter_add(-1, index, torch.full_like(index, -1, dtype=probabilities.dtype))
 
 
-def _cross_entropy_grad(log_probabilities, target, scale):
-    """(softmax - one_hot(target)) * scale, from the log-softmax the forward kept: torch's own NLL and log_softmax
-    backward kernels, as torch.nn.functional.cross_entropy runs them (a target out of range raises IndexError). With
-    reduction "sum" (2) the kernel's total weight is not read; it must not require grad, hence the detach."""
+def _cross_entropy_grad(log_probabilities, target, scale, rows):
+    """(softmax - one_hot(target)) * scale / rows, from the log-softmax the forward kept: torch's own NLL and
+    log_softmax backward kernels, as torch.nn.functional.cross_entropy runs them (a target out of range raises
+    IndexError). With reduction "mean" (1) the NLL kernel divides by its total weight, rows."""
     if not isinstance(scale, torch.Tensor) or scale.dtype != log_probabilities.dtype:  # the kernel does not promote
         scale = torch.as_tensor(scale, dtype=log_probabilities.dtype, device=log_probabilities.device)
-    picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 2, -(2**63), scale.detach())
+    total = log_probabilities.new_full((), rows)
+    picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 1, -(2**63), total)
     return torch.ops.aten._log_softmax_backward_data(picked, log_probabilities, 1, log_probabilities.dtype)
 
 
@@ -56,7 +57,7 @@ def vjp(X, W, y, grad_output):
     _check_shapes(X, W, y)
     m = X.shape[0]
     t_1 = torch.log_softmax(X @ W, dim=1)
-    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output / m)
+    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, m)
     return (grad_W,)
 
 
@@ -66,7 +67,7 @@ def forward_and_vjp(X, W, y, grad_output):
     m = X.shape[0]
     t_1 = torch.log_softmax(X @ W, dim=1)
     output = torch.nn.functional.nll_loss(t_1, y, reduction="mean")
-    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output / m)
+    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, m)
     return output, (grad_W,)
 
 
@@ -106,7 +107,7 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
             raise RuntimeError("SoftmaxCrossEntropyFunction gives gradients for W only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             t_1 = torch.log_softmax(X @ W, dim=1)
-        grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output / m)
+        grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, m)
         return None, grad_W, None
 
     @staticmethod

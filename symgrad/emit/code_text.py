@@ -14,7 +14,7 @@ import re
 import sys
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 
 import numpy as np
@@ -246,23 +246,19 @@ class CodePrinter(TorchPrinter):
         return f"_minus_one_hot({self._print(a)[0]}, {self._print(b.inputs[0])[0]})", 9
 
     def _fused_loss(self, t: Tensor, reduction: str) -> tuple[str, int] | None:
-        """``(softplus(z) - y * z).mean()`` (or ``.sum()``) as ``binary_cross_entropy_with_logits(z, y)``:
-        one call instead of four. (The losses alone stay as they are: the call's text is long enough to earn
-        a statement of its own, which would keep the mean from absorbing it.)"""
+        """The mean (or sum) of ``binary_cross_entropy_with_logits(z, y, reduction="none")``, or of its spelling
+        out ``softplus(z) - y * z``, as one ``binary_cross_entropy_with_logits(z, y)`` call."""
         (losses,) = t.inputs
         everything = tuple(range(len(losses.shape)))
         if t.attrs.get("keepdim") or tuple(sorted(t.attrs.get("dim", ()))) != everything or not losses.shape:
             return None
-        if not self._inline(losses) or losses.op.name != "sub":
+        if not self._inline(losses):
             return None
-        softplus, product = losses.inputs
-        if softplus.op is None or softplus.op.name != "softplus" or not self._inline(softplus):
+        operands = _logits_and_target(losses, self._inline)
+        if operands is None:
             return None
-        if product.op is None or product.op.name != "mul" or not self._inline(product):
-            return None
-        (z,) = softplus.inputs
-        target = next((b for a, b in (product.inputs, product.inputs[::-1]) if a is z), None)
-        if target is None or (target.op is None and uniform_constant(target) is not None):
+        z, target = operands
+        if target.op is None and uniform_constant(target) is not None:
             return None
         if tuple(target.shape) != tuple(z.shape) or not target.dtype.startswith("float"):
             return None
@@ -277,6 +273,22 @@ class CodePrinter(TorchPrinter):
         variable = t.attrs["fn"].variables[0]
         self.uses_math = True
         return python_source(t.attrs["fn"].expr, {variable: self._print(x)[0]}), 9
+
+
+def _logits_and_target(losses: Tensor, inline: Callable[[Tensor], bool]) -> tuple[Tensor, Tensor] | None:
+    """``(z, y)`` of the elementwise losses ``binary_cross_entropy_with_logits(z, y)`` or ``softplus(z) - y * z``."""
+    if losses.op.name == "binary_cross_entropy_with_logits":
+        return losses.inputs[0], losses.inputs[1]
+    if losses.op.name != "sub":
+        return None
+    softplus, product = losses.inputs
+    if softplus.op is None or softplus.op.name != "softplus" or not inline(softplus):
+        return None
+    if product.op is None or product.op.name != "mul" or not inline(product):
+        return None
+    (z,) = softplus.inputs
+    target = next((b for a, b in (product.inputs, product.inputs[::-1]) if a is z), None)
+    return None if target is None else (z, target)
 
 
 def _exact_in_float32(t: Tensor) -> bool:
@@ -446,6 +458,8 @@ def needs_name(node: Tensor, uses: Counter, text_of) -> bool:
         return False
     if node.op.name in ("full",):
         return False
+    if node.op.name == "binary_cross_entropy_with_logits" and uses[id(node)] == 1:
+        return False  # long, but a mean or sum of it prints as one call (see _fused_loss); fit_statement splits it
     return uses[id(node)] > 1 or len(text_of(node)) > MAX_INLINE
 
 

@@ -21,15 +21,17 @@ and the backward reads the saved log-probabilities (the ``cross_entropy_grad`` r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from ..core.graph import topological
+from ..core.graph import topological, uniform_constant
 from ..core.tensor import Tensor, apply, with_inputs
 
 
 def split_cross_entropy(output: Tensor, laws: Sequence[Tensor]) -> tuple[Tensor, list[Tensor]]:
     """``output`` and ``laws`` with each ``cross_entropy(z, y)`` whose gradient the laws read as
     ``(softmax(z) - one_hot(y)) * s`` (``s`` a scalar) split into ``nll_loss(log_softmax(z), y)`` and
-    ``cross_entropy_grad(log_softmax(z), y, s)``; unchanged when there is none."""
+    ``cross_entropy_grad(log_softmax(z), y, s, rows=1)``, or ``(…, g, rows=m)`` when ``s`` is ``g / m`` over the
+    m rows of z; unchanged when there is none."""
     losses = [n for n in topological(output) if n.op is not None and n.op.name == "cross_entropy"]
     if not losses:
         return output, list(laws)
@@ -49,11 +51,20 @@ def split_cross_entropy(output: Tensor, laws: Sequence[Tensor]) -> tuple[Tensor,
                 replacements[id(loss)] = apply(
                     "nll_loss", log_probabilities[id(loss)], y, reduction=loss.attrs["reduction"]
                 )
-            replacements[id(node)] = apply("cross_entropy_grad", log_probabilities[id(loss)], y, scale)
+            scale, rows = _scale_and_rows(scale, z.shape[0])
+            replacements[id(node)] = apply("cross_entropy_grad", log_probabilities[id(loss)], y, scale, rows=rows)
     if not replacements:
         return output, list(laws)
     rebuilt: dict[int, Tensor] = {}
     return _rebuild(output, replacements, rebuilt), [_rebuild(g, replacements, rebuilt) for g in laws]
+
+
+def _scale_and_rows(scale: Tensor, rows) -> tuple[Tensor, Any]:
+    """``(s, m)`` for a scale ``s / m`` with m the number of rows (a mean's), whose division torch's NLL kernel
+    does itself; else ``(scale, 1)``."""
+    if scale.op is not None and scale.op.name == "div" and uniform_constant(scale.inputs[1]) == rows:
+        return scale.inputs[0], rows
+    return scale, 1
 
 
 def _softmax_minus_one_hot_times_scalar(node: Tensor) -> tuple[Tensor, Tensor, Tensor] | None:

@@ -366,6 +366,26 @@ binary(
 )
 
 
+# ── binary cross-entropy on logits: softplus(z) − t·z in value, with torch's fused backward ──
+def _bce_with_logits_vjp(g, out, z, t):
+    """torch's ``(σ(z) − t) · g`` and ``−z · g``: where g is infinite, σ(z) − t is one number times it, not two."""
+    return unbroadcast((apply("sigmoid", z) - t) * g, z.shape), unbroadcast(-z * g, t.shape)
+
+
+binary(
+    "binary_cross_entropy_with_logits",
+    lambda z, t: functions.softplus(z) - t * z,
+    lambda torch, z, t: torch.nn.functional.binary_cross_entropy_with_logits(z, t, reduction="none"),
+    'torch.nn.functional.binary_cross_entropy_with_logits({0}, {1}, reduction="none")',
+    r"\operatorname{{BCE}}_{{\sigma}}\left({0}, {1}\right)",
+    "BinaryCrossEntropyWithLogitsBackward0",
+    saves=True,
+    precedence=9,
+    vjp=_bce_with_logits_vjp,
+    float_result=True,
+)
+
+
 # ── losses with a closed-form gradient ─────────────────────────────────────
 def _class_indices(y: np.ndarray) -> list[int]:
     flat = [sympy.sympify(v) for v in y.reshape(-1)]
@@ -419,13 +439,19 @@ def _nll_loss(log_probabilities: np.ndarray, y: np.ndarray, reduction: str) -> n
     return _reduced([-row[c] for row, c in zip(log_probabilities, _class_indices(y))], reduction)
 
 
-def _cross_entropy_grad(log_probabilities: np.ndarray, y: np.ndarray, scale: np.ndarray) -> np.ndarray:
+def _cross_entropy_grad(log_probabilities: np.ndarray, y: np.ndarray, scale: np.ndarray, rows) -> np.ndarray:
     onehot = _one_hot(y, log_probabilities.shape[1])
-    return elementwise(lambda lp, h: (sympy.exp(lp) - h) * scale[()], log_probabilities, onehot)
+    return elementwise(lambda lp, h: (sympy.exp(lp) - h) * scale[()] / rows, log_probabilities, onehot)
+
+
+def _over(value, rows):
+    """``value / rows``, or ``value`` itself when ``rows`` is 1 (a sum, not a mean)."""
+    return value if rows == 1 else value / rows
 
 
 # cross_entropy as emitted code splits it when its gradient is needed: the forward keeps log_softmax(z), as torch's
-# own cross_entropy does inside, and the backward runs torch's NLL and log_softmax backward kernels on it
+# own cross_entropy does inside, and the backward runs torch's NLL and log_softmax backward kernels on it; with
+# rows = m (a mean over m rows) the NLL kernel divides by m itself, as in torch's backward of the mean
 register(
     Op(
         "nll_loss",
@@ -444,18 +470,18 @@ register(
 register(
     Op(
         "cross_entropy_grad",
-        lambda lp, y, scale: lp,
+        lambda lp, y, scale, rows: lp,
         _cross_entropy_grad,
-        lambda torch, lp, y, scale: (
-            (torch.exp(lp) - torch.nn.functional.one_hot(y.long(), lp.shape[1]).to(lp.dtype)) * scale
+        lambda torch, lp, y, scale, rows: (
+            (torch.exp(lp) - torch.nn.functional.one_hot(y.long(), lp.shape[1]).to(lp.dtype)) * scale / rows
         ),
-        "_cross_entropy_grad({0}, {1}, {2})",
-        r"\left(e^{{{0}}} - \operatorname{{onehot}}\left({1}\right)\right) {2}",
+        "_cross_entropy_grad({0}, {1}, {2}, {rows})",
+        r"\left(e^{{{0}}} - \operatorname{{onehot}}\left({1}\right)\right) \frac{{{2}}}{{{rows}}}",
         "none",
-        vjp=lambda g, out, lp, y, scale: (
-            g * apply("exp", lp) * scale,
+        vjp=lambda g, out, lp, y, scale, rows: (
+            g * apply("exp", lp) * _over(scale, rows),
             None,
-            (g * (apply("exp", lp) - apply("one_hot", y, num_classes=lp.shape[1]))).sum(),
+            _over((g * (apply("exp", lp) - apply("one_hot", y, num_classes=lp.shape[1]))).sum(), rows),
         ),
     )
 )

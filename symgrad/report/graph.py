@@ -16,7 +16,7 @@ more node, the grad_tensor ``v``, which feeds ``ȳ`` back. The picture is Graphv
 ['w  2×3', 'x  3', 'matmul  2', 'tanh  2', 'sum  scalar', 'v = 1']
 >>> print("\\n".join(edge.rule for edge in picture.edges))
 w̄ = torch.outer(t̄₁, x)
-x̄ = t̄₁ @ w
+x̄ = w.T @ t̄₁
 t̄₁ = t̄₂ * (1 - t₂ ** 2)
 t̄₂ = ȳ[None].expand(2)
 ȳ = v

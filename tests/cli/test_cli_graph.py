@@ -118,7 +118,7 @@ def test_the_installed_command_prints_utf8_dot():
         env={**os.environ, "PYTHONIOENCODING": "utf-8"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "x̄ = t̄₁ @ w" in done.stdout.decode("utf-8")
+    assert "x̄ = w.T @ t̄₁" in done.stdout.decode("utf-8")
 
 
 # ── explanations carry the picture ──────────────────────────────────────────

@@ -56,7 +56,7 @@ def test_edges_carry_the_vjp_rules_of_matmul_tanh_and_sum():
     picture = seed_graph()
     assert rules(picture) == [
         "w̄ = torch.outer(t̄₁, x)",
-        "x̄ = t̄₁ @ w",
+        "x̄ = w.T @ t̄₁",
         "t̄₁ = t̄₂ * (1 - t₂ ** 2)",
         "t̄₂ = ȳ[None].expand(2)",
         "ȳ = v",

@@ -117,9 +117,9 @@ def test_a_matrix_input_gets_a_flattened_hessian():
 def test_the_symbolic_document_gives_the_laws_and_proves_them(symbolic):
     e = symbolic["en"]
     code = dict(e.code)
-    assert code["grad_w"] == "((torch.sigmoid(X @ w) - y) / n) @ X"
+    assert code["grad_w"] == "X.T @ ((torch.sigmoid(X @ w) - y) / n)"
     assert code["hessian_w"] == "((X.T / n) * (torch.sigmoid(X @ w) * (1 - torch.sigmoid(X @ w)))) @ X"
-    assert code["hvp_w"] == "(((X @ u) / n) * (torch.sigmoid(X @ w) * (1 - torch.sigmoid(X @ w)))) @ X"
+    assert code["hvp_w"] == "X.T @ (((X @ u) / n) * (torch.sigmoid(X @ w) * (1 - torch.sigmoid(X @ w))))"
     assert e.proved and e.hvp_proved and e.check is None and e.entry_sizes == "$d = 2, n = 2$"
     assert {p["kind"] for p in e.proof} == {"exact", "torch"} and all(p["held"] for p in e.proof + e.hvp_proof)
     assert e.symmetric and [s.lhs for s in e.hessian_entries if s.lhs] == ["H_{0,0}", "H_{0,1}", "H_{1,1}"]

@@ -989,7 +989,7 @@ def _mse_loss(c: Builder, x: str) -> str | None:
     return None if y is None else f"T.nn.functional.mse_loss({x}, {y}, reduction={reduction(c)!r})"
 
 
-@spec("bce_with_logits", "softplus mul sub mean sum", law=True)
+@spec("bce_with_logits", "binary_cross_entropy_with_logits mean sum", law=True)
 def _bce_with_logits(c: Builder, x: str) -> str | None:
     y = c.same_shape(x)
     if y is None:

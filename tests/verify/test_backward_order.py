@@ -23,6 +23,12 @@ torch = pytest.importorskip("torch")
 F64 = torch.float64
 INF = math.inf
 
+
+def _targets(T, x):
+    """Targets of 0.25 shaped as x, whatever its sizes, and not differentiated."""
+    return T.full_like(x, 0.25)
+
+
 # name: (build(T, x), values of x, grad tensor or None for torch's implicit 1)
 CASES = {
     "relu under an infinite gradient": (lambda T, x: x.relu().sqrt(), [-1.0, 4.0, 0.0], None),
@@ -70,6 +76,17 @@ CASES = {
     "a zero gradient times an infinity": (lambda T, x: T.floor(x) * x.exp(), [1000.0, 1.0], None),
     "a scaled product over zero": (lambda T, x: ((x * 0.5) / 0.0).sum(), [1.0, -2.0], None),
     "a product over zero, scaled": (lambda T, x: (x.exp() / 0.0 * 3).sum(), [1.0, -2.0], None),
+    # torch's (σ(z) − y) · g: σ(z) − y is one number times g, where σ(z)·g − y·g would be inf − inf or 0 · inf
+    "logistic losses under an infinite gradient": (
+        lambda T, x: T.nn.functional.binary_cross_entropy_with_logits(x, _targets(T, x), reduction="none"),
+        [800.0, -800.0, 3.0],
+        [INF, INF, 2.0],
+    ),
+    "mean logistic loss under an infinite gradient": (
+        lambda T, x: T.nn.functional.binary_cross_entropy_with_logits(x, _targets(T, x)),
+        [800.0, -800.0, 3.0],
+        INF,
+    ),
 }
 
 

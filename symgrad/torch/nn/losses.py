@@ -176,7 +176,7 @@ def binary_cross_entropy_with_logits(
     if tuple(t.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({_size(t.shape)}) must be the same as input size ({_size(input.shape)})")
     if pos_weight is None:
-        losses = apply("softplus", input) - t * input
+        losses = apply("binary_cross_entropy_with_logits", input, t)
     else:
         log_weight = (pos_weight - 1) * t + 1
         losses = log_weight * apply("softplus", input) - pos_weight * t * input
