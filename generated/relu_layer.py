@@ -19,8 +19,8 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 import torch
 
 # Backward kernels from torch.ops.aten, torch's operator namespace (torch.* has no spelling of them): those torch's
-# own autograd runs for tanh, sigmoid and relu, one kernel where the formula takes three; torch differentiates them
-# twice and in forward mode. Used here: threshold_backward.
+# own autograd runs for tanh, sigmoid, relu and softmax, one kernel where the formula takes three or four; torch
+# differentiates them twice and in forward mode. Used here: threshold_backward.
 
 
 def _check_shapes(W, X, b):

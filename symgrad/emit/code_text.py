@@ -194,8 +194,35 @@ class CodePrinter(TorchPrinter):
         return f"_index_backward({self._print(g)[0]}, {shape_tuple(t.attrs['shape'])}, {t.attrs['index']!r})", 9
 
     def _print_mul(self, t: Tensor):
-        fused = self._fused_backward(t) if self.fused else None
+        fused = (self._fused_softmax_backward(t) or self._fused_backward(t)) if self.fused else None
         return fused if fused is not None else self._print_template(t)
+
+    def _fused_softmax_backward(self, t: Tensor) -> tuple[str, int] | None:
+        """``y * (g - (g * y).sum(dim, keepdim=True))``, ``y = softmax(z, dim)``, as torch's own softmax backward
+        kernel, ``_softmax_backward_data(g, y, dim, dtype)``, which computes that formula: one kernel, not four."""
+        for y, difference in (t.inputs, t.inputs[::-1]):
+            if y.op is None or y.op.name != "softmax" or not y.dtype.startswith("float"):
+                continue
+            dim = y.attrs["dim"] % len(y.shape)
+            if difference.op is None or difference.op.name != "sub" or not self._inline(difference):
+                continue
+            g, total = difference.inputs
+            if total.op is None or total.op.name != "sum" or not self._inline(total) or not total.attrs.get("keepdim"):
+                continue
+            if tuple(d % len(y.shape) for d in total.attrs.get("dim", ())) != (dim,):
+                continue
+            (product,) = total.inputs
+            if product.op is None or product.op.name != "mul" or not self._inline(product):
+                continue
+            if not any(a is g and b is y for a, b in (product.inputs, product.inputs[::-1])):
+                continue
+            if not g.dtype.startswith("float") or not tuple(g.shape) == tuple(y.shape) == tuple(t.shape):
+                continue
+            self.fused_parts[id(t)] = [g, y]
+            self.aten_kernels.add("_softmax_backward_data")
+            grad, output = self._print(g)[0], self._print(y)[0]
+            return f"torch.ops.aten._softmax_backward_data({grad}, {output}, {dim}, {output}.dtype)", 9
+        return None
 
     def _print_sub(self, t: Tensor):
         fused = self._fused_sub(t) if self.fused else None

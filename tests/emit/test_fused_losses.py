@@ -1,5 +1,5 @@
-"""Emitted softmax cross-entropy runs torch's own kernels: the forward keeps log_softmax, the backward runs
-nll_loss_backward and _log_softmax_backward_data on it (``symgrad/emit/kernels.py``)."""
+"""Emitted softmax and softmax cross-entropy run torch's own kernels. Cross-entropy's forward keeps log_softmax,
+its backward runs nll_loss_backward and _log_softmax_backward_data on it (``symgrad/emit/kernels.py``)."""
 
 from __future__ import annotations
 
@@ -62,3 +62,24 @@ def test_cross_entropy_vjp_takes_any_grad_output_as_other_modules_do():
         (ours,) = module.vjp(X, W, y, grad_output)
         assert ours.dtype == torch.float64
         torch.testing.assert_close(ours, expected, rtol=1e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax_backward_is_torchs_own_kernel_to_the_last_bit(dim):
+    """``y * (g - (g * y).sum(dim, keepdim=True))`` prints as ``_softmax_backward_data``, the kernel torch's own
+    softmax backward runs; double backward goes through it too."""
+    m, n, k = sg.dims("m n k")
+    Z, V = sg.symbols("Z", (m, n, k), requires_grad=True), sg.symbols("V", (m, n, k))
+    out = (st.softmax(Z, dim=dim) * V).sum()
+    module = sg.compile(out, [Z], inputs=[Z, V], style="autograd_function", name="Softmax")
+    assert f"torch.ops.aten._softmax_backward_data(t_2, t_1, {dim % 3}, t_1.dtype)" in module.__symgrad_source__
+    gen = torch.Generator().manual_seed(dim + 5)
+    Z_value = torch.randn(2, 3, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+    V_value = torch.randn(2, 3, 4, generator=gen, dtype=torch.float64)
+    (expected,) = torch.autograd.grad((torch.softmax(Z_value, dim=dim) * V_value).sum(), Z_value, create_graph=True)
+    (ours,) = torch.autograd.grad(module.apply(Z_value, V_value), Z_value, create_graph=True)
+    assert torch.equal(ours, expected)
+    tangent = torch.randn(2, 3, 4, generator=gen, dtype=torch.float64)
+    (second,) = torch.autograd.grad((ours * tangent).sum(), Z_value)
+    (second_expected,) = torch.autograd.grad((expected * tangent).sum(), Z_value)
+    torch.testing.assert_close(second, second_expected, rtol=1e-12, atol=1e-12)
