@@ -22,7 +22,7 @@ import sympy
 from ..core.arrays import object_array
 from ..core.constructors import formula, fresh_name, tensor
 from ..core.dims import is_concrete, require_concrete
-from ..core.errors import ShapeError, SymgradError
+from ..core.errors import ShapeError, SymgradError, UnsupportedError
 from ..core.tensor import Tensor, constant, wrap
 from ..ops import functions
 from .reverse import law
@@ -166,6 +166,16 @@ def _entry_derivatives(expr: sympy.Expr, position: dict[sympy.Symbol, int]) -> I
         yield position[symbol], _term_derivative(expr, symbol)
 
 
+_NOT_FINITE = (sympy.oo, -sympy.oo, sympy.zoo, sympy.nan)
+
+
+def _folded_to_non_finite(outputs: Sequence[Tensor]) -> bool:
+    """Whether an entry of the outputs is a bare infinity or nan. SymPy folds ``exp(x) · ∞`` and ``x + ∞`` into
+    ``∞``, which no longer contains x, so differentiating that entry would give 0 where torch's gradient is
+    infinite or nan (a padded or selected constant is folded the same way, and its 0 is right)."""
+    return any(sympy.sympify(e) in _NOT_FINITE for y in outputs for e in y.entries().reshape(-1))
+
+
 def sparse_jacobian(y: Tensor, x: Tensor) -> Iterator[Entry]:
     """The non-zero entries of d y / d x, in row-major order."""
     _require_leaf(x)
@@ -184,6 +194,11 @@ def jacobian(y: Tensor, x: Tensor, *, matrix: bool = False) -> sympy.ImmutableSp
     """
     y_shape = require_concrete(y.shape, "an entrywise Jacobian")
     x_shape = require_concrete(x.shape, "an entrywise Jacobian")
+    if x.name in y.leaves() and _folded_to_non_finite([y]):
+        raise UnsupportedError(
+            f"an entry of {y.name} is a bare infinity or nan, which may have absorbed {x.name}; its Jacobian cannot "
+            f"be read off the entries (sg.vjp takes the VJP rules instead)"
+        )
     n_in = int(np.prod(x_shape, dtype=int))
     entries = list(sparse_jacobian(y, x))
     if matrix:
@@ -284,10 +299,15 @@ def gradient_formula(
     When every input has values, its SymPy entries are derived only when its formulas are first asked for,
     so a caller who wants numbers never waits for them; otherwise (or without a graph) they are derived now.
     """
-    if numeric is not None and all(t.has_values() for t in [*outputs, *grads]):
-        entries: Any = lambda: vjp_entries(outputs, target, grads, known)  # noqa: E731 - derived when asked for
-    else:
-        entries = vjp_entries(outputs, target, grads, known)
+
+    def derived() -> np.ndarray:
+        if numeric is not None and _folded_to_non_finite(outputs):
+            return numeric.entries()  # the VJP rules keep the factors a bare ∞ lost (see _folded_to_non_finite)
+        return vjp_entries(outputs, target, grads, known)
+
+    entries: Any = derived  # derived when asked for
+    if numeric is None or not all(t.has_values() for t in [*outputs, *grads]):
+        entries = derived()
     return formula(
         entries,
         shape=target.shape,

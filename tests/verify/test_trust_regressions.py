@@ -6,6 +6,7 @@ Every expected number is computed by torch inside the test, through the public A
 
 from __future__ import annotations
 
+import math
 import re
 import tempfile
 import time
@@ -372,3 +373,31 @@ def test_squeeze_of_a_symbolic_dim_is_refused_in_one_line():
     assert x.squeeze(1).shape == (n,)
     with pytest.raises(sg.UnsupportedError, match=r"squeeze of the symbolic dimension n .*x\.squeeze\(1\)"):
         x.squeeze()
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda T, x: (x.exp() / 0.0 * 3).sum(),
+        lambda T, x: (x + math.inf).sum(),
+        lambda T, x: (x * math.nan).sum(),
+        lambda T, x: T.nn.functional.pad(x, (1, 1), value=math.nan).sum(),
+    ],
+    ids=["exp over zero", "plus infinity", "times nan", "padded with nan"],
+)
+def test_formulas_of_an_entry_folded_to_infinity_are_torchs(build):
+    """SymPy folds exp(x) · ∞ and x + ∞ into a bare ∞, which no longer contains x: differentiated entry by entry,
+    the gradient's formula read 0 while torch's is ∞, 1 or nan. Such outputs take their formulas from the VJP
+    rules (a padded nan is folded too, and its gradient stays 1), and their Jacobian is refused in one line."""
+    values = [1.0, -2.0]
+    _, expected = _torch_forward_and_grad(build, values)
+    x = sg.symbols("x", (2,), requires_grad=True)
+    point = dict(zip(x.entries().reshape(-1), values, strict=True))
+    formulas = sg.vjp(build(st, x), x).entries().reshape(-1)
+    _close([float(sympy.sympify(e).subs(point)) for e in formulas], expected, what="formulas")
+    leaf = st.tensor(values, dtype=st.float64, requires_grad=True, name="x")
+    build(st, leaf).backward()
+    _close(leaf.grad.tolist(), expected, what="x.grad")
+    _close([float(sympy.sympify(e)) for e in leaf.grad.entries().reshape(-1)], expected, what="x.grad's formulas")
+    with pytest.raises(sg.UnsupportedError, match="bare infinity or nan"):
+        sg.jacobian(build(st, x), x)
