@@ -26,7 +26,7 @@ import sympy
 from . import display
 from .arrays import as_object_array, numbers_only
 from .budget import check_budget
-from .dims import Shape, as_shape, format_shape, normalize_dim, numel, require_concrete
+from .dims import Shape, as_shape, format_shape, is_concrete, normalize_dim, numel, require_concrete
 from .errors import AutogradError, ShapeError, SymgradError, UnsupportedError, ValuesUnknownError
 from .graph import topological
 from .methods import TensorMethods
@@ -358,7 +358,10 @@ class Tensor(TensorMethods):
         )
 
     def detach(self) -> Tensor:
-        """The same formulas, cut from the graph (no grad_fn, no requires_grad)."""
+        """The same formulas, cut from the graph (no grad_fn, no requires_grad); at symbolic sizes, where there
+        are no formulas to copy, the ``stop_gradient`` op (torch spells both ``x.detach()``)."""
+        if not is_concrete(self.shape):
+            return apply("stop_gradient", self)
         return Tensor(
             shape=self.shape,
             name=auto_name(f"{self.name}_detached"),

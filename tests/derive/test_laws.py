@@ -431,3 +431,16 @@ def test_a_float_factor_over_a_symbolic_size_is_proved_exactly():
     x = sg.symbols("x", (k, n))
     out = (1.25 - x.tanh().softmax(0).tanh() * 0.5).mean(dim=0).sum()
     assert sg.prove(out, [x]).held
+
+
+def test_detach_at_symbolic_sizes_stops_the_gradient_and_is_proved():
+    """x.detach() of a tensor with symbolic sizes has no formulas to copy: it is the stop_gradient op, spelled
+    as torch spells it, and its law is proved against torch like any other."""
+    (n,) = sg.dims("n")
+    x = sg.symbols("x", (n,), requires_grad=True)
+    detached = x.detach()
+    assert not detached.requires_grad and detached.is_leaf
+    out = (x * x.detach()).sum()
+    (rule,) = sg.law(out, [x])
+    assert rule.name == "x.detach()"
+    assert sg.prove(out, [x], laws=[rule]).held
