@@ -78,6 +78,14 @@ def _function(
     ), printer
 
 
+def _hessian_results(f: Tensor, wrt: Sequence[Tensor], *, exact: bool) -> list[tuple[str, Tensor]]:
+    """``(hessian_<x>, H)`` for one input, ``(hessian_<a>_<b>, H[a][b])`` for each pair of several."""
+    blocks = hessian_law(f, wrt if len(wrt) > 1 else wrt[0], exact=exact)
+    if isinstance(blocks, Tensor):
+        return [(f"hessian_{wrt[0].name}", blocks)]
+    return [(f"hessian_{a.name}_{b.name}", blocks[i][j]) for i, a in enumerate(wrt) for j, b in enumerate(wrt)]
+
+
 def curvature_codegen(
     f: Tensor,
     wrt: Sequence[Tensor],
@@ -125,7 +133,9 @@ def curvature_codegen(
     forward, forward_printer = _function(
         "forward", f"out = {expression_text}", inputs, [("out", f)], sources, like, "out"
     )
-    gradients = law(f.reshape(()) if f.shape else f, wrt)
+    # the code is printed from laws simplified exactly (every IEEE value kept, as torch's double backward keeps
+    # them); the docstring shows the laws as a person writes them
+    gradients = law(f.reshape(()) if f.shape else f, wrt, exact=True)
     grad_names = [f"grad_{x.name}" for x in wrt]
     gradient, gradient_printer = _function(
         "gradient",
@@ -137,18 +147,17 @@ def curvature_codegen(
         tuple_text(grad_names),
     )
     if style == "hvp":
-        products = hvp_law(f, wrt, tangents)
+        products = hvp_law(f, wrt, tangents, exact=True)
         labels = [f"hvp_{x.name}" for x in wrt]
         results = list(zip(labels, products))
+        readable = list(zip(labels, hvp_law(f, wrt, tangents)))
         against = ", ".join(x.name for x in wrt)
         summary = f"{tuple_text(labels)}: the Hessian of out with respect to {against}, times the tangents"
         second, printer = _function("hvp", summary, [*inputs, *tangents], results, sources, like, tuple_text(labels))
     else:
-        blocks = hessian_law(f, wrt if len(wrt) > 1 else wrt[0])
-        blocks = ((blocks,),) if isinstance(blocks, Tensor) else blocks
-        results = [(f"hessian_{a.name}_{b.name}", blocks[i][j]) for i, a in enumerate(wrt) for j, b in enumerate(wrt)]
+        results = _hessian_results(f, wrt, exact=True)
+        readable = _hessian_results(f, wrt, exact=False)
         if len(wrt) == 1:
-            results = [(f"hessian_{wrt[0].name}", blocks[0][0])]
             returns = results[0][0]
         else:
             rows = [tuple_text([f"hessian_{a.name}_{b.name}" for b in wrt]) for a in wrt]
@@ -164,7 +173,7 @@ def curvature_codegen(
             wrapped(f"{label} = {docstring_safe(torch_text.doprint(r))}", "    "),
             wrapped(f"LaTeX: {docstring_safe(latex.doprint(r))}", "    "),
         )
-        for label, r in results
+        for label, r in readable
     ]
     functions = [forward, gradient, second]
     printers = [forward_printer, gradient_printer, printer]

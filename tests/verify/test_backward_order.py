@@ -204,3 +204,37 @@ def test_emitted_std_at_symbolic_sizes_differentiates_twice_as_torch():
     _close(ours.tolist(), expected, "double backward")
     (product,) = hvp.hvp(value.detach(), torch.ones(3, dtype=F64))
     _close(product.tolist(), expected, "emitted hvp")
+
+
+SECOND_ORDER = {
+    "x minus x at infinity": (lambda T, x: ((x.exp() - x.exp()) * 0.5 + x * x).sum(), [1000.0, 1.0]),
+    "x over x at 0": (lambda T, x: (x * x / x).sum(), [0.0, 2.0]),
+    "xlogy of x with itself at 0": (lambda T, x: T.xlogy(x, x).sum(), [0.0, 2.0]),
+    "a zero gradient times an infinity": (lambda T, x: (T.floor(x) * x.exp()).sum(), [1000.0, 1.0]),
+    "logistic losses at saturation": (
+        lambda T, x: T.nn.functional.binary_cross_entropy_with_logits(x, _targets(T, x)),
+        [800.0, -800.0, 3.0],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_emitted_second_order_modules_keep_torchs_values(name):
+    """hvp and hessian modules are printed from exactly simplified laws, as first-order ones are: exp(x) - exp(x)
+    is not cancelled, so at overflow its second derivative is torch's nan, not 0."""
+    build, values = SECOND_ORDER[name]
+    (n,) = sg.dims("n")
+    x = sg.symbols("x", (n,), requires_grad=True)
+    hvp = sg.compile(build(st, x), [x], inputs=[x], name="Hvp", style="hvp")
+    hessian = sg.compile(build(st, x), [x], inputs=[x], name="Hessian", style="hessian")
+    value = torch.tensor(values, dtype=F64, requires_grad=True)
+    tangent = torch.ones_like(value)
+    (g,) = torch.autograd.grad(build(torch, value), value, create_graph=True)
+    (expected,) = torch.autograd.grad(g, value, tangent)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected_hessian = torch.autograd.functional.hessian(lambda a: build(torch, a), value.detach())
+        (ours,) = hvp.hvp(value.detach(), tangent)
+        ours_hessian = hessian.hessian(value.detach())
+    _close(ours.tolist(), expected, f"{name}: emitted hvp")
+    _close(ours_hessian.tolist(), expected_hessian, f"{name}: emitted hessian")
