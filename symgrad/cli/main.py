@@ -59,6 +59,14 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
+
+class _JoinedNames(argparse.Action):
+    """``--wrt a --wrt b`` means ``--wrt a,b``: a repeated option adds names rather than replacing them."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        previous = getattr(namespace, self.dest)
+        setattr(namespace, self.dest, f"{previous},{values}" if previous else values)
+
 EPILOG = """\
 exit codes:
   0    ok
@@ -108,6 +116,7 @@ def _expression_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--wrt",
         default=None,
+        action=_JoinedNames,
         metavar="NAME[,NAME]",
         help="the tensors to differentiate with respect to (default: every tensor)",
     )
@@ -199,7 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     emit.add_argument("--value", action="append", default=[], metavar="NAME=LIST")
     emit.add_argument(
-        "--wrt", default=None, metavar="NAME[,NAME]", help="required with an expression; with --module: parameters"
+        "--wrt",
+        default=None,
+        action=_JoinedNames,
+        metavar="NAME[,NAME]",
+        help="required with an expression; with --module: parameters",
     )
     emit.add_argument(
         "--style",

@@ -459,3 +459,11 @@ def test_codegen_docstring_command_leaves_out_debug_and_output(capsys, tmp_path)
     source = target.read_text()
     assert "symgrad codegen 'x.sum()' --shape x=2 --wrt x" in source
     assert "--debug" not in source and "--outp" not in source and str(target) not in source
+
+
+def test_a_repeated_wrt_adds_names_as_a_comma_does(capsys):
+    expression = ["derive", "(W @ x + b).tanh().sum()", "--shape", "W=k,n", "--shape", "x=n", "--shape", "b=k"]
+    code, repeated, err = run(capsys, *expression, "--wrt", "W", "--wrt", "b", "--no-check")
+    assert code == 0 and err == ""
+    _, joined, _ = run(capsys, *expression, "--wrt", "W,b", "--no-check")
+    assert repeated == joined and "grad_W = " in repeated and "grad_b = " in repeated
