@@ -67,6 +67,7 @@ class _JoinedNames(argparse.Action):
         previous = getattr(namespace, self.dest)
         setattr(namespace, self.dest, f"{previous},{values}" if previous else values)
 
+
 EPILOG = """\
 exit codes:
   0    ok
