@@ -46,7 +46,7 @@ from .code_text import (
     wrapped,
 )
 from .curvature_code import STYLES, curvature_codegen
-from .kernels import split_cross_entropy
+from .kernels import joined_cross_entropy, split_cross_entropy
 from .printing import listing
 from .templates import code_environment
 
@@ -93,10 +93,11 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         if not any(x is t for t in inputs):
             raise SymgradError(f"wrt names {x.name!r}, which is not an input")
     v = symbols_like(output, "grad_output", distinct=True)
+    expression = output  # what the docstring and forward mode describe; ``output`` is what the code computes
+    output = joined_cross_entropy(output)
     derived = list(law([output], list(wrt), [v], simplified=False))  # one reverse pass, simplified two ways:
     laws = simplify(derived, context=[output], exact=True)  # for the code: torch's values at infinities and nans too
     readable = simplify(derived, context=[output])  # for the docstring: the law as a person writes it
-    expression = output  # what the docstring and forward mode describe; ``output`` is what the code computes
     output, laws = split_cross_entropy(output, laws)
     forward_nodes = {id(n): n for n in topological(output)}
     law_nodes: dict[int, Tensor] = {}

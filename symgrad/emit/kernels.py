@@ -20,11 +20,39 @@ and the backward reads the saved log-probabilities (the ``cross_entropy_grad`` r
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from ..core.graph import topological, uniform_constant
 from ..core.tensor import Tensor, apply, with_inputs
+
+
+def joined_cross_entropy(output: Tensor) -> Tensor:
+    """``output`` with each ``nll_loss(log_softmax(z, dim=1), y)`` whose log-softmax nothing else reads written as
+    ``cross_entropy(z, y)``, which torch defines as exactly that, so that its gradient takes the same kernels
+    (see :func:`split_cross_entropy`) instead of a dense one-hot and a recomputed softmax.
+
+    >>> import symgrad as sg
+    >>> import symgrad.torch as torch
+    >>> z, y = sg.symbols("z", (4, 3)), sg.symbols("y", (4,), dtype="int64")
+    >>> F = torch.nn.functional
+    >>> joined_cross_entropy(F.nll_loss(F.log_softmax(z, dim=1), y, reduction="sum")).name
+    'torch.nn.functional.cross_entropy(z, y, reduction="sum")'
+    """
+    nodes = topological(output)
+    readers = Counter(id(i) for n in nodes if n.op is not None for i in n.inputs)
+    replacements: dict[int, Tensor] = {}
+    for node in nodes:
+        if node.op is None or node.op.name != "nll_loss":
+            continue
+        log_probabilities, y = node.inputs
+        if log_probabilities.op is None or log_probabilities.op.name != "log_softmax":
+            continue
+        (z,) = log_probabilities.inputs
+        if readers[id(log_probabilities)] == 1 and len(z.shape) == 2 and log_probabilities.attrs["dim"] % 2 == 1:
+            replacements[id(node)] = apply("cross_entropy", z, y, reduction=node.attrs["reduction"])
+    return _rebuild(output, replacements, {}) if replacements else output
 
 
 def split_cross_entropy(output: Tensor, laws: Sequence[Tensor]) -> tuple[Tensor, list[Tensor]]:

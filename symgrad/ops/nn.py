@@ -449,8 +449,9 @@ def _over(value, rows):
     return value if rows == 1 else value / rows
 
 
-# cross_entropy as emitted code splits it when its gradient is needed: the forward keeps log_softmax(z), as torch's
-# own cross_entropy does inside, and the backward runs torch's NLL and log_softmax backward kernels on it; with
+# nll_loss of 2-D input without options (F.nll_loss takes this row), and cross_entropy as emitted code splits it
+# when its gradient is needed: the forward keeps log_softmax(z), as torch's own cross_entropy does inside, and the
+# backward runs torch's NLL and log_softmax backward kernels on it (cross_entropy_grad); with
 # rows = m (a mean over m rows) the NLL kernel divides by m itself, as in torch's backward of the mean
 register(
     Op(

@@ -83,3 +83,28 @@ def test_softmax_backward_is_torchs_own_kernel_to_the_last_bit(dim):
     (second,) = torch.autograd.grad((ours * tangent).sum(), Z_value)
     (second_expected,) = torch.autograd.grad((expected * tangent).sum(), Z_value)
     torch.testing.assert_close(second, second_expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_nll_loss_of_log_softmax_takes_cross_entropys_kernels(reduction):
+    """F.nll_loss(F.log_softmax(z, 1), y) is torch's definition of cross_entropy: its emitted backward saves the
+    log-probabilities and runs the same two kernels, where it built a dense one-hot and recomputed the softmax."""
+    m, n, c = sg.dims("m n c")
+    X, W = sg.symbols("X", (m, n)), sg.symbols("W", (n, c), requires_grad=True)
+    y = sg.symbols("y", (m,), dtype="int64")
+    F = st.nn.functional
+    out = F.nll_loss(F.log_softmax(X @ W, dim=1), y, reduction=reduction)
+    module = sg.compile(out, [W], inputs=[X, W, y], style="autograd_function", name="Nll")
+    source = module.__symgrad_source__
+    backward = source[source.index("    def backward(") : source.index("    def jvp(")]
+    assert "one_hot" not in backward and "grad_W = X.T @ _cross_entropy_grad(t_1, y, " in backward
+    gen = torch.Generator().manual_seed(7)
+    X_value = torch.randn(5, 4, generator=gen, dtype=torch.float64)
+    W_value = torch.randn(4, 3, generator=gen, dtype=torch.float64, requires_grad=True)
+    y_value = torch.tensor([0, 2, 1, 1, 2])
+    g = torch.tensor(0.3, dtype=torch.float64)
+    F_torch = torch.nn.functional
+    expected_out = F_torch.nll_loss(F_torch.log_softmax(X_value @ W_value, dim=1), y_value, reduction=reduction)
+    (expected,) = torch.autograd.grad(expected_out, W_value, g)
+    ours, (grad_W,) = module.forward_and_vjp(X_value, W_value.detach(), y_value, g)
+    assert torch.equal(ours, expected_out.detach()) and torch.equal(grad_W, expected)

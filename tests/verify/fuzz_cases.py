@@ -960,7 +960,7 @@ def _cross_entropy(c: Builder, x: str) -> str | None:
     return f"T.nn.functional.cross_entropy({x}, {class_targets(c, *shape)}, reduction={reduction!r})"
 
 
-@spec("nll_loss", "one_hot neg sum")
+@spec("nll_loss", "nll_loss")
 def _nll_loss(c: Builder, x: str) -> str | None:
     shape = c.shape(x)
     if len(shape) != 2:
@@ -1517,8 +1517,6 @@ UNREACHABLE = {
     "prod_others": "internal: the VJP of prod (the product of the other entries, exact at zeros)",
     "put_at": "internal: the VJP of take_at (topk)",
     "lse_softmax": "internal: the VJP of logsumexp (the softmax as torch's logsumexp backward computes it)",
-    "nll_loss": "internal: emitted code's forward of cross_entropy (emit/kernels.py); fuzzed through the emitted "
-    "modules of the cross_entropy spec",
     "cross_entropy_grad": "internal: emitted code's backward of cross_entropy (emit/kernels.py); fuzzed through the "
     "emitted modules of the cross_entropy spec",
 }

@@ -287,7 +287,10 @@ def nll_loss(
     y = class_targets(target, "nll_loss", classes=input.shape[class_dim])
     _check_target_shape(input, y)
     _check_weight(weight, input.shape[class_dim])
-    return _nll(input, _Picked(input, y, weight, ignore_index, class_dim), reduction)
+    picked = _Picked(input, y, weight, ignore_index, class_dim)
+    if input.ndim == 2 and weight is None and reduction != "none" and picked.keep is None:
+        return apply("nll_loss", input, y, reduction=reduction)  # a row, as cross_entropy: emitted code fuses them
+    return _nll(input, picked, reduction)
 
 
 def cross_entropy(
