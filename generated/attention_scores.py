@@ -60,9 +60,10 @@ def vjp(Q, K, V, grad_output):
     d = Q.shape[1]
     t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
     t_2 = grad_output @ V.T
-    t_3 = torch.ops.aten._softmax_backward_data(t_2, t_1, 1, t_1.dtype) / math.sqrt(d)
-    grad_Q = t_3 @ K
-    grad_K = (Q.T @ t_3).T
+    t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
+    t_4 = t_3 / math.sqrt(d)
+    grad_Q = t_4 @ K
+    grad_K = (Q.T @ t_4).T
     grad_V = t_1.T @ grad_output
     return (grad_Q, grad_K, grad_V)
 
@@ -74,9 +75,10 @@ def forward_and_vjp(Q, K, V, grad_output):
     t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
     output = t_1 @ V
     t_2 = grad_output @ V.T
-    t_3 = torch.ops.aten._softmax_backward_data(t_2, t_1, 1, t_1.dtype) / math.sqrt(d)
-    grad_Q = t_3 @ K
-    grad_K = (Q.T @ t_3).T
+    t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
+    t_4 = t_3 / math.sqrt(d)
+    grad_Q = t_4 @ K
+    grad_K = (Q.T @ t_4).T
     grad_V = t_1.T @ grad_output
     return output, (grad_Q, grad_K, grad_V)
 
@@ -116,9 +118,10 @@ class AttentionScoresFunction(torch.autograd.Function):
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
         t_2 = grad_output @ V.T
-        t_3 = torch.ops.aten._softmax_backward_data(t_2, t_1, 1, t_1.dtype) / math.sqrt(d)
-        grad_Q = t_3 @ K
-        grad_K = (Q.T @ t_3).T
+        t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
+        t_4 = t_3 / math.sqrt(d)
+        grad_Q = t_4 @ K
+        grad_K = (Q.T @ t_4).T
         grad_V = t_1.T @ grad_output
         return grad_Q, grad_K, grad_V
 
@@ -175,8 +178,10 @@ class _CompiledAttentionScoresFunction(_EagerAttentionScoresFunction):
 # later torch drop it, AttentionScoresFunction, right under every transform, serves every call.
 _transforms_active = getattr(torch._C, "_are_functorch_transforms_active", None) or (lambda: True)
 
-# Outside transforms, torch.autograd.Function.apply ends in the C-level apply of its base class, after Python-level
-# checks whose answers are known here (no setup_context, no transform); calling that apply saves them, a few µs a call.
+# Outside transforms, torch.autograd.Function.apply unwraps tensors left over from a finished torch.func transform,
+# then calls the C-level apply of its base class; apply(...) does the same, and skips the Python-level checks whose
+# answers are known here (no setup_context, no transform): a few µs a call.
+_unwrap_dead_wrappers = torch._functorch.utils.unwrap_dead_wrappers
 _eager_apply = super(torch.autograd.Function, _EagerAttentionScoresFunction).apply
 
 
@@ -186,4 +191,4 @@ def apply(Q, K, V):
         return _CompiledAttentionScoresFunction.apply(Q, K, V)
     if _transforms_active():
         return AttentionScoresFunction.apply(Q, K, V)[0]
-    return _eager_apply(Q, K, V)
+    return _eager_apply(*_unwrap_dead_wrappers((Q, K, V)))

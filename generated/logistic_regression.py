@@ -146,8 +146,10 @@ class _CompiledLogisticRegressionFunction(_EagerLogisticRegressionFunction):
 # later torch drop it, LogisticRegressionFunction, right under every transform, serves every call.
 _transforms_active = getattr(torch._C, "_are_functorch_transforms_active", None) or (lambda: True)
 
-# Outside transforms, torch.autograd.Function.apply ends in the C-level apply of its base class, after Python-level
-# checks whose answers are known here (no setup_context, no transform); calling that apply saves them, a few µs a call.
+# Outside transforms, torch.autograd.Function.apply unwraps tensors left over from a finished torch.func transform,
+# then calls the C-level apply of its base class; apply(...) does the same, and skips the Python-level checks whose
+# answers are known here (no setup_context, no transform): a few µs a call.
+_unwrap_dead_wrappers = torch._functorch.utils.unwrap_dead_wrappers
 _eager_apply = super(torch.autograd.Function, _EagerLogisticRegressionFunction).apply
 
 
@@ -157,4 +159,4 @@ def apply(X, w, y):
         return _CompiledLogisticRegressionFunction.apply(X, w, y)
     if _transforms_active():
         return LogisticRegressionFunction.apply(X, w, y)[0]
-    return _eager_apply(X, w, y)
+    return _eager_apply(*_unwrap_dead_wrappers((X, w, y)))

@@ -37,11 +37,16 @@ def _minus_one_hot(probabilities, target):
 def _cross_entropy_grad(log_probabilities, target, scale, rows):
     """(softmax - one_hot(target)) * scale / rows, from the log-softmax the forward kept: torch's own NLL and
     log_softmax backward kernels, as torch.nn.functional.cross_entropy runs them (a target out of range raises
-    IndexError). With reduction "mean" (1) the NLL kernel divides by its total weight, rows."""
+    IndexError). rows is 1 or the number of targets: the kernel's reduction "sum" (2), whose total weight is not
+    read (it must not require grad, hence the detach), or "mean" (1), which divides by the number of targets (its
+    own double backward does too)."""
     if not isinstance(scale, torch.Tensor) or scale.dtype != log_probabilities.dtype:  # the kernel does not promote
         scale = torch.as_tensor(scale, dtype=log_probabilities.dtype, device=log_probabilities.device)
-    total = log_probabilities.new_full((), rows)
-    picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 1, -(2**63), total)
+    if rows == 1:
+        picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 2, -(2**63), scale.detach())
+    else:
+        total = log_probabilities.new_full((), rows)
+        picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 1, -(2**63), total)
     return torch.ops.aten._log_softmax_backward_data(picked, log_probabilities, 1, log_probabilities.dtype)
 
 
@@ -159,8 +164,10 @@ class _CompiledSoftmaxCrossEntropyFunction(_EagerSoftmaxCrossEntropyFunction):
 # later torch drop it, SoftmaxCrossEntropyFunction, right under every transform, serves every call.
 _transforms_active = getattr(torch._C, "_are_functorch_transforms_active", None) or (lambda: True)
 
-# Outside transforms, torch.autograd.Function.apply ends in the C-level apply of its base class, after Python-level
-# checks whose answers are known here (no setup_context, no transform); calling that apply saves them, a few µs a call.
+# Outside transforms, torch.autograd.Function.apply unwraps tensors left over from a finished torch.func transform,
+# then calls the C-level apply of its base class; apply(...) does the same, and skips the Python-level checks whose
+# answers are known here (no setup_context, no transform): a few µs a call.
+_unwrap_dead_wrappers = torch._functorch.utils.unwrap_dead_wrappers
 _eager_apply = super(torch.autograd.Function, _EagerSoftmaxCrossEntropyFunction).apply
 
 
@@ -170,4 +177,4 @@ def apply(X, W, y):
         return _CompiledSoftmaxCrossEntropyFunction.apply(X, W, y)
     if _transforms_active():
         return SoftmaxCrossEntropyFunction.apply(X, W, y)[0]
-    return _eager_apply(X, W, y)
+    return _eager_apply(*_unwrap_dead_wrappers((X, W, y)))

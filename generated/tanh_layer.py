@@ -142,8 +142,10 @@ class _CompiledTanhLayerFunction(_EagerTanhLayerFunction):
 # later torch drop it, TanhLayerFunction, right under every transform, serves every call.
 _transforms_active = getattr(torch._C, "_are_functorch_transforms_active", None) or (lambda: True)
 
-# Outside transforms, torch.autograd.Function.apply ends in the C-level apply of its base class, after Python-level
-# checks whose answers are known here (no setup_context, no transform); calling that apply saves them, a few µs a call.
+# Outside transforms, torch.autograd.Function.apply unwraps tensors left over from a finished torch.func transform,
+# then calls the C-level apply of its base class; apply(...) does the same, and skips the Python-level checks whose
+# answers are known here (no setup_context, no transform): a few µs a call.
+_unwrap_dead_wrappers = torch._functorch.utils.unwrap_dead_wrappers
 _eager_apply = super(torch.autograd.Function, _EagerTanhLayerFunction).apply
 
 
@@ -153,4 +155,4 @@ def apply(W, X, b):
         return _CompiledTanhLayerFunction.apply(W, X, b)
     if _transforms_active():
         return TanhLayerFunction.apply(W, X, b)
-    return _eager_apply(W, X, b)
+    return _eager_apply(*_unwrap_dead_wrappers((W, X, b)))

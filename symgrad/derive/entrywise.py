@@ -186,6 +186,23 @@ def sparse_jacobian(y: Tensor, x: Tensor) -> Iterator[Entry]:
                 yield o, i, derivative
 
 
+def _rows_through_vjp_rules(y: Tensor, x: Tensor, entries: list[Entry]) -> list[Entry]:
+    """``entries`` with the rows of the outputs folded to a bare infinity or nan (see
+    :func:`_folded_to_non_finite`) taken from the VJP rules, one basis vector at a time, as torch's own
+    ``jacobian`` does: ``x + ∞`` keeps its 1, a padded ``∞`` its 0."""
+    flat = [sympy.sympify(e) for e in y.entries().reshape(-1)]
+    folded = {o for o, e in enumerate(flat) if e in _NOT_FINITE}
+    kept = [entry for entry in entries if entry[0] not in folded]
+    for o in sorted(folded):
+        basis = np.zeros(len(flat), dtype=int)
+        basis[o] = 1
+        (row,) = backward_graphs([y], [x], [as_grad_tensor(basis.reshape(y.shape).tolist(), y)])
+        if row is None:
+            raise UnsupportedError(f"entry {o} of {y.name} is a bare infinity or nan, and it has no VJP rule")
+        kept += [(o, i, d) for i, d in enumerate(row.entries().reshape(-1)) if sympy.sympify(d) != 0]
+    return sorted(kept, key=lambda entry: entry[:2])
+
+
 def jacobian(y: Tensor, x: Tensor, *, matrix: bool = False) -> sympy.ImmutableSparseNDimArray | sympy.SparseMatrix:
     """d y / d x as a SymPy array of shape ``y.shape + x.shape``.
 
@@ -194,13 +211,10 @@ def jacobian(y: Tensor, x: Tensor, *, matrix: bool = False) -> sympy.ImmutableSp
     """
     y_shape = require_concrete(y.shape, "an entrywise Jacobian")
     x_shape = require_concrete(x.shape, "an entrywise Jacobian")
-    if x.name in y.leaves() and _folded_to_non_finite([y]):
-        raise UnsupportedError(
-            f"an entry of {y.name} is a bare infinity or nan, which may have absorbed {x.name}; its Jacobian cannot "
-            f"be read off the entries (sg.vjp takes the VJP rules instead)"
-        )
     n_in = int(np.prod(x_shape, dtype=int))
     entries = list(sparse_jacobian(y, x))
+    if x.name in y.leaves() and _folded_to_non_finite([y]):
+        entries = _rows_through_vjp_rules(y, x, entries)
     if matrix:
         return sympy.ImmutableSparseMatrix(int(np.prod(y_shape, dtype=int)), n_in, {(o, i): d for o, i, d in entries})
     return sympy.ImmutableSparseNDimArray({o * n_in + i: d for o, i, d in entries}, y_shape + x_shape)

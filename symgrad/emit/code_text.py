@@ -201,7 +201,7 @@ class CodePrinter(TorchPrinter):
         """``y * (g - (g * y).sum(dim, keepdim=True))``, ``y = softmax(z, dim)``, as torch's own softmax backward
         kernel, ``_softmax_backward_data(g, y, dim, dtype)``, which computes that formula: one kernel, not four."""
         for y, difference in (t.inputs, t.inputs[::-1]):
-            if y.op is None or y.op.name != "softmax" or not y.dtype.startswith("float"):
+            if y.op is None or y.op.name != "softmax" or not y.dtype.startswith("float") or not y.shape:
                 continue
             dim = y.attrs["dim"] % len(y.shape)
             if difference.op is None or difference.op.name != "sub" or not self._inline(difference):
@@ -220,8 +220,11 @@ class CodePrinter(TorchPrinter):
                 continue
             self.fused_parts[id(t)] = [g, y]
             self.aten_kernels.add("_softmax_backward_data")
-            grad, output = self._print(g)[0], self._print(y)[0]
-            return f"torch.ops.aten._softmax_backward_data({grad}, {output}, {dim}, {output}.dtype)", 9
+            (grad, precedence), output = self._print(g), self._print(y)[0]
+            grad = grad if precedence >= 9 else f"({grad})"
+            # the kernel does not promote; torch's autograd casts the gradient to the softmax's dtype first
+            kernel = "torch.ops.aten._softmax_backward_data"
+            return f"{kernel}({grad}.to({output}.dtype), {output}, {dim}, {output}.dtype)", 9
         return None
 
     def _print_sub(self, t: Tensor):

@@ -72,7 +72,8 @@ def test_softmax_backward_is_torchs_own_kernel_to_the_last_bit(dim):
     Z, V = sg.symbols("Z", (m, n, k), requires_grad=True), sg.symbols("V", (m, n, k))
     out = (st.softmax(Z, dim=dim) * V).sum()
     module = sg.compile(out, [Z], inputs=[Z, V], style="autograd_function", name="Softmax")
-    assert f"torch.ops.aten._softmax_backward_data(t_2, t_1, {dim % 3}, t_1.dtype)" in module.__symgrad_source__
+    kernel = f"torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, {dim % 3}, t_1.dtype)"
+    assert kernel in module.__symgrad_source__
     gen = torch.Generator().manual_seed(dim + 5)
     Z_value = torch.randn(2, 3, 4, generator=gen, dtype=torch.float64, requires_grad=True)
     V_value = torch.randn(2, 3, 4, generator=gen, dtype=torch.float64)
@@ -108,3 +109,39 @@ def test_nll_loss_of_log_softmax_takes_cross_entropys_kernels(reduction):
     (expected,) = torch.autograd.grad(expected_out, W_value, g)
     ours, (grad_W,) = module.forward_and_vjp(X_value, W_value.detach(), y_value, g)
     assert torch.equal(ours, expected_out.detach()) and torch.equal(grad_W, expected)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_backward_differentiates_in_its_gradient_as_torchs(reduction):
+    """torch.autograd.functional.jvp differentiates the backward with respect to its incoming gradient (the
+    double-backward trick); the NLL kernel's own derivative there divides by the number of targets under reduction
+    "mean", so "sum" must stay "sum"."""
+    module = _module(reduction)
+    gen = torch.Generator().manual_seed(11)
+    X = torch.randn(3, 4, generator=gen, dtype=torch.float64)
+    W = torch.randn(4, 5, generator=gen, dtype=torch.float64)
+    y = torch.tensor([0, 4, 2])
+    tangent = torch.randn(4, 5, generator=gen, dtype=torch.float64)
+    _, ours = torch.autograd.functional.jvp(lambda w: module.apply(X, w, y), W, tangent)
+    _, expected = torch.autograd.functional.jvp(
+        lambda w: torch.nn.functional.cross_entropy(X @ w, y, reduction=reduction), W, tangent
+    )
+    torch.testing.assert_close(ours, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_softmax_backward_kernel_takes_a_gradient_of_another_dtype():
+    """_softmax_backward_data does not promote: the gradient is cast to the softmax's dtype first, as torch's
+    autograd casts it; a 0-d softmax is left to the formula."""
+    m, n = sg.dims("m n")
+    z, w = sg.symbols("z", (m, n), requires_grad=True), sg.symbols("w", (m, n))
+    module = sg.compile((st.softmax(z, dim=1) * w).sum(), [z], inputs=[z, w], style="autograd_function", name="S")
+    z32 = torch.randn(2, 3, requires_grad=True)
+    w64 = torch.randn(2, 3, dtype=torch.float64)
+    (ours,) = torch.autograd.grad(module.apply(z32, w64), z32)
+    (expected,) = torch.autograd.grad((torch.softmax(z32, dim=1) * w64).sum(), z32)
+    assert ours.dtype == expected.dtype == torch.float32
+    torch.testing.assert_close(ours, expected)
+    x, v = sg.symbols("x", (), requires_grad=True), sg.symbols("v", (), requires_grad=True)
+    scalar = sg.compile(st.softmax(x, 0) * v, [x, v], inputs=[x, v], style="autograd_function", name="S0")
+    one = torch.tensor(0.3, dtype=torch.float64)
+    assert [g.item() for g in scalar.vjp(one, one, torch.tensor(1.0, dtype=torch.float64))] == [0.0, 1.0]

@@ -388,7 +388,7 @@ def test_squeeze_of_a_symbolic_dim_is_refused_in_one_line():
 def test_formulas_of_an_entry_folded_to_infinity_are_torchs(build):
     """SymPy folds exp(x) · ∞ and x + ∞ into a bare ∞, which no longer contains x: differentiated entry by entry,
     the gradient's formula read 0 while torch's is ∞, 1 or nan. Such outputs take their formulas from the VJP
-    rules (a padded nan is folded too, and its gradient stays 1), and their Jacobian is refused in one line."""
+    rules (a padded nan is folded too, and its gradient stays 1), and so do the rows of their Jacobian."""
     values = [1.0, -2.0]
     _, expected = _torch_forward_and_grad(build, values)
     x = sg.symbols("x", (2,), requires_grad=True)
@@ -399,5 +399,26 @@ def test_formulas_of_an_entry_folded_to_infinity_are_torchs(build):
     build(st, leaf).backward()
     _close(leaf.grad.tolist(), expected, what="x.grad")
     _close([float(sympy.sympify(e)) for e in leaf.grad.entries().reshape(-1)], expected, what="x.grad's formulas")
-    with pytest.raises(sg.UnsupportedError, match="bare infinity or nan"):
-        sg.jacobian(build(st, x), x)
+    jacobian = sg.jacobian(build(st, x), x).tolist()
+    _close([float(sympy.sympify(e).subs(point)) for e in jacobian], expected, what="jacobian")
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda T, x: x.exp() / 0.0 * 3,
+        lambda T, x: x + math.inf,
+        lambda T, x: T.nn.functional.pad(x, (0, 1), value=math.inf),
+        lambda T, x: T.cat([x, T.full((1,), math.nan, dtype=T.float64)]),
+    ],
+    ids=["exp over zero", "plus infinity", "padded with infinity", "a nan concatenated"],
+)
+def test_jacobian_rows_folded_to_infinity_are_torchs(build):
+    """Rows of entries folded to a bare ∞ or nan come from the VJP rules, one basis vector at a time, as
+    torch.autograd.functional.jacobian computes them (0 · ∞ = nan off the diagonal of exp(x) / 0 included)."""
+    values = [1.0, -2.0]
+    expected = torch.autograd.functional.jacobian(lambda a: build(torch, a), torch.tensor(values, dtype=F64))
+    x = sg.symbols("x", (2,), requires_grad=True)
+    point = dict(zip(x.entries().reshape(-1), values, strict=True))
+    ours = sg.jacobian(build(st, x), x)
+    _close([[float(sympy.sympify(e).subs(point)) for e in row] for row in ours.tolist()], expected, what="jacobian")
