@@ -366,7 +366,7 @@ binary(
 )
 
 
-# ── binary cross-entropy on logits: softplus(z) − t·z in value, with torch's fused backward ──
+# ── binary cross-entropy on logits: torch's value and its fused backward ──
 def _bce_with_logits_vjp(g, out, z, t):
     """torch's ``(σ(z) − t) · g`` and ``−z · g``: where g is infinite, σ(z) − t is one number times it, not two."""
     return unbroadcast((apply("sigmoid", z) - t) * g, z.shape), unbroadcast(-z * g, t.shape)
@@ -374,7 +374,8 @@ def _bce_with_logits_vjp(g, out, z, t):
 
 binary(
     "binary_cross_entropy_with_logits",
-    lambda z, t: functions.softplus(z) - t * z,
+    # torch's (1 − t) z − log σ(z), whose value at z = ±∞ is torch's: ∞ at +∞ (t < 1), nan at −∞
+    lambda z, t: (1 - t) * z + functions.softplus(-z),
     lambda torch, z, t: torch.nn.functional.binary_cross_entropy_with_logits(z, t, reduction="none"),
     'torch.nn.functional.binary_cross_entropy_with_logits({0}, {1}, reduction="none")',
     r"\operatorname{{BCE}}_{{\sigma}}\left({0}, {1}\right)",

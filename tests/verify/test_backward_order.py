@@ -82,6 +82,11 @@ CASES = {
         [800.0, -800.0, 3.0],
         [INF, INF, 2.0],
     ),
+    "logistic losses at infinite logits": (  # torch's (1 - y) z - log σ(z): ∞ at +∞, nan at -∞
+        lambda T, x: T.nn.functional.binary_cross_entropy_with_logits(x, _targets(T, x), reduction="none"),
+        [math.inf, -math.inf, 3.0],
+        None,
+    ),
     "mean logistic loss under an infinite gradient": (
         lambda T, x: T.nn.functional.binary_cross_entropy_with_logits(x, _targets(T, x)),
         [800.0, -800.0, 3.0],
