@@ -422,3 +422,15 @@ def test_jacobian_rows_folded_to_infinity_are_torchs(build):
     point = dict(zip(x.entries().reshape(-1), values, strict=True))
     ours = sg.jacobian(build(st, x), x)
     _close([[float(sympy.sympify(e).subs(point)) for e in row] for row in ours.tolist()], expected, what="jacobian")
+
+
+@pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
+def test_an_ignore_index_with_symbolic_class_targets_is_refused_in_one_line(loss):
+    """With symbols for the targets, which ones equal ignore_index is unknown; the loss silently counted them all."""
+    m, c = sg.dims("m c")
+    z, y = sg.symbols("z", (m, c), requires_grad=True), sg.symbols("y", (m,), dtype="int64")
+    with pytest.raises(sg.UnsupportedError, match="ignore_index=0 needs the values of the class targets y"):
+        getattr(st.nn.functional, loss)(z, y, ignore_index=0)
+    values = st.tensor([0, 2], name="t")
+    x = sg.symbols("x", (2, 3), requires_grad=True)
+    assert getattr(st.nn.functional, loss)(x, values, ignore_index=0).shape == ()  # targets with values are kept

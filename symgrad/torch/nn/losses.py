@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...core.constructors import tensor
-from ...core.errors import ShapeError
+from ...core.errors import ShapeError, UnsupportedError
 from ...core.tensor import Tensor, apply, wrap
 from .targets import class_targets, known_classes
 
@@ -237,6 +237,11 @@ class _Picked:
         classes = input.shape[class_dim]
         self.keep: Tensor | None = None  # a boolean constant, where some targets are ignored
         self.kept = None  # how many are kept, when the targets are known
+        if not y.has_values() and ignore_index != -100:  # -100 is out of every class range, so no target is it
+            raise UnsupportedError(
+                f"ignore_index={ignore_index} needs the values of the class targets {y.name}: with symbols, which "
+                f"targets are ignored is not known"
+            )
         if y.has_values():
             values = [int(v) for v in y.values().reshape(-1)]
             kept = [v != ignore_index for v in values]
