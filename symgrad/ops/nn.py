@@ -440,6 +440,13 @@ def _nll_loss(log_probabilities: np.ndarray, y: np.ndarray, reduction: str) -> n
     return _reduced([-row[c] for row, c in zip(log_probabilities, _class_indices(y))], reduction)
 
 
+def _nll_loss_vjp(g, lp, y, reduction: str):
+    """−g (or −g/m) at each target, 0 elsewhere: selected, as torch's NLL kernel scatters it, so that an infinite g
+    leaves the other entries 0 (a product with the one-hot would make them 0 · ∞ = nan)."""
+    at_targets = apply("eq", apply("one_hot", y, num_classes=lp.shape[1]), 1)
+    return apply("where", at_targets, -_per_row(g, lp.shape[0], reduction), 0)
+
+
 def _cross_entropy_grad(log_probabilities: np.ndarray, y: np.ndarray, scale: np.ndarray, rows) -> np.ndarray:
     onehot = _one_hot(y, log_probabilities.shape[1])
     return elementwise(lambda lp, h: (sympy.exp(lp) - h) * scale[()] / rows, log_probabilities, onehot)
@@ -463,10 +470,7 @@ register(
         'torch.nn.functional.nll_loss({0}, {1}, reduction="{reduction}")',
         r"\operatorname{{NLL}}\left({0}, {1}\right)",
         "NllLossBackward0",
-        vjp=lambda g, out, lp, y, reduction: (
-            -apply("one_hot", y, num_classes=lp.shape[1]) * _per_row(g, lp.shape[0], reduction),
-            None,
-        ),
+        vjp=lambda g, out, lp, y, reduction: (_nll_loss_vjp(g, lp, y, reduction), None),
     )
 )
 register(

@@ -145,3 +145,15 @@ def test_softmax_backward_kernel_takes_a_gradient_of_another_dtype():
     scalar = sg.compile(st.softmax(x, 0) * v, [x, v], inputs=[x, v], style="autograd_function", name="S0")
     one = torch.tensor(0.3, dtype=torch.float64)
     assert [g.item() for g in scalar.vjp(one, one, torch.tensor(1.0, dtype=torch.float64))] == [0.0, 1.0]
+
+
+def test_emitted_nll_loss_keeps_zeros_off_the_targets_under_an_infinite_gradient():
+    """torch's NLL kernel scatters -g/m to the targets; a product with a one-hot made the other entries 0 · ∞."""
+    m, c = sg.dims("m c")
+    z, y = sg.symbols("z", (m, c), requires_grad=True), sg.symbols("y", (m,), dtype="int64")
+    module = sg.compile(st.nn.functional.nll_loss(z, y), [z], inputs=[z, y], style="autograd_function", name="Nll")
+    z_value = torch.tensor([[0.1, 0.2, 0.3], [1.0, -1.0, 2.0]], dtype=torch.float64, requires_grad=True)
+    y_value, g = torch.tensor([2, 0]), torch.tensor(float("inf"), dtype=torch.float64)
+    (expected,) = torch.autograd.grad(torch.nn.functional.nll_loss(z_value, y_value), z_value, g)
+    (ours,) = module.vjp(z_value.detach(), y_value, g)
+    assert torch.equal(ours, expected)
