@@ -49,9 +49,7 @@ def _gradient(f: Tensor, wrt: Sequence[Tensor]) -> tuple[Tensor, ...]:
     return law(f.reshape(()) if f.shape else f, list(wrt), simplified=False)
 
 
-def jacobian_law(
-    y: Tensor, x: Tensor, *, simplified: bool = True, context: Sequence[Tensor] = (), exact: bool = False
-) -> Tensor:
+def jacobian_law(y: Tensor, x: Tensor, *, simplified: bool = True, context: Sequence[Tensor] = ()) -> Tensor:
     """dy/dx as a tensor law of shape ``y.shape + x.shape`` (row ``i`` is the VJP with the basis vector ``e_i``).
 
     >>> import symgrad as sg
@@ -63,34 +61,25 @@ def jacobian_law(
     cotangent = symbols("basis", y.shape, distinct=True)
     (rows,) = law(y, [x], [cotangent], simplified=False)
     (stacked,) = batch([rows], cotangent, identity(y.shape), len(y.shape))
-    return simplify([stacked], context=list(context) or [y], exact=exact)[0] if simplified else stacked
+    return simplify([stacked], context=list(context) or [y])[0] if simplified else stacked
 
 
 def hessian_law(
-    f: Tensor, wrt: Tensor | Sequence[Tensor], *, simplified: bool = True, exact: bool = False
+    f: Tensor, wrt: Tensor | Sequence[Tensor], *, simplified: bool = True
 ) -> Tensor | tuple[tuple[Tensor, ...], ...]:
     """d²f/dx² as a tensor law of shape ``x.shape + x.shape``; for several inputs, the nested tuple
-    ``H[i][j] = d/dx_j (df/dx_i)`` that ``torch.autograd.functional.hessian`` returns. ``exact`` simplifies
-    only as far as every IEEE value stays (see :func:`symgrad.derive.simplify.simplify`), for emitted code."""
+    ``H[i][j] = d/dx_j (df/dx_i)`` that ``torch.autograd.functional.hessian`` returns."""
     single = isinstance(wrt, Tensor)
     inputs = [wrt] if single else list(wrt)
     gradients = _gradient(f, inputs)
-    blocks = tuple(
-        tuple(jacobian_law(g, x, simplified=simplified, context=[f], exact=exact) for x in inputs) for g in gradients
-    )
+    blocks = tuple(tuple(jacobian_law(g, x, simplified=simplified, context=[f]) for x in inputs) for g in gradients)
     return blocks[0][0] if single else blocks
 
 
 def hvp_law(
-    f: Tensor,
-    wrt: Tensor | Sequence[Tensor],
-    tangents: Tensor | Sequence[Tensor],
-    *,
-    simplified: bool = True,
-    exact: bool = False,
+    f: Tensor, wrt: Tensor | Sequence[Tensor], tangents: Tensor | Sequence[Tensor], *, simplified: bool = True
 ) -> tuple[Tensor, ...]:
-    """H·v, one tensor per input: the gradient's VJP with ``v`` (H is symmetric), at the cost of a gradient;
-    ``exact`` as for :func:`hessian_law`.
+    """H·v, one tensor per input: the gradient's VJP with ``v`` (H is symmetric), at the cost of a gradient.
 
     >>> import symgrad as sg
     >>> n = sg.dims("n")[0]
@@ -104,7 +93,7 @@ def hvp_law(
         raise SymgradError(f"got {len(inputs)} inputs and {len(vs)} tangents")
     gradients = _gradient(f, inputs)
     hv = law(list(gradients), inputs, vs, simplified=False)
-    return tuple(simplify(list(hv), context=[f], exact=exact)) if simplified else hv
+    return tuple(simplify(list(hv), context=[f])) if simplified else hv
 
 
 def gauss_newton_law(

@@ -27,6 +27,7 @@ from ..core.printers import LatexPrinter, TorchPrinter, tuple_text
 from ..core.tensor import Tensor
 from ..derive.reverse import law
 from ..derive.second_order import hessian_law, hvp_law
+from ..derive.simplify import simplify
 from ..version import __version__
 from .code_text import (
     CodePrinter,
@@ -78,12 +79,23 @@ def _function(
     ), printer
 
 
-def _hessian_results(f: Tensor, wrt: Sequence[Tensor], *, exact: bool) -> list[tuple[str, Tensor]]:
-    """``(hessian_<x>, H)`` for one input, ``(hessian_<a>_<b>, H[a][b])`` for each pair of several."""
-    blocks = hessian_law(f, wrt if len(wrt) > 1 else wrt[0], exact=exact)
+def _second_order_laws(f: Tensor, wrt: Sequence[Tensor], tangents: Sequence[Tensor], style: str) -> list:
+    """``(label, law)`` for each H·v (style ``"hvp"``) or Hessian block, derived once and not yet simplified:
+    ``hvp_<x>``, or ``hessian_<x>`` for one input and ``hessian_<a>_<b>`` for each pair of several."""
+    if style == "hvp":
+        return list(zip([f"hvp_{x.name}" for x in wrt], hvp_law(f, wrt, tangents, simplified=False)))
+    blocks = hessian_law(f, wrt if len(wrt) > 1 else wrt[0], simplified=False)
     if isinstance(blocks, Tensor):
         return [(f"hessian_{wrt[0].name}", blocks)]
     return [(f"hessian_{a.name}_{b.name}", blocks[i][j]) for i, a in enumerate(wrt) for j, b in enumerate(wrt)]
+
+
+def _simplified(laws: list, f: Tensor, style: str, *, exact: bool) -> list:
+    """``laws`` simplified as hvp_law (together) or hessian_law (block by block) simplifies them."""
+    labels = [label for label, _ in laws]
+    if style == "hvp":
+        return list(zip(labels, simplify([law for _, law in laws], context=[f], exact=exact)))
+    return [(label, simplify([block], context=[f], exact=exact)[0]) for label, block in laws]
 
 
 def curvature_codegen(
@@ -146,17 +158,15 @@ def curvature_codegen(
         like,
         tuple_text(grad_names),
     )
+    derived = _second_order_laws(f, wrt, tangents, style)  # one derivation, simplified two ways
+    results = _simplified(derived, f, style, exact=True)
+    readable = _simplified(derived, f, style, exact=False)
     if style == "hvp":
-        products = hvp_law(f, wrt, tangents, exact=True)
-        labels = [f"hvp_{x.name}" for x in wrt]
-        results = list(zip(labels, products))
-        readable = list(zip(labels, hvp_law(f, wrt, tangents)))
+        labels = [label for label, _ in results]
         against = ", ".join(x.name for x in wrt)
         summary = f"{tuple_text(labels)}: the Hessian of out with respect to {against}, times the tangents"
         second, printer = _function("hvp", summary, [*inputs, *tangents], results, sources, like, tuple_text(labels))
     else:
-        results = _hessian_results(f, wrt, exact=True)
-        readable = _hessian_results(f, wrt, exact=False)
         if len(wrt) == 1:
             returns = results[0][0]
         else:
