@@ -21,7 +21,7 @@ import sympy
 
 from ..core.arrays import object_array
 from ..core.constructors import formula, fresh_name, tensor
-from ..core.dims import is_concrete, require_concrete
+from ..core.dims import is_concrete, numel, require_concrete
 from ..core.errors import ShapeError, SymgradError, UnsupportedError
 from ..core.tensor import Tensor, constant, wrap
 from ..ops import functions
@@ -169,11 +169,11 @@ def _entry_derivatives(expr: sympy.Expr, position: dict[sympy.Symbol, int]) -> I
 _NOT_FINITE = (sympy.oo, -sympy.oo, sympy.zoo, sympy.nan)
 
 
-def _folded_to_non_finite(outputs: Sequence[Tensor]) -> bool:
-    """Whether an entry of the outputs is a bare infinity or nan. SymPy folds ``exp(x) · ∞`` and ``x + ∞`` into
-    ``∞``, which no longer contains x, so differentiating that entry would give 0 where torch's gradient is
-    infinite or nan (a padded or selected constant is folded the same way, and its 0 is right)."""
-    return any(sympy.sympify(e) in _NOT_FINITE for y in outputs for e in y.entries().reshape(-1))
+def _folded_to_non_finite(y: Tensor) -> list[int]:
+    """The flat positions of the entries of ``y`` that are a bare infinity or nan. SymPy folds ``exp(x) · ∞`` and
+    ``x + ∞`` into ``∞``, which no longer contains x, so differentiating that entry would give 0 where torch's
+    gradient is infinite or nan (a padded or selected constant is folded the same way, and its 0 is right)."""
+    return [o for o, e in enumerate(y.entries().reshape(-1)) if sympy.sympify(e) in _NOT_FINITE]
 
 
 def sparse_jacobian(y: Tensor, x: Tensor) -> Iterator[Entry]:
@@ -186,15 +186,12 @@ def sparse_jacobian(y: Tensor, x: Tensor) -> Iterator[Entry]:
                 yield o, i, derivative
 
 
-def _rows_through_vjp_rules(y: Tensor, x: Tensor, entries: list[Entry]) -> list[Entry]:
-    """``entries`` with the rows of the outputs folded to a bare infinity or nan (see
-    :func:`_folded_to_non_finite`) taken from the VJP rules, one basis vector at a time, as torch's own
-    ``jacobian`` does: ``x + ∞`` keeps its 1, a padded ``∞`` its 0."""
-    flat = [sympy.sympify(e) for e in y.entries().reshape(-1)]
-    folded = {o for o, e in enumerate(flat) if e in _NOT_FINITE}
+def _rows_through_vjp_rules(y: Tensor, x: Tensor, entries: list[Entry], folded: list[int]) -> list[Entry]:
+    """``entries`` with the rows ``folded`` (see :func:`_folded_to_non_finite`) taken from the VJP rules, one basis
+    vector at a time, as torch's own ``jacobian`` does: ``x + ∞`` keeps its 1, a padded ``∞`` its 0."""
     kept = [entry for entry in entries if entry[0] not in folded]
-    for o in sorted(folded):
-        basis = np.zeros(len(flat), dtype=int)
+    for o in folded:
+        basis = np.zeros(numel(y.shape), dtype=int)
         basis[o] = 1
         (row,) = backward_graphs([y], [x], [as_grad_tensor(basis.reshape(y.shape).tolist(), y)])
         if row is None:
@@ -213,8 +210,9 @@ def jacobian(y: Tensor, x: Tensor, *, matrix: bool = False) -> sympy.ImmutableSp
     x_shape = require_concrete(x.shape, "an entrywise Jacobian")
     n_in = int(np.prod(x_shape, dtype=int))
     entries = list(sparse_jacobian(y, x))
-    if x.name in y.leaves() and _folded_to_non_finite([y]):
-        entries = _rows_through_vjp_rules(y, x, entries)
+    folded = _folded_to_non_finite(y) if x.name in y.leaves() else []
+    if folded:
+        entries = _rows_through_vjp_rules(y, x, entries, folded)
     if matrix:
         return sympy.ImmutableSparseMatrix(int(np.prod(y_shape, dtype=int)), n_in, {(o, i): d for o, i, d in entries})
     return sympy.ImmutableSparseNDimArray({o * n_in + i: d for o, i, d in entries}, y_shape + x_shape)
@@ -315,7 +313,7 @@ def gradient_formula(
     """
 
     def derived() -> np.ndarray:
-        if numeric is not None and _folded_to_non_finite(outputs):
+        if numeric is not None and any(_folded_to_non_finite(y) for y in outputs):
             return numeric.entries()  # the VJP rules keep the factors a bare ∞ lost (see _folded_to_non_finite)
         return vjp_entries(outputs, target, grads, known)
 
