@@ -276,6 +276,12 @@ def _nll(logp: Tensor, picked: _Picked, reduction: str) -> Tensor:
     return picked.mean(losses) if reduction == "mean" else losses.sum()
 
 
+def _takes_the_row(input: Tensor, weight: Any, reduction: str, picked: _Picked) -> bool:
+    """Whether a classification loss is the op-table row of its name: 2-D input, no class weights, a reduction,
+    and no ignored target."""
+    return input.ndim == 2 and weight is None and reduction != "none" and picked.keep is None
+
+
 def nll_loss(
     input: Tensor,
     target: Tensor,
@@ -293,7 +299,7 @@ def nll_loss(
     _check_target_shape(input, y)
     _check_weight(weight, input.shape[class_dim])
     picked = _Picked(input, y, weight, ignore_index, class_dim)
-    if input.ndim == 2 and weight is None and reduction != "none" and picked.keep is None:
+    if _takes_the_row(input, weight, reduction, picked):
         return apply("nll_loss", input, y, reduction=reduction)  # a row, as cross_entropy: emitted code fuses them
     return _nll(input, picked, reduction)
 
@@ -322,8 +328,7 @@ def cross_entropy(
     y = class_targets(target, "cross_entropy", classes=classes)
     _check_target_shape(input, y)
     picked = _Picked(input, y, weight, ignore_index, class_dim)
-    fast = input.ndim == 2 and weight is None and not label_smoothing and reduction != "none"
-    if fast and picked.keep is None:
+    if not label_smoothing and _takes_the_row(input, weight, reduction, picked):
         return apply("cross_entropy", input, y, reduction=reduction)
     logp = input.log_softmax(class_dim)
     nll = _nll(logp, picked, reduction)
