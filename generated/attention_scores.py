@@ -46,11 +46,19 @@ def _check_shapes(Q, K, V):
         raise ValueError(f"V has shape {tuple(V.shape)} and Q has shape {tuple(Q.shape)}: their sizes d differ")
 
 
+def _size_ratio(top, bottom):
+    """top / bottom for sizes, as torch divides floats: +-inf, or nan for 0 / 0, where bottom is 0 (an empty batch)
+    and Python's division raises ZeroDivisionError."""
+    if bottom:
+        return top / bottom
+    return math.nan if top == 0 else math.copysign(math.inf, top)
+
+
 def forward(Q, K, V):
     r"""Return out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V."""
     _check_shapes(Q, K, V)
     d = Q.shape[1]
-    t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
+    t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
     return t_1 @ V
 
 
@@ -58,7 +66,7 @@ def vjp(Q, K, V, grad_output):
     r"""Return (grad_Q, grad_K, grad_V): the gradients of out contracted with grad_output."""
     _check_shapes(Q, K, V)
     d = Q.shape[1]
-    t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
+    t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
     t_2 = grad_output @ V.T
     t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
     t_4 = t_3 / math.sqrt(d)
@@ -72,7 +80,7 @@ def forward_and_vjp(Q, K, V, grad_output):
     """Return (out, (grad_Q, grad_K, grad_V)) in one pass: the forward values are computed once."""
     _check_shapes(Q, K, V)
     d = Q.shape[1]
-    t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
+    t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
     output = t_1 @ V
     t_2 = grad_output @ V.T
     t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
@@ -97,7 +105,7 @@ class AttentionScoresFunction(torch.autograd.Function):
     def forward(Q, K, V):
         _check_shapes(Q, K, V)
         d = Q.shape[1]
-        t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
+        t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
         output = t_1 @ V
         return output, t_1
 
@@ -116,7 +124,7 @@ class AttentionScoresFunction(torch.autograd.Function):
         Q, K, V, t_1 = ctx.saved_tensors
         (d,) = ctx.sizes
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
-            t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
+            t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
         t_2 = grad_output @ V.T
         t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
         t_4 = t_3 / math.sqrt(d)
@@ -138,7 +146,7 @@ class AttentionScoresFunction(torch.autograd.Function):
         if tangent_V is None:
             tangent_V = torch.zeros_like(V)
         d = Q.shape[1]
-        t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
+        t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
         t_2 = ((Q @ tangent_K.T + tangent_Q @ K.T) / math.sqrt(d)) * t_1
         output_tangent = t_1 @ tangent_V + (t_2 + (-t_2).sum(dim=1, keepdim=True) * t_1) @ V
         return output_tangent, None
@@ -155,7 +163,7 @@ class _EagerAttentionScoresFunction(AttentionScoresFunction):
     def forward(ctx, Q, K, V):
         _check_shapes(Q, K, V)
         d = Q.shape[1]
-        t_1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
+        t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
         output = t_1 @ V
         ctx.sizes = (d,)
         ctx.save_for_backward(Q, K, V, t_1)

@@ -28,10 +28,13 @@ def _check_shapes(X, W, y):
         raise ValueError(f"y has shape {tuple(y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
 
 
-def _minus_one_hot(probabilities, target):
-    """probabilities - one_hot(target): -1 added at each target class, without building the one-hot."""
+def _at_targets(value, target, shape, like):
+    """torch.where(one_hot(target) == 1, value, 0) of the given shape, without building the one-hot: value (a
+    tensor of that shape, or a scalar) at each row's target class, zeros elsewhere (a target out of range raises)."""
+    if not isinstance(value, torch.Tensor):
+        value = like.new_tensor(value)
     index = target.long().unsqueeze(-1)
-    return probabilities.scatter_add(-1, index, torch.full_like(index, -1, dtype=probabilities.dtype))
+    return value.new_zeros(shape).scatter(-1, index, value.expand(shape).gather(-1, index))
 
 
 def _cross_entropy_grad(log_probabilities, target, scale, rows):
@@ -124,9 +127,11 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
         tangent_W = tangents[1]
         if tangent_W is None:
             tangent_W = torch.zeros_like(W)
+        c = W.shape[1]
         m = X.shape[0]
-        t_1 = (X @ tangent_W + tangent_X @ W) * _minus_one_hot(torch.softmax(X @ W, dim=1), y)
-        output_tangent = t_1.sum() / m
+        t_1 = X @ tangent_W + tangent_X @ W
+        t_2 = _at_targets(t_1, y, (m, c), tangent_X).sum() - (t_1 * torch.softmax(X @ W, dim=1)).sum()
+        output_tangent = -t_2 / m
         return output_tangent, None
 
 

@@ -25,6 +25,8 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
     LaTeX: \mathrm{t2} \mathbf{1}
 """
 
+import math
+
 import torch
 
 # Backward kernels from torch.ops.aten, torch's operator namespace (torch.* has no spelling of them): those torch's
@@ -62,6 +64,14 @@ def _check_shapes(W1, b1, W2, b2, X, Y):
         raise ValueError(f"Y has shape {tuple(Y.shape)} and W2 has shape {tuple(W2.shape)}: their sizes k differ")
     if Y.shape[1] != X.shape[1]:
         raise ValueError(f"Y has shape {tuple(Y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+
+
+def _size_ratio(top, bottom):
+    """top / bottom for sizes, as torch divides floats: +-inf, or nan for 0 / 0, where bottom is 0 (an empty batch)
+    and Python's division raises ZeroDivisionError."""
+    if bottom:
+        return top / bottom
+    return math.nan if top == 0 else math.copysign(math.inf, top)
 
 
 def forward(W1, b1, W2, b2, X, Y):
@@ -178,7 +188,7 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
         t_1 = torch.tanh(W1 @ X + b1)
         t_2 = torch.ops.aten.tanh_backward(tangent_b1 + (W1 @ tangent_X + tangent_W1 @ X), t_1)
         t_3 = (tangent_b2 + (W2 @ t_2 + tangent_W2 @ t_1) - tangent_Y) * (W2 @ t_1 + b2 - Y)
-        output_tangent = (2 / (k * m) * t_3).sum(dim=(0, 1), keepdim=True)[:, 0][0]
+        output_tangent = (_size_ratio(2, k * m) * t_3).sum(dim=(0, 1), keepdim=True)[:, 0][0]
         return output_tangent, None, None
 
 

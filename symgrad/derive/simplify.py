@@ -25,6 +25,7 @@ from ..core.graph import is_size, topological, uniform_constant
 from ..core.registry import lookup
 from ..core.tensor import Tensor, apply, constant, with_inputs
 from .fuse import fuse
+from .patterns import cross_entropy_gradient, numeric_cross_entropy_gradient
 
 
 def _same_shape(a: Sequence, b: Sequence) -> bool:
@@ -112,6 +113,10 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple, exact: 
             return _fill(sympy.S.Zero, shape)
     if name == "add":
         a, b = inputs
+        if not exact and any(t.op is not None and t.op.name == "where" for t in inputs):
+            written = _written_as_product(apply(name, *inputs, **attrs))
+            if written is not None:
+                return written
         if a is b:
             return _collect(sympy.Integer(2), a, shape)
         factored = None if exact else _factor_matmul(a, b, shape)
@@ -288,6 +293,24 @@ def _factor_scalar(a: Tensor, b: Tensor, shape: tuple, exact: bool = False) -> T
     if sympy.simplify(fa + fb) == 0:
         return _collect(fb, apply("sub", xb, xa), shape)
     return None
+
+
+def _written_as_product(node: Tensor) -> Tensor | None:
+    """The cross-entropy gradient ``where(one_hot(y) == 1, -s, 0) + softmax(z) * s`` as a person writes it,
+    ``(softmax(z) - one_hot(y)) * s`` (at an infinite s the two differ at the targets: nan against -inf)."""
+    match = cross_entropy_gradient(node)
+    if match is not None:
+        z, y, scale = match
+        return apply("mul", _softmax_minus_one_hot(z, y), scale)
+    numeric = numeric_cross_entropy_gradient(node)
+    if numeric is not None:
+        z, y, factor = numeric
+        return _collect(factor, _softmax_minus_one_hot(z, y), node.shape)
+    return None
+
+
+def _softmax_minus_one_hot(z: Tensor, y: Tensor) -> Tensor:
+    return apply("sub", apply("softmax", z, dim=1), apply("one_hot", y, num_classes=z.shape[1]))
 
 
 def _is_unsqueeze(t: Tensor, index: tuple) -> bool:

@@ -63,8 +63,7 @@ class CodePrinter(TorchPrinter):
         self.like = like  # a tensor whose dtype and device new tensors take
         self.fused = fused  # torch's fused kernels where it has them: see _fused_backward, _fused_sub, _fused_loss
         self.uses_math = False
-        self.uses_index_backward = False
-        self.uses_minus_one_hot = False
+        self.helpers: set[str] = set()  # the module's own helper functions printed (``_index_backward``, ...)
         self.aten_kernels: set[str] = set()  # the torch.ops.aten kernels printed (the module says why it uses them)
         self.fused_parts: dict[int, list[Tensor]] = {}  # a fused node's printed operands, for fit_statement
 
@@ -78,12 +77,12 @@ class CodePrinter(TorchPrinter):
             text = str(value) if value.is_Integer else f"{value.p} / {value.q}"
             return text, (5 if not value.is_Integer else number_precedence(value))
         numerator, denominator = sympy.fraction(sympy.together(value))
-        if any(factor.is_Add for factor in sympy.Mul.make_args(denominator)):
-            # a size that can be 0 (n - 1 at n = 1): divided as a tensor, it gives inf or nan as torch does,
-            # where Python's 2 / 0 raises ZeroDivisionError
-            top, bottom = size_source(numerator), size_source(denominator)
-            self.uses_math = self.uses_math or "math." in top + bottom
-            return f"{self.like}.new_tensor({top}) / ({bottom})", 5
+        if not denominator.is_Number:
+            # a size that can be 0 (an empty batch m, or n - 1 at n = 1): divided as a tensor, it gives inf or
+            # nan as torch does, where Python's 2 / 0 raises ZeroDivisionError
+            self.uses_math = True
+            self.helpers.add("_size_ratio")
+            return f"_size_ratio({size_source(numerator)}, {size_source(denominator)})", 9
         text = size_source(value)
         self.uses_math = self.uses_math or "math." in text
         return text, number_precedence(value)
@@ -115,6 +114,8 @@ class CodePrinter(TorchPrinter):
 
     def _print_template(self, t: Tensor) -> tuple[str, int]:
         template = getattr(t.op, self.template_field)
+        if template.startswith("_"):  # an op spelled as one of the module's helpers (_cross_entropy_grad)
+            self.helpers.add(template.split("(")[0])
         first = t.inputs[0] if t.inputs else None
         numbers_only = all(p.op is None and not p.shape and uniform_constant(p) is not None for p in t.inputs)
         if first is None or not template.startswith("torch.") or not numbers_only or id(first) in self.names:
@@ -163,7 +164,7 @@ class CodePrinter(TorchPrinter):
         return f"torch.heaviside({text}, {self.like}.new_tensor({float(t.attrs['at_zero'])!r}))", 9
 
     def _print_where(self, t: Tensor):
-        fused = self._fused_threshold(t) if self.fused else None
+        fused = (self._fused_threshold(t) or self._fused_at_targets(t)) if self.fused else None
         if fused is not None:
             return fused
         condition, a, b = (self._print(part)[0] for part in t.inputs)
@@ -188,8 +189,24 @@ class CodePrinter(TorchPrinter):
         self.aten_kernels.add("threshold_backward")
         return f"torch.ops.aten.threshold_backward({self._print(grad)[0]}, {self._print(z)[0]}, {value})", 9
 
+    def _fused_at_targets(self, t: Tensor) -> tuple[str, int] | None:
+        """``torch.where(one_hot(y) == 1, v, 0)`` as ``_at_targets(v, y, shape)``: v's entries at the targets
+        scattered into zeros, as torch's NLL backward places them, without building the m×c one-hot."""
+        condition, value, zero = t.inputs
+        if condition.op is None or condition.op.name != "eq" or not self._inline(condition) or not _constant(zero, 0):
+            return None
+        one_hot = condition.inputs[0]
+        if one_hot.op is None or one_hot.op.name != "one_hot" or not self._inline(one_hot):
+            return None
+        if not _constant(condition.inputs[1], 1) or len(t.shape) != 2 or not value.dtype.startswith("float"):
+            return None
+        self.helpers.add("_at_targets")
+        self.fused_parts[id(t)] = [value, one_hot.inputs[0]]
+        parts = [self._print(value)[0], self._print(one_hot.inputs[0])[0], shape_tuple(t.shape), self.like]
+        return f"_at_targets({', '.join(parts)})", 9
+
     def _print_index_backward(self, t: Tensor):
-        self.uses_index_backward = True
+        self.helpers.add("_index_backward")
         (g,) = t.inputs
         return f"_index_backward({self._print(g)[0]}, {shape_tuple(t.attrs['shape'])}, {t.attrs['index']!r})", 9
 
@@ -271,7 +288,7 @@ class CodePrinter(TorchPrinter):
             return None
         if not a.dtype.startswith("float"):
             return None
-        self.uses_minus_one_hot = True
+        self.helpers.add("_minus_one_hot")
         self.fused_parts[id(t)] = [a, b.inputs[0]]
         return f"_minus_one_hot({self._print(a)[0]}, {self._print(b.inputs[0])[0]})", 9
 

@@ -69,9 +69,7 @@ class Plan:
     jvp: list[tuple[str, str]] = field(default_factory=list)
     tangents: list[str] = field(default_factory=list)
     uses_math: bool = False
-    uses_index_backward: bool = False
-    uses_minus_one_hot: bool = False
-    uses_cross_entropy_grad: bool = False
+    helpers: list[str] = field(default_factory=list)  # the module's helper functions its code calls
     aten_kernels: list[str] = field(default_factory=list)
     gradients_text: list[tuple[str, str, str]] = field(default_factory=list)
 
@@ -167,9 +165,7 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         jvp=jvp_lines,
         tangents=[t.name for t in moving],
         uses_math=printer.uses_math or jvp_printer.uses_math,
-        uses_index_backward=printer.uses_index_backward or jvp_printer.uses_index_backward,
-        uses_minus_one_hot=printer.uses_minus_one_hot or jvp_printer.uses_minus_one_hot,
-        uses_cross_entropy_grad=any(n.op is not None and n.op.name == "cross_entropy_grad" for n in law_nodes.values()),
+        helpers=sorted(printer.helpers | jvp_printer.helpers),
         aten_kernels=sorted(printer.aten_kernels | jvp_printer.aten_kernels),
         gradients_text=gradients_text,
     )
@@ -286,8 +282,7 @@ def codegen(
         "jvp_unpack": _unpacked(saved, [*p.jvp, *p.jvp_dims, *[("", f"zeros_like({x})") for x in p.tangents]]),
         "unpack_inputs": _unpack_targets(p.inputs, saved_inputs, function_dims),
         "uses_torch": style == "autograd_function"
-        or p.uses_minus_one_hot  # the helpers call torch
-        or p.uses_cross_entropy_grad
+        or bool(set(p.helpers) - {"_index_backward", "_size_ratio"})  # the other helpers call torch
         or "torch." in " ".join(body for _, body in [*p.forward, ("", p.forward_result), *p.backward]),
         "tangent_of": {x: f"tangent_{x}" for x in p.tangents},
         "backward_returns": [f"grad_{t.name}" if any(t is x for x in wrt) else "None" for t in inputs],

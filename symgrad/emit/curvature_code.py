@@ -205,7 +205,7 @@ def curvature_codegen(
             inputs=names,
             functions=functions,
             uses_math=any(p.uses_math for p in printers),
-            uses_index_backward=any(p.uses_index_backward for p in printers),
+            helpers=sorted(set().union(*(p.helpers for p in printers))),
             uses_torch="torch." in body,
         )
     )

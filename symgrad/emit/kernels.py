@@ -1,10 +1,11 @@
 """Graph rewrites that let emitted code run torch's fused loss kernels, applied to the law before printing.
 
-The law of softmax cross-entropy reads ``(softmax(z) - one_hot(y)) * s``, which a person writes and a
-printer would spell as four or five kernel calls. torch's own ``cross_entropy`` keeps ``log_softmax(z)``
-from its forward and runs two backward kernels on it. Emitted code does the same: the forward computes
-``log_softmax(z)`` and ``nll_loss`` of it (what ``cross_entropy`` computes inside, so the value is the same),
-and the backward reads the saved log-probabilities (the ``cross_entropy_grad`` row).
+The law of softmax cross-entropy reads ``(softmax(z) - one_hot(y)) * s`` (in torch's order,
+``where(one_hot(y) == 1, -s, 0) + softmax(z) * s``), which a printer would spell as four or five kernel calls.
+torch's own ``cross_entropy`` keeps ``log_softmax(z)`` from its forward and runs two backward kernels on it.
+Emitted code does the same: the forward computes ``log_softmax(z)`` and ``nll_loss`` of it (what
+``cross_entropy`` computes inside, so the value is the same), and the backward reads the saved
+log-probabilities (the ``cross_entropy_grad`` row).
 
 >>> import symgrad as sg
 >>> import symgrad.torch as torch
@@ -26,6 +27,7 @@ from typing import Any
 
 from ..core.graph import topological, uniform_constant
 from ..core.tensor import Tensor, apply, with_inputs
+from ..derive.patterns import cross_entropy_gradient
 
 
 def joined_cross_entropy(output: Tensor) -> Tensor:
@@ -57,7 +59,8 @@ def joined_cross_entropy(output: Tensor) -> Tensor:
 
 def split_cross_entropy(output: Tensor, laws: Sequence[Tensor]) -> tuple[Tensor, list[Tensor]]:
     """``output`` and ``laws`` with each ``cross_entropy(z, y)`` whose gradient the laws read as
-    ``(softmax(z) - one_hot(y)) * s`` (``s`` a scalar) split into ``nll_loss(log_softmax(z), y)`` and
+    ``(softmax(z) - one_hot(y)) * s`` (``s`` a scalar, see :func:`~symgrad.derive.patterns.cross_entropy_gradient`)
+    split into ``nll_loss(log_softmax(z), y)`` and
     ``cross_entropy_grad(log_softmax(z), y, s, rows=1)``, or ``(…, g, rows=m)`` when ``s`` is ``g / m`` over the
     m rows of z; unchanged when there is none."""
     losses = [n for n in topological(output) if n.op is not None and n.op.name == "cross_entropy"]
@@ -67,7 +70,7 @@ def split_cross_entropy(output: Tensor, laws: Sequence[Tensor]) -> tuple[Tensor,
     log_probabilities: dict[int, Tensor] = {}
     for root in laws:
         for node in topological(root):
-            match = _softmax_minus_one_hot_times_scalar(node)
+            match = cross_entropy_gradient(node)
             if match is None:
                 continue
             z, y, scale = match
@@ -93,23 +96,6 @@ def _scale_and_rows(scale: Tensor, rows) -> tuple[Tensor, Any]:
     if scale.op is not None and scale.op.name == "div" and uniform_constant(scale.inputs[1]) == rows:
         return scale.inputs[0], rows
     return scale, 1
-
-
-def _softmax_minus_one_hot_times_scalar(node: Tensor) -> tuple[Tensor, Tensor, Tensor] | None:
-    if node.op is None or node.op.name != "mul":
-        return None
-    for difference, scale in (node.inputs, node.inputs[::-1]):
-        if scale.shape or difference.op is None or difference.op.name != "sub":
-            continue
-        softmax, one_hot = difference.inputs
-        if softmax.op is None or softmax.op.name != "softmax" or softmax.attrs["dim"] != 1:
-            continue
-        if one_hot.op is None or one_hot.op.name != "one_hot":
-            continue
-        (z,) = softmax.inputs
-        if len(z.shape) == 2 and z.dtype.startswith("float") and tuple(node.shape) == tuple(z.shape):
-            return z, one_hot.inputs[0], scale
-    return None
 
 
 def _rebuild(root: Tensor, replacements: dict[int, Tensor], rebuilt: dict[int, Tensor]) -> Tensor:

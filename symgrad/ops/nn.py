@@ -427,11 +427,7 @@ register(
         'torch.nn.functional.cross_entropy({0}, {1}, reduction="{reduction}")',
         r"\operatorname{{CE}}\left({0}, {1}\right)",
         "NllLossBackward0",
-        vjp=lambda g, out, z, y, reduction: (
-            (apply("softmax", z, dim=1) - apply("one_hot", y, num_classes=z.shape[1]))
-            * _per_row(g, z.shape[0], reduction),
-            None,
-        ),
+        vjp=lambda g, out, z, y, reduction: (_cross_entropy_vjp(g, z, y, reduction), None),
     )
 )
 
@@ -440,11 +436,23 @@ def _nll_loss(log_probabilities: np.ndarray, y: np.ndarray, reduction: str) -> n
     return _reduced([-row[c] for row, c in zip(log_probabilities, _class_indices(y))], reduction)
 
 
+def _at_targets(y, num_classes, value):
+    """``value`` at each row's target class, 0 elsewhere: selected, as torch's NLL kernel scatters it, so that an
+    infinite value leaves the other entries 0 (a product with the one-hot would make them 0 · ∞ = nan)."""
+    return apply("where", apply("eq", apply("one_hot", y, num_classes=num_classes), 1), value, 0)
+
+
 def _nll_loss_vjp(g, lp, y, reduction: str):
-    """−g (or −g/m) at each target, 0 elsewhere: selected, as torch's NLL kernel scatters it, so that an infinite g
-    leaves the other entries 0 (a product with the one-hot would make them 0 · ∞ = nan)."""
-    at_targets = apply("eq", apply("one_hot", y, num_classes=lp.shape[1]), 1)
-    return apply("where", at_targets, -_per_row(g, lp.shape[0], reduction), 0)
+    """−g (or −g/m) at each target, 0 elsewhere."""
+    return _at_targets(y, lp.shape[1], -_per_row(g, lp.shape[0], reduction))
+
+
+def _cross_entropy_vjp(g, z, y, reduction: str):
+    """``(softmax(z) − one_hot(y)) · s`` with ``s`` = g (or g/m), in torch's order: the NLL gradient −s at the
+    targets, minus softmax(z) times its row sum −s, so that an infinite s gives nan at the targets (−∞ + ∞), as
+    torch's log_softmax backward does. Laws to read are written back as the product (see derive.simplify)."""
+    s = _per_row(g, z.shape[0], reduction)
+    return _at_targets(y, z.shape[1], -s) + apply("softmax", z, dim=1) * s
 
 
 def _cross_entropy_grad(log_probabilities: np.ndarray, y: np.ndarray, scale: np.ndarray, rows) -> np.ndarray:

@@ -3,6 +3,8 @@ its backward runs nll_loss_backward and _log_softmax_backward_data on it (``symg
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 import symgrad as sg
@@ -157,3 +159,33 @@ def test_emitted_nll_loss_keeps_zeros_off_the_targets_under_an_infinite_gradient
     (expected,) = torch.autograd.grad(torch.nn.functional.nll_loss(z_value, y_value), z_value, g)
     (ours,) = module.vjp(z_value.detach(), y_value, g)
     assert torch.equal(ours, expected)
+
+
+def _code(source: str) -> str:
+    """The module's code without its docstring (which keeps the law a person writes)."""
+    return source.split('"""\n', 1)[1]
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # torch.func's import
+def test_emitted_nll_loss_and_cross_entropy_tangent_build_no_one_hot():
+    """where(one_hot(y) == 1, v, 0) is v gathered at the targets and scattered into zeros, as torch's NLL backward
+    places it: no m×c one-hot is built, in the backward of nll_loss or the forward-mode tangent of cross_entropy."""
+    m, c = sg.dims("m c")
+    z, y = sg.symbols("z", (m, c), requires_grad=True), sg.symbols("y", (m,), dtype="int64")
+    F = st.nn.functional
+    values = torch.tensor([[0.1, 0.2, 0.3], [1.0, -1.0, 2.0]], dtype=torch.float64)
+    targets, g = torch.tensor([2, 0]), torch.tensor(0.7, dtype=torch.float64)
+    for loss in (F.nll_loss, F.cross_entropy):
+        module = sg.compile(loss(z, y), [z], inputs=[z, y], style="autograd_function", name="Loss")
+        assert "functional.one_hot" not in _code(module.__symgrad_source__)
+        leaf = values.clone().requires_grad_()
+        expected = getattr(torch.nn.functional, loss.__name__)(leaf, targets)
+        (theirs,) = torch.autograd.grad(expected, leaf, g)
+        ours, (grad_z,) = module.forward_and_vjp(values, targets, g)
+        assert torch.equal(ours, expected.detach())
+        torch.testing.assert_close(grad_z, theirs, rtol=0, atol=1e-15)
+        tangent = torch.tensor([[1.0, -2.0, 0.5], [0.25, 3.0, -1.0]], dtype=torch.float64)
+        reference = getattr(torch.nn.functional, loss.__name__)
+        _, expected_tangent = torch.func.jvp(functools.partial(reference, target=targets), (values,), (tangent,))
+        _, ours_tangent = torch.func.jvp(lambda a, f=module.apply: f(a, targets), (values,), (tangent,))
+        torch.testing.assert_close(ours_tangent, expected_tangent, rtol=1e-14, atol=1e-15)

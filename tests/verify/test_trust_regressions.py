@@ -434,3 +434,34 @@ def test_an_ignore_index_with_symbolic_class_targets_is_refused_in_one_line(loss
     values = st.tensor([0, 2], name="t")
     x = sg.symbols("x", (2, 3), requires_grad=True)
     assert getattr(st.nn.functional, loss)(x, values, ignore_index=0).shape == ()  # targets with values are kept
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_gradient_under_an_infinite_grad_output_is_torchs(reduction):
+    """torch subtracts softmax(z) times the NLL gradient's row sum from it: −∞ + ∞ is nan at the targets, where the
+    product (softmax(z) − one_hot(y)) · ∞ gave −∞."""
+    logits = [[1.0, 2.0, 0.5], [0.3, -1.0, 2.0]]
+    classes = [1, 2]
+    z = st.tensor(logits, requires_grad=True)
+    out = st.nn.functional.cross_entropy(z, st.tensor(classes), reduction=reduction)
+    leaf = torch.tensor(logits, dtype=F64, requires_grad=True)
+    expected = torch.nn.functional.cross_entropy(leaf, torch.tensor(classes), reduction=reduction)
+    for g in (math.inf, -math.inf, 0.5):
+        (theirs,) = torch.autograd.grad(expected, leaf, torch.tensor(g, dtype=F64), retain_graph=True)
+        _close(sg.vjp(out, z, st.tensor(g)).tolist(), theirs, what=f"grad_output {g}")
+
+
+def test_emitted_size_ratio_over_an_empty_batch_gives_torchs_values():
+    """3 · cross_entropy over m rows scales its gradient by 3 / m, a Python division that raised ZeroDivisionError
+    at m = 0; torch's loss is nan there and its gradient 0."""
+    m, n, c = sg.dims("m n c")
+    X, W = sg.symbols("X", (m, n)), sg.symbols("W", (n, c), requires_grad=True)
+    y = sg.symbols("y", (m,), dtype="int64")
+    module = sg.compile(3 * st.nn.functional.cross_entropy(X @ W, y), [W], inputs=[X, W, y], name="Empty")
+    X0, y0 = torch.zeros(0, 3, dtype=F64), torch.zeros(0, dtype=torch.long)
+    W0 = torch.randn(3, 4, dtype=F64, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    expected = 3 * torch.nn.functional.cross_entropy(X0 @ W0, y0)
+    (theirs,) = torch.autograd.grad(expected, W0, torch.tensor(1.0, dtype=F64))
+    out, (grad_W,) = module.forward_and_vjp(X0, W0.detach(), y0, torch.tensor(1.0, dtype=F64))
+    _close(out.tolist(), expected)
+    _close(grad_W.tolist(), theirs)
