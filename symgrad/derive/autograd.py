@@ -20,11 +20,12 @@ from typing import Any
 
 from ..core.constructors import formula
 from ..core.dims import is_concrete
-from ..core.errors import AutogradError, SymbolicShapeError, UnsupportedError
+from ..core.errors import AutogradError, UnsupportedError
 from ..core.graph import topological, topological_all
 from ..core.registry import ENGINES
 from ..core.tensor import Tensor, constant
 from .entrywise import as_grad_tensor, backward_graphs, gradient_formula
+from .reverse import law
 
 _calls = itertools.count(1)
 
@@ -88,8 +89,6 @@ def _check_outputs(outputs: list[Tensor]) -> None:
     for position, out in enumerate(outputs):
         if not out.requires_grad:
             raise AutogradError(f"element {position} of tensors does not require grad and does not have a grad_fn")
-        if not is_concrete(out.shape):
-            raise SymbolicShapeError("backward() needs concrete shapes; use sg.vjp or sg.law for symbolic dimensions")
 
 
 def _check_not_freed(nodes: list[Tensor]) -> None:
@@ -111,6 +110,13 @@ def _gradients(outputs: list[Tensor], targets: list[Tensor], made: list[Tensor],
         if missing:
             raise UnsupportedError(f"create_graph=True needs a VJP rule for every op on the way to {missing[0]}")
         return graphs
+    if not all(is_concrete(t.shape) for t in [*outputs, *targets]):  # no entries: the laws, as sg.vjp gives them
+        missing = [t.name for t, g in zip(targets, graphs, strict=True) if g is None]
+        if missing:
+            raise UnsupportedError(
+                f"a gradient at symbolic sizes needs a VJP rule for every op on the way to {missing[0]}"
+            )
+        return [_without_graph(g) for g in law(outputs, targets, made)]
     for output in outputs:
         output.check_budget()  # refused now, not when the formulas are first shown
     out = []
@@ -130,6 +136,14 @@ def _gradients(outputs: list[Tensor], targets: list[Tensor], made: list[Tensor],
         else:
             raise UnsupportedError(f"no VJP rule leads to {target.name}; differentiate with respect to a leaf")
     return out
+
+
+def _without_graph(t: Tensor) -> Tensor:
+    """The law ``t`` as ``.grad`` holds it without create_graph: no grad_fn, as torch's ``.grad`` does not require
+    grad (its inputs still may: the law reads W)."""
+    if t.op is None or not t.requires_grad:
+        return t
+    return Tensor(shape=t.shape, op=t.op, inputs=t.inputs, attrs=t.attrs, dtype=t.dtype)
 
 
 def _free(nodes: list[Tensor], described: str) -> None:
@@ -173,8 +187,8 @@ def backward(
     for leaf, contribution in zip(leaves, _gradients(outputs, leaves, made, create_graph), strict=True):
         if leaf.grad is None:
             leaf.grad = contribution
-        elif create_graph or leaf.grad.requires_grad:
-            leaf.grad = leaf.grad + contribution  # out of place, so the old gradient's graph stays intact
+        elif create_graph or leaf.grad.requires_grad or not is_concrete(leaf.shape):
+            leaf.grad = leaf.grad + contribution  # out of place: the old gradient's graph (or law) stays intact
         else:
             leaf.grad.add_(contribution)
     if not retain_graph:

@@ -486,8 +486,9 @@ register(
         "cross_entropy_grad",
         lambda lp, y, scale, rows: lp,
         _cross_entropy_grad,
-        lambda torch, lp, y, scale, rows: (
-            (torch.exp(lp) - torch.nn.functional.one_hot(y.long(), lp.shape[1]).to(lp.dtype)) * scale / rows
+        lambda torch, lp, y, scale, rows: (  # torch's order, as in _cross_entropy_vjp
+            torch.where(torch.nn.functional.one_hot(y.long(), lp.shape[1]) == 1, -(scale / rows), 0)
+            + torch.exp(lp) * (scale / rows)
         ),
         "_cross_entropy_grad({0}, {1}, {2}, {rows})",
         r"\left(e^{{{0}}} - \operatorname{{onehot}}\left({1}\right)\right) \frac{{{2}}}{{{rows}}}",

@@ -49,3 +49,25 @@ def test_the_printed_law_runs_in_torch_and_gives_its_gradient(name, dtype):
     # the text symgrad printed (not user input), run as the user would run it
     got = eval(text, {"torch": torch, "math": math, "x": value.detach(), **SIZES})
     torch.testing.assert_close(got.expand_as(value), value.grad)
+
+
+@pytest.mark.parametrize("name", ["relu", "max", "trace"])
+def test_backward_at_symbolic_sizes_leaves_the_law_in_grad(name):
+    """``loss.backward()`` at symbolic sizes raised SymbolicShapeError from deep inside (a scalar loss passed the
+    shape check); it now leaves in ``x.grad`` the law sg.law gives, without a grad_fn as torch's ``.grad`` has
+    none, accumulated as torch accumulates, and that law runs in torch and gives torch's gradient."""
+    build = CASES[name]
+    x = sg.symbols("x", (k, n, m), requires_grad=True)
+    loss = build(storch, x)
+    loss.backward(retain_graph=True)
+    (law,) = sg.law(loss, [x])
+    assert x.grad.name == law.name and not x.grad.requires_grad and x.grad.grad_fn is None
+    loss.backward()
+    torch.manual_seed(0)
+    value = torch.randn(SIZES["k"], SIZES["n"], SIZES["m"], dtype=torch.float64, requires_grad=True)
+    twice = build(torch, value)
+    twice.backward(retain_graph=True)
+    twice.backward()
+    text = TorchPrinter().doprint(x.grad)
+    got = eval(text, {"torch": torch, "math": math, "x": value.detach(), **SIZES})
+    torch.testing.assert_close(got.expand_as(value), value.grad)
