@@ -13,6 +13,11 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 
 import torch
 
+# Kernels from torch.ops.aten, torch's operator namespace (torch.* has no spelling of them): the backward kernels
+# torch's own autograd runs for tanh, sigmoid, relu and softmax, one kernel where the formula takes three or four,
+# and nll_loss_forward, which returns the loss with the total weight its backward divides by; torch differentiates
+# them twice and in forward mode. Used here: nll_loss_forward.
+
 
 def _check_shapes(X, W, y):
     """Raise ValueError unless the inputs have the shapes given in the module docstring."""
@@ -37,19 +42,18 @@ def _at_targets(value, target, shape, like):
     return value.new_zeros(shape).scatter(-1, index, value.expand(shape).gather(-1, index))
 
 
-def _cross_entropy_grad(log_probabilities, target, scale, rows):
-    """(softmax - one_hot(target)) * scale / rows, from the log-softmax the forward kept: torch's own NLL and
-    log_softmax backward kernels, as torch.nn.functional.cross_entropy runs them (a target out of range raises
-    IndexError). rows is 1 or the number of targets: the kernel's reduction "sum" (2), whose total weight is not
-    read (it must not require grad, hence the detach), or "mean" (1), which divides by the number of targets (its
-    own double backward does too)."""
+def _cross_entropy_grad(log_probabilities, target, scale, total_weight):
+    """(softmax - one_hot(target)) * scale / total_weight, from the log-softmax the forward kept: torch's own NLL
+    and log_softmax backward kernels, as torch.nn.functional.cross_entropy runs them (a target out of range raises
+    IndexError). total_weight is 1, the kernel's reduction "sum" (2), whose total weight is not read (it must not
+    require grad, hence the detach), or the total weight nll_loss_forward returned, for reduction "mean" (1), which
+    divides by it (its own double backward does too)."""
     if not isinstance(scale, torch.Tensor) or scale.dtype != log_probabilities.dtype:  # the kernel does not promote
         scale = torch.as_tensor(scale, dtype=log_probabilities.dtype, device=log_probabilities.device)
-    if rows == 1:
-        picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 2, -(2**63), scale.detach())
+    if isinstance(total_weight, torch.Tensor):
+        picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 1, -100, total_weight)
     else:
-        total = log_probabilities.new_full((), rows)
-        picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 1, -(2**63), total)
+        picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 2, -100, scale.detach())
     return torch.ops.aten._log_softmax_backward_data(picked, log_probabilities, 1, log_probabilities.dtype)
 
 
@@ -57,32 +61,33 @@ def forward(X, W, y):
     r"""Return out = F.cross_entropy(X @ W, y)."""
     _check_shapes(X, W, y)
     t_1 = torch.log_softmax(X @ W, dim=1)
-    return torch.nn.functional.nll_loss(t_1, y, reduction="mean")
+    t_2, _ = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
+    return t_2
 
 
 def vjp(X, W, y, grad_output):
     r"""Return (grad_W): the gradients of out contracted with grad_output."""
     _check_shapes(X, W, y)
-    m = X.shape[0]
     t_1 = torch.log_softmax(X @ W, dim=1)
-    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, m)
+    _, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
+    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, t_3)
     return (grad_W,)
 
 
 def forward_and_vjp(X, W, y, grad_output):
     """Return (out, (grad_W)) in one pass: the forward values are computed once."""
     _check_shapes(X, W, y)
-    m = X.shape[0]
     t_1 = torch.log_softmax(X @ W, dim=1)
-    output = torch.nn.functional.nll_loss(t_1, y, reduction="mean")
-    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, m)
+    t_2, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
+    output = t_2
+    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, t_3)
     return output, (grad_W,)
 
 
 class SoftmaxCrossEntropyFunction(torch.autograd.Function):
     r"""out = F.cross_entropy(X @ W, y), with the closed-form backward above.
 
-    Saves what the backward formula reads: X, y, t_1, and the
+    Saves what the backward formula reads: X, y, t_1, t_3, and the
     inputs it recomputes those from under create_graph=True: W. The backward is written
     in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     Call it through apply(...), which runs this class under torch.func transforms and a faster one elsewhere.
@@ -94,33 +99,32 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
     def forward(X, W, y):
         _check_shapes(X, W, y)
         t_1 = torch.log_softmax(X @ W, dim=1)
-        output = torch.nn.functional.nll_loss(t_1, y, reduction="mean")
-        return output, t_1
+        t_2, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
+        output = t_2
+        return output, t_1, t_3
 
     @staticmethod
     def setup_context(ctx, inputs, output):
         X, W, y = inputs
-        m = X.shape[0]
-        output, t_1 = output
-        ctx.mark_non_differentiable(t_1)
-        ctx.sizes = (m,)
-        ctx.save_for_backward(X, W, y, t_1)
-        ctx.save_for_forward(X, W, y, t_1)
+        output, t_1, t_3 = output
+        ctx.mark_non_differentiable(t_1, t_3)
+        ctx.save_for_backward(X, W, y, t_1, t_3)
+        ctx.save_for_forward(X, W, y, t_1, t_3)
 
     @staticmethod
     def backward(ctx, grad_output, *_):
-        X, W, y, t_1 = ctx.saved_tensors
-        (m,) = ctx.sizes
+        X, W, y, t_1, t_3 = ctx.saved_tensors
         if ctx.needs_input_grad[0] or ctx.needs_input_grad[2]:
             raise RuntimeError("SoftmaxCrossEntropyFunction gives gradients for W only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             t_1 = torch.log_softmax(X @ W, dim=1)
-        grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, m)
+            _, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
+        grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, t_3)
         return None, grad_W, None
 
     @staticmethod
     def jvp(ctx, *tangents):
-        X, W, y, t_1 = ctx.saved_tensors
+        X, W, y, t_1, _ = ctx.saved_tensors
         tangent_X = tangents[0]
         if tangent_X is None:
             tangent_X = torch.zeros_like(X)
@@ -132,7 +136,7 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
         t_1 = X @ tangent_W + tangent_X @ W
         t_2 = _at_targets(t_1, y, (m, c), tangent_X).sum() - (t_1 * torch.softmax(X @ W, dim=1)).sum()
         output_tangent = -t_2 / m
-        return output_tangent, None
+        return output_tangent, None, None
 
 
 class _EagerSoftmaxCrossEntropyFunction(SoftmaxCrossEntropyFunction):
@@ -145,12 +149,11 @@ class _EagerSoftmaxCrossEntropyFunction(SoftmaxCrossEntropyFunction):
     @staticmethod
     def forward(ctx, X, W, y):
         _check_shapes(X, W, y)
-        m = X.shape[0]
         t_1 = torch.log_softmax(X @ W, dim=1)
-        output = torch.nn.functional.nll_loss(t_1, y, reduction="mean")
-        ctx.sizes = (m,)
-        ctx.save_for_backward(X, W, y, t_1)
-        ctx.save_for_forward(X, W, y, t_1)
+        t_2, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
+        output = t_2
+        ctx.save_for_backward(X, W, y, t_1, t_3)
+        ctx.save_for_forward(X, W, y, t_1, t_3)
         return output
 
     @staticmethod

@@ -14,6 +14,7 @@ True
 
 from __future__ import annotations
 
+import ast
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -97,11 +98,11 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     laws = simplify(derived, context=[output], exact=True)  # for the code: torch's values at infinities and nans too
     readable = simplify(derived, context=[output])  # for the docstring: the law as a person writes it
     output, laws = split_cross_entropy(output, laws)
-    forward_nodes = {id(n): n for n in topological(output)}
     law_nodes: dict[int, Tensor] = {}
     for g in laws:
         for node in topological(g):
             law_nodes.setdefault(id(node), node)
+    forward_nodes, totals = _with_total_weights({id(n): n for n in topological(output)}, law_nodes)
     uses = count_uses([output, *laws])
     frontier = set()  # forward values the backward reads
     for key, node in law_nodes.items():
@@ -119,7 +120,16 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     counter = 0
     intermediates: list[str] = []
     for key, node in forward_nodes.items():
-        if node is output or node.op is None:
+        if key in totals:  # an NLL loss whose total weight the backward reads: one kernel returns both
+            counter += 2
+            loss_label, total_label = f"t_{counter - 1}", f"t_{counter}"
+            forward_lines.append((f"{loss_label}, {total_label}", _loss_and_total_weight(node, printer)))
+            names_map[key], names_map[id(totals[key])] = loss_label, total_label
+            intermediates += [
+                label for label, part in ((loss_label, node), (total_label, totals[key])) if id(part) in frontier
+            ]
+            continue
+        if node is output or node.op is None or names_map.get(key):
             continue
         if key in frontier or needs_name(node, uses, printer.doprint):
             counter += 1
@@ -290,10 +300,31 @@ def codegen(
     source = code_environment().get_template("module.py.j2").render(**context)
     source = re.sub(r"\n{4,}", "\n\n\n", source).rstrip() + "\n"  # at most two blank lines, as ruff format keeps
     try:
-        compile(source, "<emitted module>", "exec")
+        tree = ast.parse(source)
+        compile(tree, "<emitted module>", "exec")
     except SyntaxError as error:  # a bug of the emitter: refuse rather than hand out broken code
         raise SymgradError(f"the emitted module is not valid Python ({error.msg}, line {error.lineno})") from None
-    return source
+    return _unused_results_as_underscores(source, tree)
+
+
+def _unused_results_as_underscores(source: str, tree: ast.Module) -> str:
+    """``t_2, t_3 = f(...)`` with the results its function never reads written ``_`` (as ruff asks): a statement
+    with two results serves functions that read one of them or both."""
+    lines = source.split("\n")
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        read = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        for statement in ast.walk(function):
+            if not isinstance(statement, ast.Assign) or not isinstance(statement.targets[0], ast.Tuple):
+                continue
+            names = [t.id for t in statement.targets[0].elts if isinstance(t, ast.Name)]
+            if len(names) < 2 or all(name in read for name in names):
+                continue
+            line = lines[statement.lineno - 1]
+            indent, value = line[: len(line) - len(line.lstrip())], line.split(" = ", 1)[1]
+            lines[statement.lineno - 1] = f"{indent}{', '.join(n if n in read else '_' for n in names)} = {value}"
+    return "\n".join(lines)
 
 
 def _forward_mode(
@@ -356,10 +387,40 @@ def _needed_forward(p: Plan) -> list[tuple[str, str]]:
     lines = list(p.forward) + ([("output", p.forward_result)] if "output" in p.saved_intermediates else [])
     kept: list[tuple[str, str]] = []
     for label, body in reversed(lines):
-        if re.search(rf"\b{label}\b", text):
+        if any(re.search(rf"\b{part}\b", text) for part in label.split(", ")):  # t_2, t_3 = ...: two results
             kept.append((label, body))
             text += " " + body
     return list(reversed(kept))
+
+
+def _with_total_weights(
+    forward_nodes: dict[int, Tensor], law_nodes: dict[int, Tensor]
+) -> tuple[dict[int, Tensor], dict[int, Tensor]]:
+    """The forward nodes with each ``nll_total_weight(lp, y)`` the laws read placed right after the forward's
+    ``nll_loss(lp, y)``, and those pairs (the loss's id to its total weight): the forward gets both from one call
+    of torch's ``nll_loss_forward``, so that the backward makes no tensor of the count (see emit.kernels)."""
+    wanted = [n for n in law_nodes.values() if n.op is not None and n.op.name == "nll_total_weight"]
+    if not wanted:
+        return forward_nodes, {}
+    totals: dict[int, Tensor] = {}
+    for node in forward_nodes.values():
+        if node.op is not None and node.op.name == "nll_loss" and node.attrs["reduction"] in ("mean", "sum"):
+            total = next((t for t in wanted if all(a is b for a, b in zip(t.inputs, node.inputs))), None)
+            if total is not None and id(node) not in totals:
+                totals[id(node)] = total
+    placed: dict[int, Tensor] = {}
+    for key, node in forward_nodes.items():
+        placed[key] = node
+        if key in totals:
+            placed[id(totals[key])] = totals[key]
+    return placed, totals
+
+
+def _loss_and_total_weight(loss: Tensor, printer: CodePrinter) -> str:
+    lp, y = (printer.doprint(part) for part in loss.inputs)
+    printer.aten_kernels.add("nll_loss_forward")
+    reduction = {"mean": 1, "sum": 2}[loss.attrs["reduction"]]
+    return f"torch.ops.aten.nll_loss_forward({lp}, {y}, None, {reduction}, -100)"
 
 
 def compile_module(output: Tensor | Trace, wrt: Sequence[Tensor] | None = None, **kwargs) -> ModuleType:

@@ -23,10 +23,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from ..core.graph import topological, uniform_constant
-from ..core.tensor import Tensor, apply, with_inputs
+from ..core.tensor import Tensor, apply, constant, with_inputs
 from ..derive.patterns import cross_entropy_gradient
 
 
@@ -61,8 +60,8 @@ def split_cross_entropy(output: Tensor, laws: Sequence[Tensor]) -> tuple[Tensor,
     """``output`` and ``laws`` with each ``cross_entropy(z, y)`` whose gradient the laws read as
     ``(softmax(z) - one_hot(y)) * s`` (``s`` a scalar, see :func:`~symgrad.derive.patterns.cross_entropy_gradient`)
     split into ``nll_loss(log_softmax(z), y)`` and
-    ``cross_entropy_grad(log_softmax(z), y, s, rows=1)``, or ``(…, g, rows=m)`` when ``s`` is ``g / m`` over the
-    m rows of z; unchanged when there is none."""
+    ``cross_entropy_grad(log_softmax(z), y, s, 1)``, or ``(…, g, nll_total_weight(…))`` when ``s`` is ``g / m``
+    over the m rows of z; unchanged when there is none."""
     losses = [n for n in topological(output) if n.op is not None and n.op.name == "cross_entropy"]
     if not losses:
         return output, list(laws)
@@ -82,20 +81,21 @@ def split_cross_entropy(output: Tensor, laws: Sequence[Tensor]) -> tuple[Tensor,
                 replacements[id(loss)] = apply(
                     "nll_loss", log_probabilities[id(loss)], y, reduction=loss.attrs["reduction"]
                 )
-            scale, rows = _scale_and_rows(scale, z.shape[0])
-            replacements[id(node)] = apply("cross_entropy_grad", log_probabilities[id(loss)], y, scale, rows=rows)
+            lp = log_probabilities[id(loss)]
+            scale, total = _scale_and_total(scale, lp, y)
+            replacements[id(node)] = apply("cross_entropy_grad", lp, y, scale, total)
     if not replacements:
         return output, list(laws)
     rebuilt: dict[int, Tensor] = {}
     return _rebuild(output, replacements, rebuilt), [_rebuild(g, replacements, rebuilt) for g in laws]
 
 
-def _scale_and_rows(scale: Tensor, rows) -> tuple[Tensor, Any]:
-    """``(s, m)`` for a scale ``s / m`` with m the number of rows (a mean's), whose division torch's NLL kernel
-    does itself; else ``(scale, 1)``."""
-    if scale.op is not None and scale.op.name == "div" and uniform_constant(scale.inputs[1]) == rows:
-        return scale.inputs[0], rows
-    return scale, 1
+def _scale_and_total(scale: Tensor, lp: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
+    """``(s, nll_total_weight(lp, y))`` for a scale ``s / m`` with m the number of rows (a mean's), whose division
+    torch's NLL kernel does itself, by the total weight the forward's kernel returns; else ``(scale, 1)``."""
+    if scale.op is not None and scale.op.name == "div" and uniform_constant(scale.inputs[1]) == lp.shape[0]:
+        return scale.inputs[0], apply("nll_total_weight", lp, y)
+    return scale, constant(1, dtype=lp.dtype, python_scalar=True)
 
 
 def _rebuild(root: Tensor, replacements: dict[int, Tensor], rebuilt: dict[int, Tensor]) -> Tensor:

@@ -17,6 +17,7 @@ import sympy
 
 from ..core.arrays import elementwise
 from ..core.errors import ShapeError
+from ..core.graph import uniform_constant
 from ..core.registry import Op, register
 from ..core.tensor import apply
 from . import functions
@@ -455,20 +456,21 @@ def _cross_entropy_vjp(g, z, y, reduction: str):
     return _at_targets(y, z.shape[1], -s) + apply("softmax", z, dim=1) * s
 
 
-def _cross_entropy_grad(log_probabilities: np.ndarray, y: np.ndarray, scale: np.ndarray, rows) -> np.ndarray:
+def _cross_entropy_grad(log_probabilities: np.ndarray, y: np.ndarray, scale: np.ndarray, total: np.ndarray):
     onehot = _one_hot(y, log_probabilities.shape[1])
-    return elementwise(lambda lp, h: (sympy.exp(lp) - h) * scale[()] / rows, log_probabilities, onehot)
+    return elementwise(lambda lp, h: (sympy.exp(lp) - h) * scale[()] / total[()], log_probabilities, onehot)
 
 
-def _over(value, rows):
-    """``value / rows``, or ``value`` itself when ``rows`` is 1 (a sum, not a mean)."""
-    return value if rows == 1 else value / rows
+def _over(value, total):
+    """``value / total``, or ``value`` itself when ``total`` is the number 1 (a sum, not a mean)."""
+    return value if uniform_constant(total) == 1 else value / total
 
 
 # nll_loss of 2-D input without options (F.nll_loss takes this row), and cross_entropy as emitted code splits it
 # when its gradient is needed: the forward keeps log_softmax(z), as torch's own cross_entropy does inside, and the
-# backward runs torch's NLL and log_softmax backward kernels on it (cross_entropy_grad); with
-# rows = m (a mean over m rows) the NLL kernel divides by m itself, as in torch's backward of the mean
+# backward runs torch's NLL and log_softmax backward kernels on it (cross_entropy_grad). Its last input is 1 (a
+# sum) or the NLL's total weight, the number of targets, which torch's nll_loss_forward returns with the loss
+# (nll_total_weight): the backward of a mean divides by it, as torch's own does, and makes no tensor of its own
 register(
     Op(
         "nll_loss",
@@ -483,20 +485,34 @@ register(
 )
 register(
     Op(
-        "cross_entropy_grad",
-        lambda lp, y, scale, rows: lp,
-        _cross_entropy_grad,
-        lambda torch, lp, y, scale, rows: (  # torch's order, as in _cross_entropy_vjp
-            torch.where(torch.nn.functional.one_hot(y.long(), lp.shape[1]) == 1, -(scale / rows), 0)
-            + torch.exp(lp) * (scale / rows)
-        ),
-        "_cross_entropy_grad({0}, {1}, {2}, {rows})",
-        r"\left(e^{{{0}}} - \operatorname{{onehot}}\left({1}\right)\right) \frac{{{2}}}{{{rows}}}",
+        "nll_total_weight",
+        lambda lp, y: (),
+        lambda lp, y: np.array(sympy.Integer(len(y)), dtype=object),
+        lambda torch, lp, y: torch.ops.aten.nll_loss_forward(lp, y.long(), None, 1, -100)[1],
+        "torch.ops.aten.nll_loss_forward({0}, {1}, None, 1, -100)[1]",
+        r"\left|{1}\right|",
         "none",
-        vjp=lambda g, out, lp, y, scale, rows: (
-            g * apply("exp", lp) * _over(scale, rows),
+        differentiable=False,
+        vjp=lambda g, out, lp, y: (None, None),
+    )
+)
+register(
+    Op(
+        "cross_entropy_grad",
+        lambda lp, y, scale, total: lp,
+        _cross_entropy_grad,
+        lambda torch, lp, y, scale, total: (  # torch's order, as in _cross_entropy_vjp
+            torch.where(torch.nn.functional.one_hot(y.long(), lp.shape[1]) == 1, -(scale / total), 0)
+            + torch.exp(lp) * (scale / total)
+        ),
+        "_cross_entropy_grad({0}, {1}, {2}, {3})",
+        r"\left(e^{{{0}}} - \operatorname{{onehot}}\left({1}\right)\right) \frac{{{2}}}{{{3}}}",
+        "none",
+        vjp=lambda g, out, lp, y, scale, total: (
+            g * apply("exp", lp) * _over(scale, total),
             None,
-            _over((g * (apply("exp", lp) - apply("one_hot", y, num_classes=lp.shape[1]))).sum(), rows),
+            _over((g * (apply("exp", lp) - apply("one_hot", y, num_classes=lp.shape[1]))).sum(), total),
+            None,
         ),
     )
 )

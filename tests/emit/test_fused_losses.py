@@ -189,3 +189,32 @@ def test_emitted_nll_loss_and_cross_entropy_tangent_build_no_one_hot():
         _, expected_tangent = torch.func.jvp(functools.partial(reference, target=targets), (values,), (tangent,))
         _, ours_tangent = torch.func.jvp(lambda a, f=module.apply: f(a, targets), (values,), (tangent,))
         torch.testing.assert_close(ours_tangent, expected_tangent, rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_a_target_of_minus_100_is_ignored_forward_and_backward_as_in_torch(reduction):
+    """F.cross_entropy ignores targets equal to its default ignore_index, -100: the emitted forward always did (it
+    calls nll_loss), and the backward now gives torch's gradient too: the NLL kernels run with the same
+    ignore_index and the total weight the forward counted (before, the backward raised IndexError)."""
+    module = _module(reduction)
+    gen = torch.Generator().manual_seed(5)
+    X = torch.randn(4, 3, generator=gen, dtype=torch.float64)
+    W = torch.randn(3, 5, generator=gen, dtype=torch.float64, requires_grad=True)
+    y, g = torch.tensor([1, -100, 4, 0]), torch.tensor(1.5, dtype=torch.float64)
+    expected = torch.nn.functional.cross_entropy(X @ W, y, reduction=reduction)
+    (theirs,) = torch.autograd.grad(expected, W, g)
+    ours, (grad_W,) = module.forward_and_vjp(X, W.detach(), y, g)
+    assert torch.equal(ours, expected.detach())
+    assert torch.equal(grad_W, theirs)
+    W2 = W.detach().clone().requires_grad_()
+    module.apply(X, W2, y).backward(g)
+    assert torch.equal(W2.grad, theirs)
+
+
+def test_the_mean_backward_reads_the_total_weight_the_forward_counted():
+    """The forward gets the loss and its total weight from one nll_loss_forward call and saves the total weight;
+    the backward makes no tensor of the count (in a backward each new tensor costs microseconds)."""
+    source = _code(_module("mean").__symgrad_source__)
+    assert "t_2, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)" in source
+    assert "_cross_entropy_grad(t_1, y, grad_output, t_3)" in source
+    assert "new_full" not in source

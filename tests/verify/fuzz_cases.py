@@ -1519,6 +1519,8 @@ UNREACHABLE = {
     "lse_softmax": "internal: the VJP of logsumexp (the softmax as torch's logsumexp backward computes it)",
     "cross_entropy_grad": "internal: emitted code's backward of cross_entropy (emit/kernels.py); fuzzed through the "
     "emitted modules of the cross_entropy spec",
+    "nll_total_weight": "internal: the total weight emitted cross_entropy's forward keeps for its backward "
+    "(emit/kernels.py); fuzzed through the emitted modules of the cross_entropy spec",
 }
 
 
