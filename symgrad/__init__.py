@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
         WorkBudgetError,
         constant,
         dims,
+        listing,
         symbols,
         symbols_like,
         tensor,
@@ -51,7 +52,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
         law,
         vjp,
     )
-    from .emit import codegen, compile, listing  # noqa: A004 - sg.compile is the public name
+    from .emit import codegen, compile  # noqa: A004 - sg.compile is the public name
     from .ops import function
     from .reader import parse
     from .report import explain
@@ -63,12 +64,12 @@ _WHERE = {
     "core": (
         "AutogradError CheckError LatexPrinter ParseError ShapeError SymbolicShapeError SymgradError Tensor "
         "TorchPrinter UnknownNameError UnsupportedError ValuesUnknownError WorkBudgetError "
-        "constant dims symbols symbols_like tensor"
+        "constant dims listing symbols symbols_like tensor"
     ),
     "ops": "function",
     "derive": "backward gauss_newton_law hessian_law hvp_law jacobian jacobian_law jvp law vjp",
     "verify": "CheckReport Proof check prove prove_hessian prove_jacobian",
-    "emit": "codegen compile listing",
+    "emit": "codegen compile",
     "report": "explain",
     "graph": "graph",
     "reader": "parse",

@@ -23,6 +23,7 @@ from .errors import (
     WorkBudgetError,
 )
 from .graph import dims_of, topological, topological_all, uniform_constant
+from .listing import Listing, listing, shared_nodes
 from .printers import LatexPrinter, Printer, TorchPrinter
 from .registry import ENGINES, OPS, Op, engine, lookup, register
 from .tensor import GradFn, Tensor, apply, auto_name, check_name, constant, wrap
@@ -35,6 +36,7 @@ __all__ = [
     "Dim",
     "GradFn",
     "LatexPrinter",
+    "Listing",
     "Op",
     "ParseError",
     "Printer",
@@ -61,10 +63,12 @@ __all__ = [
     "formula",
     "full_like",
     "is_concrete",
+    "listing",
     "lookup",
     "register",
     "require_concrete",
     "same_dim",
+    "shared_nodes",
     "symbols",
     "symbols_like",
     "tensor",

@@ -17,6 +17,7 @@ import sympy
 from .dims import format_shape, is_concrete
 from .errors import SymbolicShapeError, SymgradError
 from .latex import latex_name, matrix_latex, shape_latex
+from .listing import listing
 from .printers import LatexPrinter, TorchPrinter
 
 if TYPE_CHECKING:
@@ -151,9 +152,24 @@ def formula_text(t: Tensor) -> str:
     return "\n".join((label if i == middle else " " * len(label)) + line for i, line in enumerate(lines))
 
 
+def law_text(t: Tensor) -> str:
+    """A tensor at symbolic sizes (a law) as its name, or its whole expression, never cut short: when that is
+    long, the parts it uses more than once are named first (``t1 = torch.tanh(W1 @ X + b1)``), as the CLI does."""
+    if t.op is None or t.given_name is not None:
+        return t.name
+    text = TorchPrinter().doprint(t)
+    if len(text) <= MAX_EXPRESSION_TEXT:
+        return text
+    found = listing([("", t)])
+    if not found.definitions:
+        return text
+    return "".join(f"\n    {name} = {body}" for name, body in found.definitions) + f"\n    {found.results[0][1]}"
+
+
 def tensor_repr(t: Tensor) -> str:
     if not all(isinstance(d, int) for d in t.shape):  # a law: no numbers and no entries at every size
-        return f"tensor(<symbolic {format_shape(t.shape)}>{_suffix(t)}) named {t.name}"
+        text = law_text(t)
+        return f"tensor(<symbolic {format_shape(t.shape)}>{_suffix(t)}) named{'' if text[0] == chr(10) else ' '}{text}"
     try:
         return value_repr(t) + "\n" + formula_text(t)
     except SymbolicShapeError:

@@ -6,7 +6,6 @@
 - :mod:`.code_text`: the code printer, checked names, shape checks and in-memory loading that every
   emitted module shares;
 - :mod:`.module_check`: the emitted module against torch.autograd and ``gradcheck``;
-- :mod:`.printing`: listings that name shared subexpressions once;
 - :mod:`.templates`: where templates live and the three Jinja2 environments (code,
   Markdown reports, TeX-safe documents).
 
@@ -18,13 +17,11 @@ from .code_text import CodePrinter, check_identifier, load_source, size_source
 from .codegen import Plan, codegen, compile_module, plan
 from .codegen import compile_module as compile  # noqa: A004 - the public name is sg.compile
 from .module_check import CurvatureCheck, ModuleCheck, check_curvature_module, check_module
-from .printing import Listing, listing, shared_nodes
 from .templates import code_environment, document_environment, template_dir, text_environment
 
 __all__ = [
     "CodePrinter",
     "CurvatureCheck",
-    "Listing",
     "ModuleCheck",
     "Plan",
     "check_curvature_module",
@@ -35,10 +32,8 @@ __all__ = [
     "compile",
     "compile_module",
     "document_environment",
-    "listing",
     "load_source",
     "plan",
-    "shared_nodes",
     "size_source",
     "template_dir",
     "text_environment",

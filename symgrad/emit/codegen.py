@@ -25,6 +25,7 @@ from ..core.constructors import symbols_like
 from ..core.dims import format_shape
 from ..core.errors import SymgradError
 from ..core.graph import dims_of, topological, uniform_constant
+from ..core.listing import listing
 from ..core.printers import LatexPrinter, TorchPrinter
 from ..core.tensor import Tensor
 from ..derive.forward import jvp
@@ -48,7 +49,6 @@ from .code_text import (
 )
 from .curvature_code import STYLES, curvature_codegen
 from .kernels import joined_cross_entropy, split_cross_entropy
-from .printing import listing
 from .templates import code_environment
 
 

@@ -24,11 +24,11 @@ from ..core.dims import format_shape
 from ..core.display import to_number
 from ..core.errors import SymgradError, ValuesUnknownError
 from ..core.latex import corner_indices, latex_name
+from ..core.listing import listing
 from ..core.printers import LatexPrinter, TorchPrinter
 from ..core.tensor import Tensor, constant
 from ..derive.entrywise import sparse_jacobian, vjp
 from ..derive.reverse import law
-from ..emit.printing import listing
 from ..verify.prove import prove
 from ..verify.verify import check as torch_check
 from .latex import formula_latex, formula_text

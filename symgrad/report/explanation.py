@@ -32,12 +32,12 @@ from ..core.display import to_number
 from ..core.errors import SymgradError, ValuesUnknownError
 from ..core.graph import topological
 from ..core.latex import ELIDE_AFTER, elided, latex_name, shape_latex, text_latex
+from ..core.listing import listing
 from ..core.printers import LatexPrinter, TorchPrinter
 from ..core.tensor import Tensor
 from ..derive.entrywise import vjp
 from ..derive.reverse import implicit_grad, law, needed_nodes
 from ..derive.simplify import simplify
-from ..emit.printing import listing
 from ..verify.prove import Proof, check_numerically, prove
 from ..verify.verify import check
 from .derivation import jacobian_report, make_grad_tensor

@@ -82,3 +82,24 @@ def test_a_concrete_law_of_symbolic_size_inputs_displays_as_a_formula():
         grad_b._repr_latex_()
         == r"$\textstyle\sum_{\mathrm{dim}\,0} \left(1 - \tanh\left(X + b\right)^{2}\right) \in \mathbb{R}^{3}$"
     )
+
+
+def test_a_long_law_shows_whole_in_its_repr_with_shared_parts_named_once():
+    """``W1.grad`` at symbolic sizes showed ``named <matmul result h×n>``: a law longer than a label was cut to
+    its op's name. It now shows whole, the parts it reads twice named first, as the CLI lists them."""
+    import symgrad as sg
+    import symgrad.torch as storch
+
+    m, n, c, h = sg.dims("m n c h")
+    W1, W2 = sg.symbols("W1", (h, n), requires_grad=True), sg.symbols("W2", (c, h), requires_grad=True)
+    b1, X, Y = sg.symbols("b1", (h, 1)), sg.symbols("X", (n, m)), sg.symbols("Y", (c, m))
+    ((W2 @ storch.tanh(W1 @ X + b1) - Y) ** 2).mean().backward()
+    text = repr(W1.grad)
+    assert "result" not in text
+    assert text.startswith("tensor(<symbolic h×n>) named\n    t1 = torch.tanh(W1 @ X + b1)\n    ")
+    assert text.count("torch.tanh") == 1 and text.endswith("@ X.T")
+    Z, W = sg.symbols("Z", (m, n)), sg.symbols("W", (n, c), requires_grad=True)
+    y, g = sg.symbols("y", (m,), dtype="int64"), sg.symbols("g", ())
+    law = sg.vjp(storch.nn.functional.cross_entropy(Z @ W, y), W, g)  # nothing shared: one line, however long
+    expected = "Z.T @ ((torch.softmax(Z @ W, dim=1) - torch.nn.functional.one_hot(y, c)) * (g / m))"
+    assert repr(law) == f"tensor(<symbolic n×c>, grad_fn=<MmBackward0>) named {expected}"

@@ -15,10 +15,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..core.graph import topological
-from ..core.printers import Printer, TorchPrinter
-from ..core.tensor import Tensor
+from .graph import topological
+from .printers import Printer, TorchPrinter
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 
 @dataclass
