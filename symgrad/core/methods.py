@@ -439,7 +439,7 @@ class TensorMethods:
         if p == 1:
             return self.abs().sum(dim=axes, keepdim=keepdim)
         if p in (float("inf"), float("-inf")):
-            return self.abs().amax(axes, keepdim) if p > 0 else self.abs().amin(axes, keepdim)
+            return self.apply_op("inf_norm", self, largest=p > 0, dim=axes, keepdim=bool(keepdim))
         if isinstance(p, (int, float)) and not isinstance(p, bool):
             return self.apply_op("pnorm", self, p=p, dim=axes, keepdim=bool(keepdim))
         raise UnsupportedError(f"norm with p={p!r} is not supported (use a number, inf, -inf or 'fro')")

@@ -433,7 +433,8 @@ def wrap(value: Any, like: Tensor | None = None) -> Tensor:
         return value
     if isinstance(value, (bool, int, float, sympy.Number, np.number)) and not isinstance(value, np.bool_):
         number = sympy.Integer(int(value)) if isinstance(value, bool) else sympy.sympify(value)
-        dtype = "float32" if (number.is_Float or (like is not None and like.dtype.startswith("float"))) else "int64"
+        floating = number.is_Float or isinstance(value, float) or not number.is_finite  # nan and inf are floats
+        dtype = "float32" if (floating or (like is not None and like.dtype.startswith("float"))) else "int64"
         return constant(number, dtype=dtype, python_scalar=True)
     if isinstance(value, sympy.Expr) and value.free_symbols and all(s.is_integer for s in value.free_symbols):
         # a number made of symbolic sizes, such as N or 1/sqrt(d)
@@ -445,6 +446,8 @@ def wrap(value: Any, like: Tensor | None = None) -> Tensor:
 def _result_dtype(inputs: Sequence[Tensor], op: Op) -> str:
     if op.has("comparison"):
         return "bool"
+    if op.name == "where":  # the condition selects; the branches give the dtype
+        inputs = inputs[1:]
     tensors = [t for t in inputs if not t.is_python_scalar] or list(inputs)
     if not tensors:
         return "float32"

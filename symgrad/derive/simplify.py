@@ -80,8 +80,9 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple, exact: 
     if name == "mul":
         a, b = inputs
         ca, cb = consts
-        if (ca == 0 or cb == 0) and not exact:
-            return _fill(sympy.S.Zero, shape)
+        finite = (ca == 0 and not b.dtype.startswith("float")) or (cb == 0 and not a.dtype.startswith("float"))
+        if (ca == 0 or cb == 0) and (not exact or finite):  # 0 · x is nan for an infinite x, which no bool or
+            return _fill(sympy.S.Zero, shape)  # integer tensor holds
         if ca == 1 and _same_shape(b.shape, shape):
             return b
         if cb == 1 and _same_shape(a.shape, shape):
@@ -146,6 +147,8 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple, exact: 
             return a.inputs[0]
         if consts[0] is not None:
             return _fill(-consts[0], shape)
+    if name == "exp" and not exact and inputs[0].op is not None and inputs[0].op.name == "log_softmax":
+        return apply("softmax", inputs[0].inputs[0], dim=inputs[0].attrs["dim"])  # log_softmax's VJP reads its output
     if name == "pow":
         if consts[1] == 1:
             return inputs[0]

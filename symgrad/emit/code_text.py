@@ -169,8 +169,11 @@ class CodePrinter(TorchPrinter):
             return fused
         condition, a, b = (self._print(part)[0] for part in t.inputs)
         text = f"torch.where({condition}, {a}, {b})"
-        if not all(_exact_in_float32(part) for part in t.inputs[1:]):  # two numbers make a float32 tensor
-            return f"{text}.to({self.like}.dtype)", 9
+        numbers = all(
+            part.op is None and not part.shape and uniform_constant(part) is not None for part in t.inputs[1:]
+        )
+        if not all(_exact_in_float32(part) for part in t.inputs[1:]) or (numbers and t.dtype.startswith("float")):
+            return f"{text}.to({self.like}.dtype)", 9  # two numbers make a float32 tensor, or an int64 one (0 and 0)
         return text, 9
 
     def _fused_threshold(self, t: Tensor) -> tuple[str, int] | None:
@@ -184,6 +187,8 @@ class CodePrinter(TorchPrinter):
         if threshold.shape or value is None or not value.is_Number:
             return None
         if not all(p.dtype.startswith("float") and tuple(p.shape) == tuple(t.shape) for p in (z, grad)):
+            return None
+        if grad.op is None and uniform_constant(grad) is not None:  # a number: the kernel takes tensors only
             return None
         self.fused_parts[id(t)] = [grad, z]
         self.aten_kernels.add("threshold_backward")
@@ -245,8 +250,35 @@ class CodePrinter(TorchPrinter):
         return None
 
     def _print_sub(self, t: Tensor):
-        fused = self._fused_sub(t) if self.fused else None
+        fused = (self._fused_log_softmax_backward(t) or self._fused_sub(t)) if self.fused else None
         return fused if fused is not None else self._print_template(t)
+
+    def _fused_log_softmax_backward(self, t: Tensor) -> tuple[str, int] | None:
+        """``g - exp(y) * g.sum(dim, keepdim=True)``, ``y = log_softmax(z, dim)`` (log_softmax's VJP reads its
+        output, as torch's does), as torch's own kernel, ``_log_softmax_backward_data(g, y, dim, dtype)``."""
+        g, product = t.inputs
+        if product.op is None or product.op.name != "mul" or not self._inline(product):
+            return None
+        for power, total in (product.inputs, product.inputs[::-1]):
+            if power.op is None or power.op.name != "exp" or not self._inline(power):
+                continue
+            (y,) = power.inputs
+            if y.op is None or y.op.name != "log_softmax" or not y.shape or not y.dtype.startswith("float"):
+                continue
+            dim = y.attrs["dim"] % len(y.shape)
+            if total.op is None or total.op.name != "sum" or not self._inline(total) or not total.attrs.get("keepdim"):
+                continue
+            if total.inputs[0] is not g or tuple(d % len(y.shape) for d in total.attrs.get("dim", ())) != (dim,):
+                continue
+            if not g.dtype.startswith("float") or not tuple(g.shape) == tuple(y.shape) == tuple(t.shape):
+                continue
+            self.fused_parts[id(t)] = [g, y]
+            self.aten_kernels.add("_log_softmax_backward_data")
+            (grad, precedence), output = self._print(g), self._print(y)[0]
+            grad = grad if precedence >= 9 else f"({grad})"
+            kernel = "torch.ops.aten._log_softmax_backward_data"  # casts as _softmax_backward_data's caller does
+            return f"{kernel}({grad}.to({output}.dtype), {output}, {dim}, {output}.dtype)", 9
+        return None
 
     def _print_mean(self, t: Tensor):
         fused = self._fused_loss(t, "mean") if self.fused else None
@@ -420,7 +452,7 @@ def count_uses(roots: Sequence[Tensor]) -> Counter:
 
 def shape_checks(inputs: Sequence[Tensor]) -> tuple[list[str], dict]:
     """``if`` statements that reject inputs of the wrong shape, and where each symbolic size is read."""
-    checks, sources = [], {}
+    checks, sources, compound = [], {}, []
     for t in inputs:
         expected = format_shape(t.shape)
         checks.append(
@@ -430,6 +462,8 @@ def shape_checks(inputs: Sequence[Tensor]) -> tuple[list[str], dict]:
             here = f"{t.name}.shape[{axis}]"
             if isinstance(d, int):
                 checks.append((f"{here} != {d}", f"{t.name} has shape {{tuple({t.name}.shape)}}, expected {expected}"))
+            elif not d.is_Symbol:  # a size such as 2*n: checked once every name in it has a source, never bound
+                compound.append((t, here, d, expected))
             elif d in sources:
                 other = sources[d].split(".")[0]
                 checks.append(
@@ -441,6 +475,15 @@ def shape_checks(inputs: Sequence[Tensor]) -> tuple[list[str], dict]:
                 )
             else:
                 sources[d] = here
+    for t, here, d, expected in compound:
+        unread = sorted(str(name) for name in d.free_symbols if name not in sources)
+        if unread:
+            raise SymgradError(
+                f"the size {d} of {t.name} reads {unread[0]}, which no input has as a size of its own; "
+                f"give an input of size {unread[0]}"
+            )
+        source = size_source(d.xreplace({name: sympy.Symbol(sources[name]) for name in d.free_symbols}))
+        checks.append((f"{here} != {source}", f"{t.name} has shape {{tuple({t.name}.shape)}}, expected {expected}"))
     lines = [f'if {cond}:\n        raise ValueError(f"{msg}")' for cond, msg in checks]
     return lines, sources
 

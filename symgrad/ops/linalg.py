@@ -419,7 +419,12 @@ def _det_vjp(g, out, a):
     """det(A) A⁻ᵀ, and 0 at a singular A, as torch's backward gives, except for 1×1 where det is the entry."""
     if a.shape[-1] == 1:
         return (g.reshape(*a.shape),)
-    return (apply("where", apply("eq", _lift(out, a), 0), 0, _lift(g * out, a) * _inverse_transpose(a)),)
+    general = apply("where", apply("eq", _lift(out, a), 0), 0, _lift(g * out, a) * _inverse_transpose(a))
+    if isinstance(a.shape[-1], int):
+        return (general,)
+    # a symbolic n: the emitted code decides at run time whether the matrices are 1×1 (a singular one keeps g)
+    one_by_one = apply("eq", apply("full", shape=(), value=a.shape[-1]), 1)
+    return (apply("where", one_by_one, _lift(g, a), general),)
 
 
 def _lu_determinant(a: np.ndarray) -> np.ndarray:

@@ -237,6 +237,41 @@ def _norm_vjp(g, out, a, dim, keepdim):
     return expand_back(g, a.shape, dim, keepdim) * apply("where", apply("eq", n, 0), 0, a / n)
 
 
+def _inf_norm_vjp(g, out, a, largest: bool, dim: tuple, keepdim: bool):
+    """torch's norm backward for ord ±inf (not amax's): sgn(x) · (g / count) · mask, the mask of the entries
+    whose |x| is the norm or nan, so a nan entry takes the share and gives 0 (sgn(nan) is 0 in torch)."""
+    size, norm = a.abs(), expand_back(out, a.shape, dim, keepdim)
+    mask = apply("where", apply("eq", size, norm), 1, apply("where", apply("isnan", size), 1, 0))
+    return apply("sign", a) * ((expand_back(g, a.shape, dim, keepdim) / mask.sum(dim=dim, keepdim=True)) * mask)
+
+
+def _inf_norm(values: list, largest: bool) -> sympy.Expr:
+    sizes = [sympy.Abs(v) for v in values]
+    return functions.amax(*sizes) if largest else -functions.amax(*[-v for v in sizes])
+
+
+register(
+    Op(
+        "inf_norm",
+        lambda a, largest, dim, keepdim: reduced_shape(a, dim, keepdim),
+        lambda a, largest, dim, keepdim: reduce_entries(a, dim, keepdim, lambda r: _inf_norm(r, largest)),
+        lambda torch, a, largest, dim, keepdim: torch.linalg.vector_norm(
+            a, math.inf if largest else -math.inf, dim=list(dim), keepdim=keepdim
+        ),
+        "torch.linalg.vector_norm({0}, {ord}{reduce_kwargs})",
+        r"\left\|{0}\right\|_{{{ord_latex}}}",
+        "LinalgVectorNormBackward0",
+        vjp=lambda g, out, a, largest, dim, keepdim: (_inf_norm_vjp(g, out, a, largest, dim, keepdim),),
+        spell=lambda attrs, inputs: {
+            "ord": 'float("inf")' if attrs["largest"] else '-float("inf")',
+            "ord_latex": r"\infty" if attrs["largest"] else r"-\infty",
+        },
+        float_result=True,
+        batch="dims",
+    )
+)
+
+
 def _softmax(values: list) -> list:
     exps = [sympy.exp(v) for v in values]
     total = sympy.Add(*exps)
@@ -271,7 +306,8 @@ register(
         "torch.log_softmax({0}, dim={dim})",
         r"\log\operatorname{{softmax}}\left({0}\right)",
         "LogSoftmaxBackward0",
-        vjp=lambda g, out, a, dim: (g - apply("softmax", a, dim=dim) * g.sum(dim=dim, keepdim=True),),
+        # torch's order: exp of the saved output, not a softmax recomputed from a (laws to read say softmax)
+        vjp=lambda g, out, a, dim: (g - apply("exp", out) * g.sum(dim=dim, keepdim=True),),
         float64=lambda a, dim: _softmax_float64(a, dim, log=True),
         batch="dims",
     )

@@ -218,3 +218,26 @@ def test_the_mean_backward_reads_the_total_weight_the_forward_counted():
     assert "t_2, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)" in source
     assert "_cross_entropy_grad(t_1, y, grad_output, t_3)" in source
     assert "new_full" not in source
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_log_softmax_backward_is_torchs_kernel_on_the_saved_output(dtype):
+    """log_softmax's VJP reads its output, g - exp(y) * sum(g), as torch's does: emitted code runs
+    _log_softmax_backward_data on the saved log-probabilities (one kernel, bit-equal); the law to read says softmax."""
+    m, c = sg.dims("m c")
+    z, w = sg.symbols("z", (m, c), requires_grad=True), sg.symbols("w", (m, c))
+    out = (st.log_softmax(z, dim=1) * w).sum()
+    module = sg.compile(out, [z], inputs=[z, w], style="autograd_function", name="LogSoftmax")
+    source = module.__symgrad_source__
+    assert "torch.ops.aten._log_softmax_backward_data(" in _code(source)
+    assert "torch.softmax(z, dim=1)" in source.split('"""\n', 1)[0]
+    gen = torch.Generator().manual_seed(2)
+    values, weights = torch.randn(4, 5, generator=gen, dtype=dtype), torch.randn(4, 5, generator=gen, dtype=dtype)
+    leaf = values.clone().requires_grad_()
+    g = torch.tensor(0.3, dtype=dtype)
+    (theirs,) = torch.autograd.grad((torch.log_softmax(leaf, dim=1) * weights).sum(), leaf, g)
+    (ours,) = module.vjp(values, weights, g)
+    assert torch.equal(ours, theirs)
+    applied = values.clone().requires_grad_()
+    module.apply(applied, weights).backward(g)
+    assert torch.equal(applied.grad, theirs)

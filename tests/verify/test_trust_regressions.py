@@ -465,3 +465,77 @@ def test_emitted_size_ratio_over_an_empty_batch_gives_torchs_values():
     out, (grad_W,) = module.forward_and_vjp(X0, W0.detach(), y0, torch.tensor(1.0, dtype=F64))
     _close(out.tolist(), expected)
     _close(grad_W.tolist(), theirs)
+
+
+@pytest.mark.parametrize("ord_", [math.inf, -math.inf])
+@pytest.mark.parametrize(
+    "values", [[math.nan, 2.0, -2.0], [2.0, -2.0, 1.0], [[1.0, -3.0], [3.0, math.nan]], [-0.0003]], ids=str
+)
+def test_the_infinity_norm_has_torchs_gradient_at_nan_and_ties(values, ord_):
+    """vector_norm(x, ±inf) was |x|.amax(), whose gradient at a nan is nan everywhere; torch's norm backward gives
+    the nan entry the share, times sgn(nan) = 0, and the others 0 (ties share evenly)."""
+    x = st.tensor(values, dtype=st.float64, requires_grad=True, name="x")
+    leaf = torch.tensor(values, dtype=F64, requires_grad=True)
+    dims = {"dim": 0} if isinstance(values[0], list) else {}
+    expected = torch.linalg.vector_norm(leaf, ord=ord_, **dims)
+    v = torch.linspace(0.5, 1.5, expected.numel(), dtype=F64).reshape(expected.shape)
+    (theirs,) = torch.autograd.grad(expected, leaf, v)
+    out = st.linalg.vector_norm(x, ord=ord_, **dims)
+    _close(out.tolist(), expected)
+    _close(sg.vjp(out, x, st.tensor(v.tolist(), dtype=st.float64)).tolist(), theirs)
+
+
+def test_emitted_det_of_a_singular_1x1_matrix_keeps_the_gradient():
+    """At symbolic n the law masked singular matrices to 0; at n = 1 det is the entry and torch's gradient is g."""
+    (n,) = sg.dims("n")
+    a = sg.symbols("a", (2, n, n), requires_grad=True)
+    module = sg.compile(st.det(a) * 3, [a], inputs=[a], name="Det")
+    for values in ([[[0.0]], [[2.0]]], [[[1.0, 2.0], [2.0, 4.0]], [[1.0, 2.0], [3.0, 4.0]]]):
+        leaf = torch.tensor(values, dtype=F64, requires_grad=True)
+        v = torch.tensor([0.7, -1.5], dtype=F64)
+        (theirs,) = torch.autograd.grad(torch.det(leaf) * 3, leaf, v)
+        _close(module.vjp(leaf.detach(), v)[0].tolist(), theirs)
+
+
+def test_an_input_whose_size_is_a_multiple_of_a_dim_is_emitted_and_checked():
+    """An input of shape n×2n made the emitted module bind ``2*n = x1.shape[1]``, which is not Python."""
+    (n,) = sg.dims("n")
+    x0, x1 = sg.symbols("x0", (n, n), requires_grad=True), sg.symbols("x1", (n, 2 * n), requires_grad=True)
+    out = st.nn.functional.mse_loss(st.cat([-2.0 - x0, -2.0 - x0], dim=1), x1, reduction="sum")
+    module = sg.compile(out, [x0, x1], inputs=[x0, x1], name="Twice")
+    a, b = torch.randn(3, 3, dtype=F64, requires_grad=True), torch.randn(3, 6, dtype=F64, requires_grad=True)
+    expected = torch.autograd.grad(
+        torch.nn.functional.mse_loss(torch.cat([-2 - a, -2 - a], 1), b, reduction="sum"), [a, b]
+    )
+    for ours, theirs in zip(module.vjp(a.detach(), b.detach(), torch.tensor(1.0, dtype=F64)), expected, strict=True):
+        _close(ours.tolist(), theirs)
+    with pytest.raises(ValueError, match=r"x1 has shape \(3, 5\), expected n×2\*n"):
+        module.forward(a.detach(), torch.zeros(3, 5, dtype=F64))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda T, x: ((x > 0.0) * x).sign(),
+        lambda T, x: T.round(T.var(T.var(x, correction=2))),
+        lambda T, x: T.nn.functional.hardtanh(x, -1.0, -0.5).div(1.0).floor(),
+    ],
+    ids=["sign of a masked product", "round of a var of a var", "floor of hardtanh"],
+)
+def test_emitted_gradients_that_are_zero_have_the_inputs_dtype(build):
+    """Gradients that are 0 by the rules were printed as 0 * mask (int64), where(c, nan, inf) (float32: two Python
+    floats) or threshold_backward(0, ...) (which takes tensors only): each is now float64 for float64 inputs."""
+    (n,) = sg.dims("n")
+    for shape in ((n,), ()):
+        x = sg.symbols("x", shape, requires_grad=True)
+        module = sg.compile(build(st, x), [x], inputs=[x], name="Zero")
+        for values in ([0.5, -1.5, 0.0] if shape else 0.25, [2.0] if shape else -0.75):
+            leaf = torch.tensor(values, dtype=F64, requires_grad=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # torch: var with no degrees of freedom
+                out = build(torch, leaf)
+                v = torch.ones_like(out)
+                (theirs,) = torch.autograd.grad(out, leaf, v)
+                (ours,) = module.vjp(leaf.detach(), v)
+            assert ours.dtype == theirs.dtype == F64
+            _close(ours.tolist(), theirs)
