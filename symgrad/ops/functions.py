@@ -466,9 +466,19 @@ def _first_max_condition(args: list, i: int):
     """args[i] is above every argument before it and at least every one after it (built without SymPy's
     assumption queries, which would dominate the time of a Jacobian)."""
     a = args[i]
-    before = [sympy.StrictGreaterThan(a, b, evaluate=False) for b in args[:i]]
-    after = [sympy.GreaterThan(a, b, evaluate=False) for b in args[i + 1 :]]
+    before = [_above(a, b, strict=True) for b in args[:i]]
+    after = [_above(a, b, strict=False) for b in args[i + 1 :]]
     return sympy.And(*before, *after)
+
+
+def _above(a: sympy.Expr, b: sympy.Expr, strict: bool):
+    """``a > b`` (or ``>=``), decided when both are numbers, a nan counting as the largest as in torch's argmax
+    (SymPy's Piecewise cannot canonicalise an unevaluated ``1 >= 1``, and a nan comparison raises)."""
+    if a.is_Number and b.is_Number:
+        if a is sympy.nan or b is sympy.nan:
+            return sympy.true if a is sympy.nan and (b is not sympy.nan or not strict) else sympy.false
+        return sympy.true if (a > b if strict else a >= b) else sympy.false
+    return sympy.StrictGreaterThan(a, b, evaluate=False) if strict else sympy.GreaterThan(a, b, evaluate=False)
 
 
 def first_max_indicator(args: list, i: int) -> sympy.Expr:

@@ -22,6 +22,7 @@ from ..core.registry import Op, register
 from ..core.tensor import apply
 from . import functions
 from .calculus import unbroadcast
+from .reductions import softmax_float64
 from .rows import binary, same_shape, unary
 
 # ── activations ────────────────────────────────────────────────────────────
@@ -412,6 +413,13 @@ def _cross_entropy(z: np.ndarray, y: np.ndarray, reduction: str) -> np.ndarray:
     return _reduced(losses, reduction)
 
 
+def _cross_entropy_float64(z: np.ndarray, y: np.ndarray, reduction: str) -> np.ndarray:
+    """torch's log_softmax, then NLL: each row's maximum is subtracted first, so large logits do not overflow
+    (the SymPy meaning, log Σ exp z − z_c, gives inf at z = 1000)."""
+    losses = -softmax_float64(z, 1, log=True)[np.arange(z.shape[0]), y.astype(int)]
+    return np.sum(losses) / len(losses) if reduction == "mean" else np.sum(losses)
+
+
 def _one_hot(y: np.ndarray, num_classes: int) -> np.ndarray:
     out = np.full(y.shape + (num_classes,), sympy.S.Zero, dtype=object)
     for index, c in zip(np.ndindex(y.shape), _class_indices(y)):
@@ -429,6 +437,7 @@ register(
         r"\operatorname{{CE}}\left({0}, {1}\right)",
         "NllLossBackward0",
         vjp=lambda g, out, z, y, reduction: (_cross_entropy_vjp(g, z, y, reduction), None),
+        float64=_cross_entropy_float64,
     )
 )
 

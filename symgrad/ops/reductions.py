@@ -293,7 +293,7 @@ register(
         r"\operatorname{{softmax}}\left({0}\right)",
         "SoftmaxBackward0",
         vjp=lambda g, out, a, dim: (out * (g - (g * out).sum(dim=dim, keepdim=True)),),
-        float64=lambda a, dim: _softmax_float64(a, dim, log=False),
+        float64=lambda a, dim: softmax_float64(a, dim, log=False),
         batch="dims",
     )
 )
@@ -308,13 +308,13 @@ register(
         "LogSoftmaxBackward0",
         # torch's order: exp of the saved output, not a softmax recomputed from a (laws to read say softmax)
         vjp=lambda g, out, a, dim: (g - apply("exp", out) * g.sum(dim=dim, keepdim=True),),
-        float64=lambda a, dim: _softmax_float64(a, dim, log=True),
+        float64=lambda a, dim: softmax_float64(a, dim, log=True),
         batch="dims",
     )
 )
 
 
-def _softmax_float64(a: np.ndarray, dim: int, log: bool) -> np.ndarray:
+def softmax_float64(a: np.ndarray, dim: int, log: bool) -> np.ndarray:
     """torch's softmax and log_softmax: the maximum is subtracted first, so large inputs do not overflow."""
     if a.size == 0:
         return a.copy()

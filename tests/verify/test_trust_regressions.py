@@ -539,3 +539,16 @@ def test_emitted_gradients_that_are_zero_have_the_inputs_dtype(build):
                 (ours,) = module.vjp(leaf.detach(), v)
             assert ours.dtype == theirs.dtype == F64
             _close(ours.tolist(), theirs)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_cross_entropy_of_large_logits_does_not_overflow(reduction):
+    """The loss's numbers came from log Σ exp z − z_c, which is inf at z = 1000 where torch's log_softmax gives a
+    finite loss (its rows' maxima are subtracted first)."""
+    logits, classes = [[-1000.0, 2.0, 800.0], [1000.0, -3.0, -800.0]], [2, 0]
+    z = st.tensor(logits, dtype=st.float64, requires_grad=True, name="z")
+    leaf = torch.tensor(logits, dtype=F64, requires_grad=True)
+    expected = torch.nn.functional.cross_entropy(leaf, torch.tensor(classes), reduction=reduction)
+    out = st.nn.functional.cross_entropy(z, st.tensor(classes), reduction=reduction)
+    _close(out.tolist(), expected)
+    _close(sg.vjp(out, z).tolist(), torch.autograd.grad(expected, leaf)[0])
