@@ -104,6 +104,8 @@ def _node_value(node: sympy.Basic, values: dict, point: Mapping) -> Any:
     if node.is_Mul:
         return float(np.prod(np.array(args, dtype=np.float64)))
     if node.is_Pow:
+        if args[1] == -0.5:  # torch computes x ** -0.5 as rsqrt, 1 / sqrt(x): -inf at -0.0, where C's pow gives inf
+            return float(1.0 / np.sqrt(np.float64(args[0])))
         return float(np.power(np.float64(args[0]), np.float64(args[1])))
     kind = type(node)
     if kind in _RELATIONS:

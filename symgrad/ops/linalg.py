@@ -416,10 +416,11 @@ def _inverse_transpose(a):
 
 
 def _det_vjp(g, out, a):
-    """det(A) A⁻ᵀ, and 0 at a singular A, as torch's backward gives, except for 1×1 where det is the entry."""
+    """det(A) A⁻ᵀ, and g·0 at a singular A, as torch's backward gives, except for 1×1 where det is the entry."""
     if a.shape[-1] == 1:
         return (g.reshape(*a.shape),)
-    general = apply("where", apply("eq", _lift(out, a), 0), 0, _lift(g * out, a) * _inverse_transpose(a))
+    scaled = _lift(g * out, a)  # g·det: at a singular A torch's gradient is g·0, so an infinite or nan g gives nan
+    general = apply("where", apply("eq", _lift(out, a), 0), scaled * 0, scaled * _inverse_transpose(a))
     if isinstance(a.shape[-1], int):
         return (general,)
     # a symbolic n: the emitted code decides at run time whether the matrices are 1×1 (a singular one keeps g)

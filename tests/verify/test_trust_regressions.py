@@ -552,3 +552,22 @@ def test_cross_entropy_of_large_logits_does_not_overflow(reduction):
     out = st.nn.functional.cross_entropy(z, st.tensor(classes), reduction=reduction)
     _close(out.tolist(), expected)
     _close(sg.vjp(out, z).tolist(), torch.autograd.grad(expected, leaf)[0])
+
+
+def test_a_singular_determinant_passes_on_an_infinite_or_nan_gradient_as_torch():
+    """torch's det backward at a singular matrix is g·0: nan for an infinite or nan g; the mask gave 0."""
+    for values in ([[1.0, 2.0], [2.0, 4.0]], [[-2.0] * 3] * 3, [[1.0, 0.0], [0.0, 0.0]]):
+        for g in (1.0, math.nan, math.inf):
+            leaf = torch.tensor(values, dtype=F64, requires_grad=True)
+            (theirs,) = torch.autograd.grad(torch.det(leaf), leaf, torch.tensor(g, dtype=F64))
+            a = st.tensor(values, dtype=st.float64, requires_grad=True, name="a")
+            _close(sg.vjp(st.det(a), a, st.tensor(g, dtype=st.float64)).tolist(), theirs, what=f"g = {g}")
+
+
+def test_a_power_of_minus_one_half_at_negative_zero_is_torchs_rsqrt():
+    """torch computes x ** -0.5 (and rsqrt) as 1 / sqrt(x): -inf at -0.0, where C's pow gives +inf; hardswish of
+    x <= -3 is -0.0, so rsqrt(hardswish(x)) was +inf where torch gives -inf."""
+    x = st.tensor([-3.0, -5.0, 4.0], dtype=st.float64, requires_grad=True, name="x")
+    leaf = torch.tensor([-3.0, -5.0, 4.0], dtype=F64)
+    _close(st.rsqrt(st.nn.functional.hardswish(x)).tolist(), torch.rsqrt(torch.nn.functional.hardswish(leaf)))
+    _close((st.nn.functional.hardswish(x) ** -0.5).tolist(), torch.nn.functional.hardswish(leaf) ** -0.5)
