@@ -136,7 +136,7 @@ class AttentionScoresFunction(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, *tangents):
-        Q, K, V, t_1 = ctx.saved_tensors
+        Q, K, V, _ = ctx.saved_tensors
         tangent_Q = tangents[0]
         if tangent_Q is None:
             tangent_Q = torch.zeros_like(Q)
@@ -147,9 +147,9 @@ class AttentionScoresFunction(torch.autograd.Function):
         if tangent_V is None:
             tangent_V = torch.zeros_like(V)
         d = Q.shape[1]
-        t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
-        t_2 = ((Q @ tangent_K.T + tangent_Q @ K.T) / math.sqrt(d)) * t_1
-        output_tangent = t_1 @ tangent_V + (t_2 + (-t_2).sum(dim=1, keepdim=True) * t_1) @ V
+        t_5 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
+        t_6 = ((Q @ tangent_K.T + tangent_Q @ K.T) / math.sqrt(d)) * t_5
+        output_tangent = t_5 @ tangent_V + (t_6 + (-t_6).sum(dim=1, keepdim=True) * t_5) @ V
         return output_tangent, None
 
 

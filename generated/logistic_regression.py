@@ -95,7 +95,7 @@ class LogisticRegressionFunction(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, *tangents):
-        X, w, y, t_1 = ctx.saved_tensors
+        X, w, y, _ = ctx.saved_tensors
         tangent_X = tangents[0]
         if tangent_X is None:
             tangent_X = torch.zeros_like(X)
@@ -106,9 +106,9 @@ class LogisticRegressionFunction(torch.autograd.Function):
         if tangent_y is None:
             tangent_y = torch.zeros_like(y)
         m = X.shape[0]
-        t_1 = X @ w
-        t_2 = (X @ tangent_w + tangent_X @ w) * (torch.sigmoid(t_1) - y) - tangent_y * t_1
-        output_tangent = (t_2 / m).sum()
+        t_2 = X @ w
+        t_3 = (X @ tangent_w + tangent_X @ w) * (torch.sigmoid(t_2) - y) - tangent_y * t_2
+        output_tangent = (t_3 / m).sum()
         return output_tangent, None
 
 

@@ -114,8 +114,8 @@ class SigmoidLayerFunction(torch.autograd.Function):
         tangent_b = tangents[2]
         if tangent_b is None:
             tangent_b = torch.zeros_like(b)
-        t_1 = torch.sigmoid(W @ X + b)
-        output_tangent = torch.ops.aten.sigmoid_backward(tangent_b + (W @ tangent_X + tangent_W @ X), t_1)
+        t_2 = torch.sigmoid(W @ X + b)
+        output_tangent = torch.ops.aten.sigmoid_backward(tangent_b + (W @ tangent_X + tangent_W @ X), t_2)
         return output_tangent
 
 

@@ -124,7 +124,7 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, *tangents):
-        X, W, y, t_1, _ = ctx.saved_tensors
+        X, W, y, _, _ = ctx.saved_tensors
         tangent_X = tangents[0]
         if tangent_X is None:
             tangent_X = torch.zeros_like(X)
@@ -133,9 +133,9 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
             tangent_W = torch.zeros_like(W)
         c = W.shape[1]
         m = X.shape[0]
-        t_1 = X @ tangent_W + tangent_X @ W
-        t_2 = _at_targets(t_1, y, (m, c), tangent_X).sum() - (t_1 * torch.softmax(X @ W, dim=1)).sum()
-        output_tangent = -t_2 / m
+        t_4 = X @ tangent_W + tangent_X @ W
+        t_5 = _at_targets(t_4, y, (m, c), tangent_X).sum() - (t_4 * torch.softmax(X @ W, dim=1)).sum()
+        output_tangent = -t_5 / m
         return output_tangent, None, None
 
 

@@ -111,8 +111,8 @@ class TanhLayerFunction(torch.autograd.Function):
         tangent_b = tangents[2]
         if tangent_b is None:
             tangent_b = torch.zeros_like(b)
-        t_1 = tangent_b + (W @ tangent_X + tangent_W @ X)
-        output_tangent = torch.ops.aten.tanh_backward(t_1, torch.tanh(W @ X + b))
+        t_2 = tangent_b + (W @ tangent_X + tangent_W @ X)
+        output_tangent = torch.ops.aten.tanh_backward(t_2, torch.tanh(W @ X + b))
         return output_tangent
 
 

@@ -165,7 +165,7 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
 
     @staticmethod
     def jvp(ctx, *tangents):
-        W1, b1, W2, b2, X, Y, t_1, t_2 = ctx.saved_tensors
+        W1, b1, W2, b2, X, Y, _, _ = ctx.saved_tensors
         tangent_W1 = tangents[0]
         if tangent_W1 is None:
             tangent_W1 = torch.zeros_like(W1)
@@ -186,10 +186,10 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
             tangent_Y = torch.zeros_like(Y)
         k = W2.shape[0]
         m = X.shape[1]
-        t_1 = torch.tanh(W1 @ X + b1)
-        t_2 = torch.ops.aten.tanh_backward(tangent_b1 + (W1 @ tangent_X + tangent_W1 @ X), t_1)
-        t_3 = (tangent_b2 + (W2 @ t_2 + tangent_W2 @ t_1) - tangent_Y) * (W2 @ t_1 + b2 - Y)
-        output_tangent = (_size_ratio(2, k * m) * t_3).sum(dim=(0, 1), keepdim=True)[:, 0][0]
+        t_5 = torch.tanh(W1 @ X + b1)
+        t_6 = torch.ops.aten.tanh_backward(tangent_b1 + (W1 @ tangent_X + tangent_W1 @ X), t_5)
+        t_7 = (tangent_b2 + (W2 @ t_6 + tangent_W2 @ t_5) - tangent_Y) * (W2 @ t_5 + b2 - Y)
+        output_tangent = (_size_ratio(2, k * m) * t_7).sum(dim=(0, 1), keepdim=True)[:, 0][0]
         return output_tangent, None, None
 
 

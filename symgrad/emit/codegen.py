@@ -158,7 +158,7 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         backward_lines.append((f"grad_{x.name}", text))
         results.append(f"grad_{x.name}")
     saved_inputs = [names_map[id(t)] for t in inputs if id(t) in frontier]
-    moving, jvp_dims, jvp_lines, jvp_printer = _forward_mode(expression, inputs, sources)
+    moving, jvp_dims, jvp_lines, jvp_printer = _forward_mode(expression, inputs, sources, counter)
     gradients_text = _readable_lines(readable, wrt, [*names, *sizes])
     return Plan(
         inputs=names,
@@ -328,12 +328,13 @@ def _unused_results_as_underscores(source: str, tree: ast.Module) -> str:
 
 
 def _forward_mode(
-    output: Tensor, inputs: Sequence[Tensor], sources: dict
+    output: Tensor, inputs: Sequence[Tensor], sources: dict, counter: int = 0
 ) -> tuple[list[Tensor], list[tuple[str, str]], list[tuple[str, str]], CodePrinter]:
     """The Function's ``jvp``: J·t from the inputs and a tangent per floating input (``tangent_<x>``), so
     that forward-mode AD and ``torch.func.jacfwd``/``hessian`` work through it, whichever inputs move.
-    Returns the inputs with tangents, the sizes it reads, its statements (the last ``output_tangent``)
-    and its printer."""
+    Its statements are numbered after ``counter``, the last number the forward and backward used, so that no
+    ``t_<n>`` of its own shadows a saved one. Returns the inputs with tangents, the sizes it reads, its
+    statements (the last ``output_tangent``) and its printer."""
     moving = [x for x in inputs if x.dtype.startswith("float")]
     tangents = [symbols_like(x, f"tangent_{x.name}", distinct=True) for x in moving]
     names = {id(t): t.name for t in [*inputs, *tangents]}
@@ -342,7 +343,7 @@ def _forward_mode(
         moved = jvp([output], moving, tangents, exact=True)[0]
     except SymgradError:  # no forward-mode rule for some op: the Function gets no jvp (torch then says so)
         return [], [], [], printer
-    lines, counter = name_statements(topological(moved), names, printer, count_uses([moved]), 0, {id(moved)})
+    lines, counter = name_statements(topological(moved), names, printer, count_uses([moved]), counter, {id(moved)})
     lines += fit_statement(moved, "output_tangent", 8, names, printer, counter)[0]
     lines.append(("output_tangent", names.get(id(moved)) or printer.doprint(moved)))
     return moving, dim_lines(sources, lines), lines, printer
