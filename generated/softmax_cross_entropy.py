@@ -53,7 +53,7 @@ def _cross_entropy_grad(log_probabilities, target, scale, total_weight):
     if isinstance(total_weight, torch.Tensor):
         picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 1, -100, total_weight)
     else:
-        picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 2, -100, scale.detach())
+        picked = torch.ops.aten.nll_loss_backward(scale, log_probabilities, target, None, 2, -(2**63), scale.detach())
     return torch.ops.aten._log_softmax_backward_data(picked, log_probabilities, 1, log_probabilities.dtype)
 
 

@@ -82,7 +82,7 @@ def split_cross_entropy(output: Tensor, laws: Sequence[Tensor]) -> tuple[Tensor,
                     "nll_loss", log_probabilities[id(loss)], y, reduction=loss.attrs["reduction"]
                 )
             lp = log_probabilities[id(loss)]
-            scale, total = _scale_and_total(scale, lp, y)
+            scale, total = _scale_and_total(scale, lp, y) if loss.attrs["reduction"] == "mean" else (scale, _one(lp))
             replacements[id(node)] = apply("cross_entropy_grad", lp, y, scale, total)
     if not replacements:
         return output, list(laws)
@@ -95,7 +95,11 @@ def _scale_and_total(scale: Tensor, lp: Tensor, y: Tensor) -> tuple[Tensor, Tens
     torch's NLL kernel does itself, by the total weight the forward's kernel returns; else ``(scale, 1)``."""
     if scale.op is not None and scale.op.name == "div" and uniform_constant(scale.inputs[1]) == lp.shape[0]:
         return scale.inputs[0], apply("nll_total_weight", lp, y)
-    return scale, constant(1, dtype=lp.dtype, python_scalar=True)
+    return scale, _one(lp)
+
+
+def _one(lp: Tensor) -> Tensor:
+    return constant(1, dtype=lp.dtype, python_scalar=True)
 
 
 def _rebuild(root: Tensor, replacements: dict[int, Tensor], rebuilt: dict[int, Tensor]) -> Tensor:
