@@ -240,13 +240,7 @@ class CodePrinter(TorchPrinter):
                 continue
             if not g.dtype.startswith("float") or not tuple(g.shape) == tuple(y.shape) == tuple(t.shape):
                 continue
-            self.fused_parts[id(t)] = [g, y]
-            self.aten_kernels.add("_softmax_backward_data")
-            (grad, precedence), output = self._print(g), self._print(y)[0]
-            grad = grad if precedence >= 9 else f"({grad})"
-            # the kernel does not promote; torch's autograd casts the gradient to the softmax's dtype first
-            kernel = "torch.ops.aten._softmax_backward_data"
-            return f"{kernel}({grad}.to({output}.dtype), {output}, {dim}, {output}.dtype)", 9
+            return self._softmax_kernel("_softmax_backward_data", t, g, y, dim)
         return None
 
     def _print_sub(self, t: Tensor):
@@ -272,13 +266,17 @@ class CodePrinter(TorchPrinter):
                 continue
             if not g.dtype.startswith("float") or not tuple(g.shape) == tuple(y.shape) == tuple(t.shape):
                 continue
-            self.fused_parts[id(t)] = [g, y]
-            self.aten_kernels.add("_log_softmax_backward_data")
-            (grad, precedence), output = self._print(g), self._print(y)[0]
-            grad = grad if precedence >= 9 else f"({grad})"
-            kernel = "torch.ops.aten._log_softmax_backward_data"  # casts as _softmax_backward_data's caller does
-            return f"{kernel}({grad}.to({output}.dtype), {output}, {dim}, {output}.dtype)", 9
+            return self._softmax_kernel("_log_softmax_backward_data", t, g, y, dim)
         return None
+
+    def _softmax_kernel(self, name: str, t: Tensor, g: Tensor, y: Tensor, dim: int) -> tuple[str, int]:
+        """``torch.ops.aten.<name>(g, y, dim, dtype)``, the (log-)softmax backward kernel on the saved output y."""
+        self.fused_parts[id(t)] = [g, y]
+        self.aten_kernels.add(name)
+        (grad, precedence), output = self._print(g), self._print(y)[0]
+        grad = grad if precedence >= 9 else f"({grad})"
+        # the kernel does not promote; torch's autograd casts the gradient to the output's dtype first
+        return f"torch.ops.aten.{name}({grad}.to({output}.dtype), {output}, {dim}, {output}.dtype)", 9
 
     def _print_mean(self, t: Tensor):
         fused = self._fused_loss(t, "mean") if self.fused else None
