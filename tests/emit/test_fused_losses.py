@@ -21,6 +21,17 @@ def _module(reduction: str):
     return sg.compile(out, [W], inputs=[X, W, y], style="autograd_function", name="Loss")
 
 
+def _agrees_bit_for_bit(module, X, W, y, g, expected):
+    """forward_and_vjp and apply(...).backward give torch's loss and gradient of W, to the last bit."""
+    (theirs,) = torch.autograd.grad(expected, W, g)
+    ours, (grad_W,) = module.forward_and_vjp(X, W.detach(), y, g)
+    assert torch.equal(ours, expected.detach())
+    assert torch.equal(grad_W, theirs)
+    W2 = W.detach().clone().requires_grad_()
+    module.apply(X, W2, y).backward(g)
+    assert torch.equal(W2.grad, theirs)
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
 def test_cross_entropy_backward_is_torchs_to_the_last_bit(reduction):
     module = _module(reduction)
@@ -31,14 +42,7 @@ def test_cross_entropy_backward_is_torchs_to_the_last_bit(reduction):
     W = torch.randn(4, 3, generator=gen, dtype=torch.float64, requires_grad=True)
     y = torch.tensor([0, 2, 1, 1, 2])
     g = torch.tensor(0.7, dtype=torch.float64)
-    out = torch.nn.functional.cross_entropy(X @ W, y, reduction=reduction)
-    (expected,) = torch.autograd.grad(out, W, g)
-    ours, (grad_W,) = module.forward_and_vjp(X, W.detach(), y, g)
-    assert torch.equal(ours, out.detach())
-    assert torch.equal(grad_W, expected)
-    W2 = W.detach().clone().requires_grad_()
-    module.apply(X, W2, y).backward(g)
-    assert torch.equal(W2.grad, expected)
+    _agrees_bit_for_bit(module, X, W, y, g, torch.nn.functional.cross_entropy(X @ W, y, reduction=reduction))
 
 
 def test_cross_entropy_target_out_of_range_raises_in_the_backward():
@@ -201,14 +205,7 @@ def test_a_target_of_minus_100_is_ignored_forward_and_backward_as_in_torch(reduc
     X = torch.randn(4, 3, generator=gen, dtype=torch.float64)
     W = torch.randn(3, 5, generator=gen, dtype=torch.float64, requires_grad=True)
     y, g = torch.tensor([1, -100, 4, 0]), torch.tensor(1.5, dtype=torch.float64)
-    expected = torch.nn.functional.cross_entropy(X @ W, y, reduction=reduction)
-    (theirs,) = torch.autograd.grad(expected, W, g)
-    ours, (grad_W,) = module.forward_and_vjp(X, W.detach(), y, g)
-    assert torch.equal(ours, expected.detach())
-    assert torch.equal(grad_W, theirs)
-    W2 = W.detach().clone().requires_grad_()
-    module.apply(X, W2, y).backward(g)
-    assert torch.equal(W2.grad, theirs)
+    _agrees_bit_for_bit(module, X, W, y, g, torch.nn.functional.cross_entropy(X @ W, y, reduction=reduction))
 
 
 def test_the_mean_backward_reads_the_total_weight_the_forward_counted():
