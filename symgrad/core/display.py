@@ -56,6 +56,20 @@ def _float(number: sympy.Expr) -> float:
         return value.real if value.imag == 0 else math.nan
 
 
+def formula_states_value(formula: Any, value: Any) -> bool:
+    """Whether a formula that is a plain number already says ``value`` (a float, nan included), so that a report
+    may leave the value out; ``w / w`` is the formula 1 but the value nan at w = 0, and a report must show it.
+
+    >>> formula_states_value(sympy.Integer(1), 1.0), formula_states_value(sympy.Integer(1), math.nan)
+    (True, False)
+    """
+    number = sympy.sympify(formula)
+    if not number.is_Number or value is None:
+        return False
+    stated = to_number(number)
+    return stated == value or (math.isnan(stated) and math.isnan(value))
+
+
 def to_python(arr: np.ndarray, *, integer: bool = False) -> Any:
     """An object array of SymPy numbers as nested lists of Python numbers."""
     flat = [to_number(v, integer=integer) for v in arr.reshape(-1)]

@@ -26,6 +26,7 @@ import sympy
 from . import display
 from .arrays import as_object_array, numbers_only
 from .budget import check_budget
+from .dtypes import Operand, result_dtype
 from .dims import Shape, as_shape, format_shape, is_concrete, normalize_dim, numel, require_concrete
 from .errors import AutogradError, ShapeError, SymgradError, UnsupportedError, ValuesUnknownError
 from .graph import topological
@@ -444,22 +445,7 @@ def wrap(value: Any, like: Tensor | None = None) -> Tensor:
 
 
 def _result_dtype(inputs: Sequence[Tensor], op: Op) -> str:
-    if op.has("comparison"):
-        return "bool"
-    if op.name == "where":  # the condition selects; the branches give the dtype
-        inputs = inputs[1:]
-    tensors = [t for t in inputs if not t.is_python_scalar] or list(inputs)
-    if not tensors:
-        return "float32"
-    if op.float_result or any(t.dtype.startswith("float") for t in inputs):
-        floats = [t.dtype for t in tensors if t.dtype.startswith("float")]
-        return max(floats) if floats else "float32"
-    if op.name in _INT64_ACCUMULATORS:
-        return "int64"  # torch sums and multiplies bool and integer tensors in int64
-    return tensors[0].dtype
-
-
-_INT64_ACCUMULATORS = frozenset({"sum", "prod", "cumsum", "cumprod"})
+    return result_dtype(op, [Operand(t.dtype, not t.shape, t.is_python_scalar) for t in inputs])
 
 
 def apply(op_name: str, *args: Any, **attrs: Any) -> Tensor:

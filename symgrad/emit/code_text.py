@@ -58,9 +58,12 @@ def shape_tuple(sizes: Sequence) -> str:
 class CodePrinter(TorchPrinter):
     """torch code that runs on any device and dtype, formatted the way ``ruff format`` writes it."""
 
-    def __init__(self, names: dict[int, str], like: str, *, fused: bool = False) -> None:
+    def __init__(self, names: dict[int, str], like: str, *, fused: bool = False, derivatives: bool = True) -> None:
         super().__init__(names)
         self.like = like  # a tensor whose dtype and device new tensors take
+        # derivatives take their input's dtype (torch casts them so); a forward computes what torch computes, and
+        # torch.where(c, 2.0, 0.5) there is of torch's default dtype whatever the inputs' dtype
+        self.derivatives = derivatives
         self.fused = fused  # torch's fused kernels where it has them: see _fused_backward, _fused_sub, _fused_loss
         self.uses_math = False
         self.helpers: set[str] = set()  # the module's own helper functions printed (``_index_backward``, ...)
@@ -172,6 +175,8 @@ class CodePrinter(TorchPrinter):
         numbers = all(
             part.op is None and not part.shape and uniform_constant(part) is not None for part in t.inputs[1:]
         )
+        if not self.derivatives:
+            return text, 9
         if not all(_exact_in_float32(part) for part in t.inputs[1:]) or (numbers and t.dtype.startswith("float")):
             return f"{text}.to({self.like}.dtype)", 9  # two numbers make a float32 tensor, or an int64 one (0 and 0)
         return text, 9

@@ -49,6 +49,7 @@ from .code_text import (
 )
 from .curvature_code import STYLES, curvature_codegen
 from .kernels import joined_cross_entropy, split_cross_entropy
+from .runtime_dtypes import drifts
 from .templates import code_environment
 
 
@@ -115,7 +116,7 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
 
     # forward: name shared nodes and the intermediates the backward needs
     names_map: dict[int, str] = {id(t): t.name for t in inputs}
-    printer = CodePrinter(names_map, like, fused=True)  # torch's fused kernels where it has them
+    printer = CodePrinter(names_map, like, fused=True, derivatives=False)  # torch's fused kernels where it has them
     forward_lines: list[tuple[str, str]] = []
     counter = 0
     intermediates: list[str] = []
@@ -144,6 +145,7 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     names_map[id(output)] = "output"
 
     printer.like = "grad_output"  # new tensors in the backward follow the incoming gradient's dtype and device
+    printer.derivatives = True
     results: list[str] = []
     law_ids = {id(g) for g in laws}
     backward_lines, counter = name_statements(law_nodes.values(), names_map, printer, uses, counter, law_ids)
@@ -155,6 +157,8 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         if constant is not None:  # it prints as a Python number: return a tensor of x's shape instead
             value = repr(float(constant)) if constant.is_Number and constant.is_finite else text  # nan: math.nan
             text = f"grad_output.new_full({shape_tuple(x.shape)}, {value})"
+        elif drifts(g, x, forward=set(forward_nodes), grad_output=v, output=output):
+            text = f"{text if text.isidentifier() else f'({text})'}.to({x.name}.dtype)"  # as autograd casts it
         backward_lines.append((f"grad_{x.name}", text))
         results.append(f"grad_{x.name}")
     saved_inputs = [names_map[id(t)] for t in inputs if id(t) in frontier]

@@ -21,7 +21,7 @@ import sympy
 
 from ..core.constructors import fresh_name, symbols_like, tensor
 from ..core.dims import format_shape
-from ..core.display import to_number
+from ..core.display import formula_states_value, to_number
 from ..core.errors import SymgradError, ValuesUnknownError
 from ..core.latex import corner_indices, latex_name
 from ..core.listing import listing
@@ -263,6 +263,11 @@ def _format_index(index: tuple[int, ...]) -> str:
     return ",".join(map(str, index))
 
 
+def _states(formula: str, value: float) -> bool:
+    """Whether the formula text is the number ``value`` itself (``1`` is not nan: ``w / w`` at w = 0)."""
+    return _is_number(formula) and formula_states_value(sympy.Float(float(formula)), value)
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -278,7 +283,12 @@ def _gap(count: int, what: str) -> list[str]:
 def _entry_lines(report: TensorReport) -> list[str]:
     lines = []
     for e in report.entries:
-        value = f" = {e.value:.6g}" if e.value is not None and not _is_number(e.formula) else ""
+        if e.value is None or _states(e.formula, e.value):
+            value = ""
+        elif _is_number(e.formula):  # simplified past a point torch computes (w / w = 1, but nan at w = 0)
+            value = f"  (at these values {e.value:.6g}, as torch computes it)"
+        else:
+            value = f" = {e.value:.6g}"
         lines.append(f"  {report.name}[{_format_index(e.index)}] = {e.formula}{value}")
     if report.elided:  # the last entry follows the gap
         lines[-1:-1] = _gap(report.elided, "entries")

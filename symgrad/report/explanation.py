@@ -28,7 +28,7 @@ import sympy
 
 from ..core.constructors import fresh_name, symbols
 from ..core.dims import is_concrete
-from ..core.display import to_number
+from ..core.display import formula_states_value, to_number
 from ..core.errors import SymgradError, ValuesUnknownError
 from ..core.graph import topological
 from ..core.latex import ELIDE_AFTER, elided, latex_name, shape_latex, text_latex
@@ -186,8 +186,10 @@ def _entrywise(output: Tensor, wrt: list[Tensor], v: Tensor, kind: str) -> Entry
             forward.append(None)
             continue
         rhs = formula_latex(out_entries[index])
-        if out_values is not None and not _is_plain_number(out_entries[index]):
-            rhs += " = " + number_latex(out_values[index])
+        if out_values is not None and not formula_states_value(out_entries[index], out_values[index]):
+            # a simplified number that torch does not compute there (w / w is 1, but nan at w = 0) gets an arrow
+            joint = r" \;\to\; " if sympy.sympify(out_entries[index]).is_Number else " = "
+            rhs += joint + number_latex(out_values[index])
         forward.append(Step(_entry_latex(r"\mathrm{out}", index), rhs))
     v_entries = v.entries()
     v_flat = list(v_entries.reshape(-1))
@@ -238,10 +240,6 @@ def _entrywise(output: Tensor, wrt: list[Tensor], v: Tensor, kind: str) -> Entry
         grad_tensor_kind=kind,
         gradients=gradients,
     )
-
-
-def _is_plain_number(expr: Any) -> bool:
-    return bool(sympy.sympify(expr).is_Number)
 
 
 def _factor(weight: str) -> str:

@@ -1,0 +1,79 @@
+"""torch's type promotion: the dtype of an op's result from its operands' dtypes.
+
+Tensors with dims decide first, then 0-d tensors, then Python numbers (which stand for torch's default dtype);
+a later group counts only when it is of a higher category (floating over integer) than the ones before:
+
+>>> floating_result_type([Operand("float32", False, False), Operand("float64", True, False)])
+'float32'
+>>> floating_result_type([Operand("int64", False, False), Operand("float64", True, False)])
+'float64'
+>>> floating_result_type([Operand("int64", False, False), Operand("float32", True, True)])
+'float32'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from .registry import Op
+
+DEFAULT_FLOAT = "float32"  # torch.get_default_dtype() unless a program changes it
+_FLOAT_WIDTH = {"float16": 16, "bfloat16": 16, "float32": 32, "float64": 64}
+_INT64_ACCUMULATORS = frozenset({"sum", "prod", "cumsum", "cumprod"})
+
+
+class Operand(NamedTuple):
+    """What promotion reads of an operand: its dtype, whether it is 0-d, whether it is a Python number."""
+
+    dtype: str
+    zero_dim: bool
+    python_scalar: bool
+
+
+def is_floating(dtype: str) -> bool:
+    return dtype in _FLOAT_WIDTH
+
+
+def promote_floats(dtypes: Sequence[str]) -> str:
+    """torch.promote_types over floating dtypes: the widest; float16 with bfloat16 is float32."""
+    widest = max(dtypes, key=lambda d: _FLOAT_WIDTH[d])
+    if _FLOAT_WIDTH[widest] == 16 and len(set(dtypes)) > 1:
+        return "float32"
+    return widest
+
+
+def floating_result_type(operands: Sequence[Operand]) -> str:
+    """The result type of operands of which one at least is floating (see the module's docstring)."""
+    groups = (
+        [o.dtype for o in operands if not o.python_scalar and not o.zero_dim],
+        [o.dtype for o in operands if not o.python_scalar and o.zero_dim],
+        [DEFAULT_FLOAT if is_floating(o.dtype) else o.dtype for o in operands if o.python_scalar],
+    )
+    result: str | None = None
+    for group in groups:
+        floats = [d for d in group if is_floating(d)]
+        if not group or (result is not None and (is_floating(result) or not floats)):
+            continue
+        result = promote_floats(floats) if floats else group[0]
+    return result if result is not None and is_floating(result) else DEFAULT_FLOAT
+
+
+def result_dtype(op: Op, operands: Sequence[Operand]) -> str:
+    """The dtype of ``op``'s result: bool for comparisons, the branches' for a where, torch's promotion when an
+    operand is floating, torch's default float for ops that always give floats (exp, div, mean of integers),
+    int64 for sums and products of integers, else the first tensor's dtype."""
+    if op.has("comparison"):
+        return "bool"
+    if op.name == "where":  # the condition selects; the branches give the dtype
+        operands = operands[1:]
+    tensors = [o for o in operands if not o.python_scalar] or list(operands)
+    if not tensors:
+        return DEFAULT_FLOAT
+    if any(is_floating(o.dtype) for o in operands):
+        return floating_result_type(operands)
+    if op.float_result:
+        return DEFAULT_FLOAT
+    if op.name in _INT64_ACCUMULATORS:
+        return "int64"  # torch sums and multiplies bool and integer tensors in int64
+    return tensors[0].dtype
