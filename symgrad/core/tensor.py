@@ -26,8 +26,8 @@ import sympy
 from . import display
 from .arrays import as_object_array, numbers_only
 from .budget import check_budget
-from .dtypes import Operand, result_dtype
 from .dims import Shape, as_shape, format_shape, is_concrete, normalize_dim, numel, require_concrete
+from .dtypes import Operand, result_dtype
 from .errors import AutogradError, ShapeError, SymgradError, UnsupportedError, ValuesUnknownError
 from .graph import topological
 from .methods import TensorMethods

@@ -26,8 +26,10 @@ _PROBES = ("float64", "float16")  # dtypes on either side of torch's default
 
 
 def _selects_numbers(node: Tensor) -> bool:
-    return node.op is not None and node.op.name == "where" and all(
-        part.op is None and not part.shape and part.kind != "symbol" for part in node.inputs[1:]
+    return (
+        node.op is not None
+        and node.op.name == "where"
+        and all(part.op is None and not part.shape and part.kind != "symbol" for part in node.inputs[1:])
     )
 
 
