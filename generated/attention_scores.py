@@ -6,11 +6,11 @@ Expression: out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V
 Shapes: Q: n×d, K: m×d, V: m×d
 
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
-    t1 = torch.softmax((Q @ K.T) * (1/sqrt(d)), dim=1)
+    t1 = torch.softmax((Q @ K.T) * (1 / math.sqrt(d)), dim=1)
     LaTeX: \mathrm{t1} = \operatorname{softmax}\left(Q K^{\top} \frac{1}{\sqrt{d}}\right)
     t2 = grad_output @ V.T
     LaTeX: \mathrm{t2} = \mathrm{grad\_output} V^{\top}
-    t3 = (t1 * (t2 - (t2 * t1).sum(dim=1, keepdim=True))) / sqrt(d)
+    t3 = (t1 * (t2 - (t2 * t1).sum(dim=1, keepdim=True))) / math.sqrt(d)
     LaTeX: \mathrm{t3} = \frac{\mathrm{t1} \odot \left(\mathrm{t2} - \left(\mathrm{t2} \odot
         \mathrm{t1}\right) \mathbf{1}\right)}{\sqrt{d}}
     grad_Q = t3 @ K

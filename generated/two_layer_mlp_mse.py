@@ -10,7 +10,7 @@ Shapes: W1: h×n, b1: h×1, W2: k×h, b2: k×1, X: n×m, Y: k×m
 Gradients, where grad_output is the gradient flowing into out (the vector-Jacobian product):
     t1 = torch.tanh(W1 @ X + b1)
     LaTeX: \mathrm{t1} = \tanh\left(\mathrm{W1} X + \mathrm{b1}\right)
-    t2 = 2 * (grad_output / (k*m)) * (W2 @ t1 + b2 - Y)
+    t2 = 2 * (grad_output / (k * m)) * (W2 @ t1 + b2 - Y)
     LaTeX: \mathrm{t2} = 2 \frac{\mathrm{grad\_output}}{k m} \left(\mathrm{W2} \mathrm{t1} + \mathrm{b2} -
         Y\right)
     t3 = (W2.T @ t2) * (1 - t1 ** 2)

@@ -66,8 +66,8 @@ class Printer:
             text = repr(float(value))
         elif value.is_Number:
             text = str(value)
-        else:  # made of symbolic sizes: torch code sees them as Python numbers
-            text = sympy.pycode(value, fully_qualified_modules=False)
+        else:  # made of symbolic sizes, or sqrt(2): torch code sees them as Python numbers (math.sqrt(2))
+            text = size_source(value)
         return text, number_precedence(value)
 
     def _print_leaf(self, t: Tensor) -> str:
@@ -293,3 +293,30 @@ class LatexPrinter(Printer):
         left, right = (self._print(part) for part in (a, b))
         parts = [text if prec >= 5 else self._wrap(text) for text, prec in (left, right)]
         return " ".join(parts), 5
+
+
+def size_source(value: sympy.Expr) -> str:
+    """A number made of sizes as Python, spaced the way ``ruff format`` spaces it: ``1 / math.sqrt(d)``."""
+    if value.is_Integer or value.is_Symbol:
+        return str(value)
+    if value.is_Rational:
+        return f"{value.p} / {value.q}"
+    if value.is_Float:
+        return repr(float(value))
+    if value == sympy.pi:
+        return "math.pi"
+    if value.is_Add:
+        return " + ".join(size_source(a) for a in sympy.Add.make_args(value)).replace("+ -", "- ")
+    if value.is_Pow and value.exp == sympy.S.Half:
+        return f"math.sqrt({size_source(value.base)})"
+    numerator, denominator = sympy.fraction(value)
+    if denominator != 1:
+        top, bottom = size_source(numerator), size_source(denominator)
+        top = top if numerator.is_Atom or numerator.is_Pow else f"({top})"
+        simple_bottom = denominator.is_Atom or (denominator.is_Pow and denominator.exp == sympy.S.Half)
+        return f"{top} / {bottom if simple_bottom else f'({bottom})'}"
+    if value.is_Mul:
+        return " * ".join(size_source(a) if not a.is_Add else f"({size_source(a)})" for a in value.args)
+    if value.is_Pow:
+        return f"{size_source(value.base)}**{size_source(value.exp)}"
+    return sympy.pycode(value, fully_qualified_modules=True)

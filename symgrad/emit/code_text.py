@@ -23,7 +23,7 @@ import sympy
 from ..core.dims import format_shape
 from ..core.errors import SymgradError
 from ..core.graph import topological, uniform_constant
-from ..core.printers import TorchPrinter, number_precedence, tuple_text
+from ..core.printers import TorchPrinter, number_precedence, size_source, tuple_text
 from ..core.tensor import Tensor
 from ..ops.sympy_torch import python_source
 
@@ -410,31 +410,6 @@ def _backward_kernel(factor: Tensor, inline) -> tuple[str, Tensor, list[str]] | 
     return None
 
 
-def size_source(value: sympy.Expr) -> str:
-    """A number made of sizes as Python, spaced the way ``ruff format`` spaces it: ``1 / math.sqrt(d)``."""
-    if value.is_Integer or value.is_Symbol:
-        return str(value)
-    if value.is_Rational:
-        return f"{value.p} / {value.q}"
-    if value.is_Float:
-        return repr(float(value))
-    if value == sympy.pi:
-        return "math.pi"
-    if value.is_Add:
-        return " + ".join(size_source(a) for a in sympy.Add.make_args(value)).replace("+ -", "- ")
-    if value.is_Pow and value.exp == sympy.S.Half:
-        return f"math.sqrt({size_source(value.base)})"
-    numerator, denominator = sympy.fraction(value)
-    if denominator != 1:
-        top, bottom = size_source(numerator), size_source(denominator)
-        top = top if numerator.is_Atom or numerator.is_Pow else f"({top})"
-        simple_bottom = denominator.is_Atom or (denominator.is_Pow and denominator.exp == sympy.S.Half)
-        return f"{top} / {bottom if simple_bottom else f'({bottom})'}"
-    if value.is_Mul:
-        return " * ".join(size_source(a) if not a.is_Add else f"({size_source(a)})" for a in value.args)
-    if value.is_Pow:
-        return f"{size_source(value.base)}**{size_source(value.exp)}"
-    return sympy.pycode(value, fully_qualified_modules=True)
 
 
 _SIMPLE = re.compile(r"-?[A-Za-z_][A-Za-z_0-9.]*|-?\d+(\.\d+)?")

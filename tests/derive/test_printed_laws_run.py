@@ -32,6 +32,10 @@ CASES = {
     "trace": lambda T, x: T.trace(x[0] @ x[1].T),
     "relu through a product": lambda T, x: (T.relu(x[0]) @ x[1].T).sum(),
     "maximum with a scalar": lambda T, x: T.maximum(x, T.zeros_like(x)).sum(),
+    # constants such as sqrt(2) and pi print as math.sqrt(2) and math.pi (they printed as SymPy's sqrt(2))
+    "gelu": lambda T, x: T.nn.functional.gelu(x).sum(),
+    "gelu tanh": lambda T, x: T.nn.functional.gelu(x, approximate="tanh").sum(),
+    "erf scaled": lambda T, x: T.erf(x / 2**0.5).sum(),
 }
 
 

@@ -163,10 +163,11 @@ def _avg_pool(
 
 
 def _divisors(windows: _Windows, count_include_pad: bool, divisor_override: Any) -> Any:
-    """torch's divisor per output position: the window within the padded input (or within the input alone)."""
+    """torch's divisor per output position: the window within the padded input (or within the input alone), as an
+    integer, so that exact proofs divide by 3 and not by the float 3.0."""
     if divisor_override is not None:
         return divisor_override
-    counts = np.ones(windows.out, dtype=float)
+    counts = np.ones(windows.out, dtype=int)
     for axis, (size, k, s, p, o) in enumerate(
         zip(windows.sizes, windows.kernel, windows.stride, windows.padding, windows.out)
     ):
@@ -178,7 +179,7 @@ def _divisors(windows: _Windows, count_include_pad: bool, divisor_override: Any)
         shape[axis] = o
         counts = counts * (end - start).reshape(shape)
     if np.all(counts == counts.reshape(-1)[0]):
-        return float(counts.reshape(-1)[0])
+        return int(counts.reshape(-1)[0])
     return constant(counts.tolist(), dtype="float64")
 
 
