@@ -15,7 +15,7 @@ from numbers import Integral
 
 import sympy
 
-from .errors import ShapeError, SymbolicShapeError
+from .errors import ShapeError, SymbolicShapeError, TorchIndexError, TorchTypeError, TorchValueError
 
 Dim = int | sympy.Expr
 Shape = tuple[Dim, ...]
@@ -26,7 +26,7 @@ def dims(names: str) -> tuple[sympy.Symbol, ...]:
     spelled = unicodedata.normalize("NFKC", names).replace(",", " ").split()  # as Python reads identifiers
     symbols = tuple(sympy.Symbol(name, integer=True, positive=True) for name in spelled)
     if not symbols:
-        raise ValueError("dims() needs at least one name")
+        raise TorchValueError("dims() needs at least one name")
     return symbols
 
 
@@ -88,10 +88,10 @@ def normalize_dim(dim: int, ndim: int) -> int:
     """A possibly negative dim as an index, with torch's error when out of range."""
     low, high = -max(ndim, 1), max(ndim, 1) - 1
     if not isinstance(dim, Integral) or isinstance(dim, bool):
-        raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+        raise TorchTypeError(f"dim must be an int, not {type(dim).__name__}")
     dim = int(dim)
     if dim < low or dim > high:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{low}, {high}], but got {dim})")
+        raise TorchIndexError(f"Dimension out of range (expected to be in range of [{low}, {high}], but got {dim})")
     return dim % max(ndim, 1)
 
 

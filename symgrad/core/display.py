@@ -15,7 +15,7 @@ import numpy as np
 import sympy
 
 from .dims import format_shape, is_concrete
-from .errors import SymbolicShapeError, SymgradError
+from .errors import SymbolicShapeError, SymgradError, TorchTypeError
 from .latex import latex_name, matrix_latex, shape_latex
 from .listing import listing
 from .printers import LatexPrinter, TorchPrinter
@@ -38,7 +38,7 @@ def to_number(value: Any, *, integer: bool = False) -> float | int:
     if integer and number.is_Integer:
         return int(number)
     if not number.is_number:
-        raise TypeError(f"{number} is a formula, not a number")
+        raise TorchTypeError(f"{number} is a formula, not a number")
     return _float(number)
 
 

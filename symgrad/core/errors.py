@@ -44,6 +44,44 @@ class CheckError(SymgradError, AssertionError):
     """A symbolic result disagrees with torch.autograd."""
 
 
+class InternalError(SymgradError):
+    """An exception that escaped symgrad's own code: a bug in symgrad, reported in one line that names the op and
+    the call site (never a traceback in the command line)."""
+
+
+class TorchError(SymgradError):
+    """A mistake that torch rejects too, raised with torch's message as a subclass of the built-in exception torch
+    raises, so that ``except RuntimeError`` keeps working; any other exception from inside symgrad is a bug."""
+
+
+class TorchRuntimeError(TorchError, RuntimeError):
+    """torch's RuntimeError for the same input."""
+
+
+class TorchValueError(TorchError, ValueError):
+    """torch's (or Python's) ValueError for the same input."""
+
+
+class TorchIndexError(TorchError, IndexError):
+    """torch's IndexError for the same input."""
+
+
+class TorchTypeError(TorchError, TypeError):
+    """torch's (or Python's) TypeError for the same input."""
+
+
+class TorchKeyError(TorchError, KeyError):
+    """torch's KeyError for the same input (nn.Module's names)."""
+
+
+class TorchNotImplementedError(TorchError, NotImplementedError):
+    """torch's NotImplementedError for the same input."""
+
+
+class TorchAssertionError(TorchError, AssertionError):
+    """torch's AssertionError for the same input (nn modules check their arguments with assert)."""
+
+
 # Tracebacks name each error by its public name (``symgrad.ShapeError``), not by this module.
 for _public in (
     SymgradError,
@@ -55,6 +93,15 @@ for _public in (
     UnknownNameError,
     UnsupportedError,
     CheckError,
+    InternalError,
+    TorchError,
+    TorchRuntimeError,
+    TorchValueError,
+    TorchIndexError,
+    TorchTypeError,
+    TorchKeyError,
+    TorchNotImplementedError,
+    TorchAssertionError,
 ):
     _public.__module__ = "symgrad"
 

@@ -30,7 +30,7 @@ from sympy.logic.boolalg import BooleanAtom
 
 from .arrays import object_array
 from .dims import Shape, as_dim, broadcast_shapes, format_shape, is_concrete, normalize_dim, numel, require_concrete
-from .errors import UnsupportedError
+from .errors import TorchIndexError, TorchRuntimeError, TorchTypeError, TorchValueError, UnsupportedError
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -44,7 +44,7 @@ def normalize_index(index: object) -> tuple:
     out = []
     for item in items:
         if isinstance(item, bool):
-            raise IndexError("boolean indices are not supported")
+            raise TorchIndexError("boolean indices are not supported")
         if isinstance(item, (int, np.integer)):
             out.append(int(item))
         elif item is None or item is Ellipsis:
@@ -52,19 +52,19 @@ def normalize_index(index: object) -> tuple:
         elif isinstance(item, slice):
             for part in (item.start, item.stop, item.step):
                 if part is not None and not isinstance(part, int):
-                    raise IndexError(f"slice bounds must be integers, not {part!r}")
+                    raise TorchIndexError(f"slice bounds must be integers, not {part!r}")
             if item.step == 0:
-                raise ValueError("slice step cannot be zero")
+                raise TorchValueError("slice step cannot be zero")
             if item.step is not None and item.step < 0:
-                raise ValueError("step must be greater than zero")
+                raise TorchValueError("step must be greater than zero")
             out.append(item)
         else:
-            raise IndexError(
+            raise TorchIndexError(
                 "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
                 f"(got {type(item).__name__})"
             )
     if sum(1 for i in out if i is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise TorchIndexError("an index can only have a single ellipsis ('...')")
     return tuple(out)
 
 
@@ -76,14 +76,14 @@ def _expand_ellipsis(ndim: int, index: tuple) -> list[tuple[int, object]]:
     used = sum(1 for i in index if i is not None and i is not Ellipsis)
     if ndim == 0 and len(index) == 1:  # x[0] and x[:] (torch words x[0, 0] and x[:, None] differently)
         if isinstance(index[0], int):
-            raise IndexError(
+            raise TorchIndexError(
                 "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to "
                 "convert a 0-dim tensor to a number"
             )
         if isinstance(index[0], slice):
-            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+            raise TorchIndexError("slice() cannot be applied to a 0-dim tensor.")
     if used > ndim:
-        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+        raise TorchIndexError(f"too many indices for tensor of dimension {ndim}")
     fill = [slice(None)] * (ndim - used)
     if Ellipsis in index:
         at = index.index(Ellipsis)
@@ -120,7 +120,7 @@ def index_shape(shape: Shape, index: tuple) -> Shape:
         size = shape[axis]
         if isinstance(item, int):
             if isinstance(size, int) and not -size <= item < size:
-                raise IndexError(f"index {item} is out of bounds for dimension {position} with size {size}")
+                raise TorchIndexError(f"index {item} is out of bounds for dimension {position} with size {size}")
         elif item == slice(None):
             out.append(size)
         elif isinstance(size, int):
@@ -222,18 +222,18 @@ def _as_index(item: object) -> tuple[str, Any]:
                 return "bool", bool(values)
             return "mask", item
         if item.dtype not in ("int64", "int32"):
-            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            raise TorchIndexError("tensors used as indices must be long, int, byte or bool tensors")
         return "ints", item
     try:
         values = np.asarray(item)
     except ValueError:
-        raise IndexError(f"an index sequence must be rectangular, got {item!r}") from None
+        raise TorchIndexError(f"an index sequence must be rectangular, got {item!r}") from None
     if values.size == 0:
         return "ints", values.astype(np.int64)
     if values.dtype == bool:
         return ("bool", bool(values)) if values.ndim == 0 else ("mask", values)
     if values.dtype.kind not in "iu":
-        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        raise TorchIndexError("tensors used as indices must be long, int, byte or bool tensors")
     return "ints", values.astype(np.int64)
 
 
@@ -268,7 +268,7 @@ def getitem(t: Tensor, index: object) -> Tensor:
         elif kind == "ints" or (kind == "basic" and value is not None and value is not Ellipsis):
             consumed += 1
     if consumed > len(t.shape):
-        raise IndexError(f"too many indices for tensor of dimension {len(t.shape)}")
+        raise TorchIndexError(f"too many indices for tensor of dimension {len(t.shape)}")
     basic: list = []
     found: list[tuple[int, str, Any]] = []  # (dim of the basic result, kind, value)
     at = 0
@@ -303,7 +303,7 @@ def _mask_indices(base: Tensor, at: int, mask: Any) -> list[tuple[int, np.ndarra
     for j, size in enumerate(values.shape):
         have = base.shape[at + j]
         if not isinstance(have, int) or have != size:
-            raise IndexError(
+            raise TorchIndexError(
                 f"The shape of the mask {list(values.shape)} at index {j} does not match the shape of the indexed "
                 f"tensor {list(base.shape)} at index {at + j}"
             )
@@ -322,7 +322,7 @@ def _advanced(base: Tensor, found: list) -> Tensor:
     try:
         broadcast = shapes[0] if len(shapes) == 1 else np.broadcast_shapes(*shapes)
     except ValueError:
-        raise IndexError(
+        raise TorchIndexError(
             "shape mismatch: indexing tensors could not be broadcast together with shapes "
             + ", ".join(str(list(s)) for s in shapes)
         ) from None
@@ -334,7 +334,9 @@ def _advanced(base: Tensor, found: list) -> Tensor:
         if values is not None and isinstance(size, int):
             bad = values[(values < -size) | (values >= size)]
             if bad.size and not empty:  # torch checks only the entries it picks
-                raise IndexError(f"index {int(bad.reshape(-1)[0])} is out of bounds for dimension {k} with size {size}")
+                raise TorchIndexError(
+                    f"index {int(bad.reshape(-1)[0])} is out of bounds for dimension {k} with size {size}"
+                )
             if not is_tensor(value) or (values < 0).any():  # a named index tensor stays itself when it can
                 value = values % max(size, 1)
             values = values % max(size, 1)
@@ -380,17 +382,19 @@ def split_sizes(size: object, split: object, dim: int, shape: Shape) -> list[int
     if isinstance(split, (list, tuple)):
         sizes = [int(s) for s in split]
         if sum(sizes) != size or any(s < 0 for s in sizes):
-            raise RuntimeError(
+            raise TorchRuntimeError(
                 f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
                 f"{dim}), but got split_sizes={sizes}"
             )
         return sizes
     step = int(split)
     if step < 0:
-        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+        raise TorchRuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
     if step == 0:
         if size != 0:
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+            raise TorchRuntimeError(
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}"
+            )
         return [0]
     return [min(step, size - start) for start in range(0, size, step)] or [0]
 
@@ -398,7 +402,7 @@ def split_sizes(size: object, split: object, dim: int, shape: Shape) -> list[int
 def chunk_sizes(size: object, chunks: int, dim: int, shape: Shape) -> list[int]:
     """The sizes ``torch.chunk(x, chunks, dim)`` gives: pieces of ceil(size / chunks), maybe fewer of them."""
     if chunks <= 0:
-        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+        raise TorchRuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     if size == 0:
         return [0] * chunks
     return split_sizes(size, -(-size // chunks) if isinstance(size, int) else size, dim, shape)
@@ -413,16 +417,16 @@ def as_int(value: object, what: str) -> int:
             raise UnsupportedError(f"{what} must be a known integer; {value.name} is not supported")
         return int(values.reshape(-1)[0])
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{what} must be an int, not {type(value).__name__}")
+        raise TorchTypeError(f"{what} must be an int, not {type(value).__name__}")
     return int(value)
 
 
 def index_tensor(index: object, message: str) -> Tensor:
     """``index`` checked to be an int64 (or int32) tensor, with torch's ``message`` when it is not."""
     if not is_tensor(index):
-        raise TypeError(f"index must be a Tensor, not {type(index).__name__}")
+        raise TorchTypeError(f"index must be a Tensor, not {type(index).__name__}")
     if index.dtype not in ("int64", "int32"):
-        raise RuntimeError(message)
+        raise TorchRuntimeError(message)
     return index
 
 
@@ -434,7 +438,9 @@ def check_range(index: Tensor, size: object, dim: int, *, unique_along: int | No
         return
     bad = values[(values < 0) | (values >= size)]
     if bad.size:
-        raise RuntimeError(f"index {int(bad.reshape(-1)[0])} is out of bounds for dimension {dim} with size {size}")
+        raise TorchRuntimeError(
+            f"index {int(bad.reshape(-1)[0])} is out of bounds for dimension {dim} with size {size}"
+        )
     if unique_along is not None:
         grid = np.indices(values.shape if values.ndim else (1,)).reshape(max(values.ndim, 1), -1)
         grid[unique_along if values.ndim else 0] = values.reshape(-1)
@@ -449,18 +455,18 @@ def check_range(index: Tensor, size: object, dim: int, *, unique_along: int | No
 def narrow(t: Tensor, dim: int, start: Any, length: int) -> Tensor:
     """``t.narrow(dim, start, length)``: ``length`` entries from ``start`` (a symbolic size may be narrowed)."""
     if not t.shape:
-        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+        raise TorchRuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     axis, start = normalize_dim(dim, t.ndim), as_int(start, "narrow()'s start")
     length = as_dim(length)  # a symbolic length narrows a symbolic size: W.narrow(0, 1, n - 1)
     size = t.shape[axis]
     if isinstance(size, int) and isinstance(length, int):
         if not -size <= start <= size:
-            raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+            raise TorchIndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
         start = start + size if start < 0 else start
         if length < 0:
-            raise RuntimeError("narrow(): length must be non-negative.")
+            raise TorchRuntimeError("narrow(): length must be non-negative.")
         if start + length > size:
-            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+            raise TorchRuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     elif start < 0:
         start = size + start
     return t.apply_op("narrow", t, dim=axis, start=start, length=length)
@@ -469,18 +475,20 @@ def narrow(t: Tensor, dim: int, start: Any, length: int) -> Tensor:
 def select(t: Tensor, dim: int, index: Any) -> Tensor:
     """``t.select(dim, index)``: ``t[:, ..., index]`` with ``index`` at ``dim``."""
     if not t.shape:
-        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+        raise TorchIndexError("select() cannot be applied to a 0-dim tensor.")
     axis, index = normalize_dim(dim, t.ndim), as_int(index, "select()'s index")
     size = t.shape[axis]
     if isinstance(size, int) and not -size <= index < size:
-        raise IndexError(f"select(): index {index} out of range for tensor of size {list(t.shape)} at dimension {dim}")
+        raise TorchIndexError(
+            f"select(): index {index} out of range for tensor of size {list(t.shape)} at dimension {dim}"
+        )
     return t[(slice(None),) * axis + (index,)]
 
 
 def split(t: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """``torch.split``: slices of ``split_size`` along ``dim`` (the last may be shorter), or of the sizes listed."""
     if not t.shape:
-        raise RuntimeError("split expects at least a 1-dimensional tensor")
+        raise TorchRuntimeError("split expects at least a 1-dimensional tensor")
     axis = normalize_dim(dim, t.ndim)
     return _pieces(t, axis, split_sizes(t.shape[axis], split_size, axis, t.shape))
 
@@ -488,7 +496,7 @@ def split(t: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
 def chunk(t: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """``torch.chunk``: at most ``chunks`` slices of equal size along ``dim`` (the last may be shorter)."""
     if not t.shape:
-        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+        raise TorchRuntimeError("chunk expects at least a 1-dimensional tensor")
     axis = normalize_dim(dim, t.ndim)
     return _pieces(t, axis, chunk_sizes(t.shape[axis], int(chunks), axis, t.shape))
 
@@ -512,11 +520,11 @@ def index_select(t: Tensor, dim: int, index: Any) -> Tensor:
     """``torch.index_select``: the entries at the positions of a 1-D index along ``dim``."""
     index = index_tensor(index, "index_select(): Expected dtype int32 or int64 for index")
     if len(index.shape) > 1:
-        raise IndexError("index_select(): Index is supposed to be a vector")
+        raise TorchIndexError("index_select(): Index is supposed to be a vector")
     axis = normalize_dim(dim, t.ndim)
     values, size = known_values(index), (t.shape[axis] if t.shape else 1)
     if values is not None and isinstance(size, int) and ((values < 0) | (values >= size)).any():
-        raise IndexError("index out of range in self")
+        raise TorchIndexError("index out of range in self")
     flat = index if index.shape else index.reshape(1)
     return take(t.reshape(1), 0, flat).reshape() if not t.shape else take(t, axis, flat)
 
@@ -557,12 +565,12 @@ def take_along_dim(t: Tensor, indices: Any, dim: int | None = None) -> Tensor:
     """``torch.take_along_dim``: gather after broadcasting ``t`` and ``indices`` (negative indices from the end)."""
     indices = index_tensor(indices, "torch.take_along_dim(): dtype of indices should be Long but got Float")
     if indices.dtype != "int64":
-        raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got Int")
+        raise TorchRuntimeError("torch.take_along_dim(): dtype of indices should be Long but got Int")
     if dim is None:
         return take(t.reshape(-1), 0, _from_zero(indices.reshape(-1), numel(t.shape)))
     axis = normalize_dim(dim, t.ndim)
     if t.ndim != indices.ndim:
-        raise RuntimeError(
+        raise TorchRuntimeError(
             "torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
             f"{t.ndim} dimensions for input, and {indices.ndim} dimensions for indices"
         )

@@ -21,7 +21,7 @@ import numpy as np
 from . import indexing
 from .arrays import object_array, topk_positions
 from .dims import as_shape, format_shape, normalize_dim, normalize_dims, numel, reshape_target
-from .errors import ShapeError, UnsupportedError
+from .errors import ShapeError, TorchRuntimeError, TorchTypeError, TorchValueError, UnsupportedError
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -112,7 +112,7 @@ class TensorMethods:
         if rounding_mode is None:
             return self / other
         if rounding_mode not in _ROUNDING:
-            raise ValueError(
+            raise TorchValueError(
                 f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
             )
         return self.apply_op(_ROUNDING[rounding_mode], self, other)
@@ -171,7 +171,7 @@ class TensorMethods:
 
     def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
         if not self.dtype.startswith("float"):
-            raise RuntimeError(
+            raise TorchRuntimeError(
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
                 f"Got: {self.dtype.capitalize()}"
             )
@@ -185,14 +185,14 @@ class TensorMethods:
     @property
     def mT(self) -> Tensor:
         if self.ndim < 2:
-            raise RuntimeError(
+            raise TorchRuntimeError(
                 f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor."
             )
         return self.transpose(-2, -1)
 
     def t(self) -> Tensor:
         if self.ndim > 2:
-            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+            raise TorchRuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
         return self.transpose(0, 1) if self.ndim == 2 else self
 
     def transpose(self, dim0: int, dim1: int) -> Tensor:
@@ -215,7 +215,7 @@ class TensorMethods:
             return self.reshape(1)
         start, end = normalize_dim(start_dim, self.ndim), normalize_dim(end_dim, self.ndim)
         if start > end:
-            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+            raise TorchRuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
         return self.reshape(*self.shape[:start], numel(self.shape[start : end + 1]), *self.shape[end + 1 :])
 
     def __getitem__(self, index: Any) -> Tensor:
@@ -225,7 +225,7 @@ class TensorMethods:
 
     def __iter__(self) -> Iterator[Tensor]:
         if not self.shape:
-            raise TypeError("iteration over a 0-d tensor")
+            raise TorchTypeError("iteration over a 0-d tensor")
         for i in range(len(self)):
             yield self.apply_op("index", self, index=(i,), via="unbind")
 
@@ -265,7 +265,7 @@ class TensorMethods:
     def unflatten(self, dim: int, sizes: Sequence[Any]) -> Tensor:
         axis, sizes = normalize_dim(dim, self.ndim), tuple(sizes)
         if not sizes:
-            raise RuntimeError("unflatten: sizes must be non-empty")
+            raise TorchRuntimeError("unflatten: sizes must be non-empty")
         try:
             middle = reshape_target(self.shape[axis : axis + 1], sizes)
         except ShapeError:
@@ -279,7 +279,7 @@ class TensorMethods:
         """Tiles of the tensor: a reshape that spreads its dims, an expand, and a reshape back (no copies)."""
         repeats = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
         if len(repeats) < self.ndim:
-            raise RuntimeError(
+            raise TorchRuntimeError(
                 "Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor"
             )
         shape = (1,) * (len(repeats) - self.ndim) + tuple(self.shape)
@@ -322,9 +322,9 @@ class TensorMethods:
         if getattr(mask, "dtype", None) != "bool":
             kind = getattr(mask, "dtype", type(mask).__name__)
             kind = {"int64": "long int", "int32": "int", "uint8": "unsigned char", "float32": "float"}.get(kind, kind)
-            raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
+            raise TorchRuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
         if hasattr(value, "apply_op") and value.ndim != 0:
-            raise RuntimeError(
+            raise TorchRuntimeError(
                 "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                 f"{value.ndim} dimension(s)."
             )
@@ -339,7 +339,7 @@ class TensorMethods:
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
         first, second = normalize_dim(dim1, self.ndim), normalize_dim(dim2, self.ndim)
         if first == second:
-            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+            raise TorchRuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
         return self.apply_op("diagonal", self, offset=int(offset), dim1=first, dim2=second)
 
     def diag(self, diagonal: int = 0) -> Tensor:
@@ -349,7 +349,7 @@ class TensorMethods:
             return self.apply_op("diagonal_backward", self, shape=(size, size), offset=int(diagonal), dim1=0, dim2=1)
         if self.ndim == 2:
             return self.diagonal(diagonal)
-        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
+        raise TorchRuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
 
     # ── more functions, as Tensor methods in torch ───────────────────────
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:
@@ -371,7 +371,7 @@ class TensorMethods:
             return self.apply_op("maximum", self, dim)
         if dim is None:
             if self.numel() == 0:
-                raise RuntimeError(
+                raise TorchRuntimeError(
                     "max(): Expected reduction dim to be specified for input.numel() == 0. "
                     "Specify the reduction dim with the 'dim' argument."
                 )
@@ -417,7 +417,7 @@ class TensorMethods:
         axis = normalize_dim(dim, self.ndim)
         size = self.shape[axis] if self.ndim else 1
         if not isinstance(k, int) or not 0 <= k <= size:
-            raise RuntimeError("selected index k out of range")
+            raise TorchRuntimeError("selected index k out of range")
         if not self.has_values():
             raise UnsupportedError(
                 "topk needs its input's values: which entries are the largest depends on them (give values)"
@@ -446,7 +446,7 @@ class TensorMethods:
 
     def clamp(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - torch's spelling
         if min is None and max is None:
-            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+            raise TorchRuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         if isinstance(min, TensorMethods) or isinstance(max, TensorMethods):  # tensor bounds: their own ops
             if max is None:
                 return self.apply_op("clamp_min", self, min)
@@ -493,7 +493,7 @@ class TensorMethods:
         if unbiased is not None:
             correction = int(bool(unbiased))
         if isinstance(correction, bool) or not isinstance(correction, (int, float)):
-            raise TypeError(f"{op}(): correction must be a number, not {type(correction).__name__}")
+            raise TorchTypeError(f"{op}(): correction must be a number, not {type(correction).__name__}")
         correction = int(correction) if float(correction).is_integer() else float(correction)
         dims = normalize_dims(dim, self.ndim)
         return self.apply_op(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .dims import Shape
-from .errors import SymgradError
+from .errors import SymgradError, TorchValueError
 
 TAGS = frozenset({"bilinear", "broadcasting", "comparison", "creation", "layout", "linear"})
 """Structure an op can declare: ``layout`` ops only move entries around (transpose, reshape,
@@ -73,7 +73,7 @@ class Op:
     def __post_init__(self) -> None:
         unknown = set(self.tags) - TAGS
         if unknown:
-            raise ValueError(f"op {self.name!r} has unknown tags {sorted(unknown)}; known: {sorted(TAGS)}")
+            raise TorchValueError(f"op {self.name!r} has unknown tags {sorted(unknown)}; known: {sorted(TAGS)}")
 
     def grad_fn_name(self, inputs: tuple, attrs: dict) -> str:
         return self.grad_fn if isinstance(self.grad_fn, str) else self.grad_fn(inputs, **attrs)
@@ -92,7 +92,7 @@ ENGINES: dict[str, Callable[..., Any]] = {}
 def register(op: Op) -> Op:
     """Add a row to the table (each name once)."""
     if op.name in OPS:
-        raise ValueError(f"op {op.name!r} is defined twice")
+        raise TorchValueError(f"op {op.name!r} is defined twice")
     OPS[op.name] = op
     return op
 

@@ -28,7 +28,15 @@ from .arrays import as_object_array, numbers_only
 from .budget import check_budget
 from .dims import Shape, as_shape, format_shape, is_concrete, normalize_dim, numel, require_concrete
 from .dtypes import Operand, result_dtype
-from .errors import AutogradError, ShapeError, SymgradError, UnsupportedError, ValuesUnknownError
+from .errors import (
+    AutogradError,
+    ShapeError,
+    SymgradError,
+    TorchRuntimeError,
+    TorchTypeError,
+    UnsupportedError,
+    ValuesUnknownError,
+)
 from .graph import topological
 from .methods import TensorMethods
 from .numbers import node_numbers
@@ -234,7 +242,7 @@ class Tensor(TensorMethods):
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise TorchTypeError("len() of a 0-d tensor")
         return int(require_concrete(self.shape[:1], "len()")[0])
 
     # ── formulas and numbers ──────────────────────────────────────────────
@@ -308,14 +316,14 @@ class Tensor(TensorMethods):
 
     def item(self) -> float:
         if numel(self.shape) != 1:
-            raise RuntimeError(f"a Tensor with {numel(self.shape)} elements cannot be converted to Scalar")
+            raise TorchRuntimeError(f"a Tensor with {numel(self.shape)} elements cannot be converted to Scalar")
         return display.to_python(self.values().reshape(()), integer=self.dtype.startswith("int"))
 
     def __float__(self) -> float:
         return float(self.item())
 
     def __bool__(self) -> bool:
-        raise TypeError("the truth value of a symbolic tensor is not defined")
+        raise TorchTypeError("the truth value of a symbolic tensor is not defined")
 
     # ── printing ──────────────────────────────────────────────────────────
     def __repr__(self) -> str:
@@ -335,11 +343,11 @@ class Tensor(TensorMethods):
     def grad(self, value: Tensor | None) -> None:
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(
+                raise TorchTypeError(
                     f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
                 )
             if value.shape != self.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise TorchRuntimeError("assigned grad has data of a different size")
         self._grad = value
 
     def backward(
@@ -441,7 +449,7 @@ def wrap(value: Any, like: Tensor | None = None) -> Tensor:
         # a number made of symbolic sizes, such as N or 1/sqrt(d)
         dtype = "int64" if value.is_integer else "float32"
         return Tensor(shape=(), entries=np.array(value, dtype=object), dtype=dtype, is_python_scalar=True)
-    raise TypeError(f"unsupported operand: a symgrad Tensor cannot be combined with {type(value).__name__}")
+    raise TorchTypeError(f"unsupported operand: a symgrad Tensor cannot be combined with {type(value).__name__}")
 
 
 def _result_dtype(inputs: Sequence[Tensor], op: Op) -> str:

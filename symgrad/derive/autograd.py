@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.constructors import formula
 from ..core.dims import is_concrete
-from ..core.errors import AutogradError, UnsupportedError
+from ..core.errors import AutogradError, TorchTypeError, UnsupportedError
 from ..core.graph import topological, topological_all
 from ..core.registry import ENGINES
 from ..core.tensor import Tensor, constant
@@ -53,7 +53,7 @@ def _make_grads(outputs: list[Tensor], grads: list[Any]) -> list[Tensor]:
             made.append(constant(1, shape=out.shape, dtype=out.dtype))
             continue
         if not isinstance(g, Tensor):
-            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
+            raise TorchTypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         made.append(as_grad_tensor(g, out, position))
     return made
 
@@ -229,7 +229,7 @@ def grad(
     _check_outputs(outs)
     for target in targets:
         if not isinstance(target, Tensor):
-            raise TypeError(f"inputs must be Tensors, not {type(target).__name__}")
+            raise TorchTypeError(f"inputs must be Tensors, not {type(target).__name__}")
         if not target.requires_grad:
             raise AutogradError("One of the differentiated Tensors does not require grad")
     nodes = _graph_nodes(outs)

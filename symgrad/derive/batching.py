@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.dims import same_dim
-from ..core.errors import UnsupportedError
+from ..core.errors import TorchValueError, UnsupportedError
 from ..core.graph import topological_all
 from ..core.tensor import Tensor, apply
 from ..ops.batched import lift, repeated, shift
@@ -33,7 +33,7 @@ def batch(roots: Sequence[Tensor], leaf: Tensor, stacked: Tensor, nb: int) -> li
     """
     tail = stacked.shape[nb:]
     if len(tail) != len(leaf.shape) or not all(same_dim(a, b) for a, b in zip(tail, leaf.shape)):
-        raise ValueError(f"the stacked tensor's shape {stacked.shape} does not end with {leaf.shape}")
+        raise TorchValueError(f"the stacked tensor's shape {stacked.shape} does not end with {leaf.shape}")
     sizes = stacked.shape[:nb]
     rebuilt: dict[int, Tensor] = {id(leaf): stacked}
     for node in topological_all(list(roots)):
@@ -67,7 +67,7 @@ def batched_node(node: Tensor, inputs: list[Tensor], flags: list[bool], nb: int,
         return apply(op.name, *aligned, **node.attrs)
     if rule == "dims":
         return _dims_rule(node, inputs, flags, nb, sizes)
-    raise ValueError(f"op {op.name!r} has an unknown batching rule {rule!r}")
+    raise TorchValueError(f"op {op.name!r} has an unknown batching rule {rule!r}")
 
 
 def _dims_rule(node: Tensor, inputs: list[Tensor], flags: list[bool], nb: int, sizes: tuple) -> Tensor:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..core.errors import SymgradError
+from ..core.errors import SymgradError, TorchTypeError
 from ..core.tensor import Tensor, constant
 from .forward import jvp
 from .reverse import implicit_grad, law
@@ -26,7 +26,7 @@ def as_tensors(values: Any, what: str) -> list[Tensor]:
     items = list(values) if isinstance(values, (tuple, list)) else [values]
     for item in items:
         if not isinstance(item, Tensor):
-            raise TypeError(f"{what} must be symgrad Tensors, not {type(item).__name__}")
+            raise TorchTypeError(f"{what} must be symgrad Tensors, not {type(item).__name__}")
     return items
 
 

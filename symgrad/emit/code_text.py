@@ -410,8 +410,6 @@ def _backward_kernel(factor: Tensor, inline) -> tuple[str, Tensor, list[str]] | 
     return None
 
 
-
-
 _SIMPLE = re.compile(r"-?[A-Za-z_][A-Za-z_0-9.]*|-?\d+(\.\d+)?")
 
 

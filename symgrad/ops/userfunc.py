@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import sympy
 
+from ..core.errors import TorchTypeError
 from ..core.tensor import Tensor, apply, check_name
 
 VARIABLE = sympy.Symbol("t", real=True)
@@ -28,11 +29,11 @@ def function(
     if isinstance(label, sympy.FunctionClass):
         body, label = label, label.__name__
     if body is None:
-        raise TypeError("function() needs a body: a SymPy Lambda or a callable of one symbol")
+        raise TorchTypeError("function() needs a body: a SymPy Lambda or a callable of one symbol")
     check_name(label)
     lam = body if isinstance(body, sympy.Lambda) else sympy.Lambda(VARIABLE, sympy.sympify(body(VARIABLE)))
     if len(lam.variables) != 1:
-        raise TypeError(f"an elementwise function takes one variable, {label} takes {len(lam.variables)}")
+        raise TorchTypeError(f"an elementwise function takes one variable, {label} takes {len(lam.variables)}")
 
     def elementwise_function(x: Tensor) -> Tensor:
         return apply("map", x, fn=lam, label=label)

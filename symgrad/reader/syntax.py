@@ -28,7 +28,7 @@ import numpy as np
 import sympy
 
 from ..core.dims import Shape, dims
-from ..core.errors import ParseError, UnsupportedError
+from ..core.errors import ParseError, TorchTypeError, UnsupportedError
 
 MAX_CHARS = 10_000  # length of an expression
 MAX_VALUE_CHARS = 200_000  # length of a parse_values() literal
@@ -83,7 +83,7 @@ _REFUSED = {
 def read_expression(text: str, *, max_chars: int, max_nodes: int) -> ast.Expression:
     """The syntax tree of ``text``, after the size, depth and whitelist checks."""
     if not isinstance(text, str):
-        raise TypeError(f"expected a string, not {type(text).__name__}")
+        raise TorchTypeError(f"expected a string, not {type(text).__name__}")
     if len(text) > max_chars:
         raise ParseError(f"expression too long: {len(text)} characters (limit {max_chars})")
     depth = deepest = 0
@@ -265,7 +265,7 @@ def parse_values(text: str) -> Any:
 def parse_shape(text: str) -> Shape:
     """Read ``"1,2"``, ``"k, n"`` or ``"(k, 3)"``; names become dimension symbols (``dims``)."""
     if not isinstance(text, str):
-        raise TypeError(f"expected a string, not {type(text).__name__}")
+        raise TorchTypeError(f"expected a string, not {type(text).__name__}")
     if len(text) > MAX_CHARS:
         raise ParseError(f"shape too long: {len(text)} characters (limit {MAX_CHARS})")
     body = text.strip()

@@ -15,6 +15,7 @@ from typing import Any
 
 import sympy
 
+from ..core.errors import TorchValueError
 from ..emit.templates import document_environment, text_environment
 from .formats import FORMATS
 
@@ -40,6 +41,6 @@ def render_explanation(explanation: Any, fmt: str) -> str:
     """A :class:`symgrad.report.explanation.Explanation` as a Markdown (``md``) or standalone LaTeX
     (``tex``) document."""
     if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
+        raise TorchValueError(f"unknown format {fmt!r}: choose one of {', '.join(FORMATS)}")
     text = document_environment().get_template(f"explain.{fmt}.j2").render(e=explanation, f=FORMATS[fmt])
     return re.sub(r"\n{3,}", "\n\n", text)  # the templates' optional sections leave runs of blank lines

@@ -22,7 +22,7 @@ import sympy
 from ..core.constructors import dtype_name, tensor
 from ..core.dims import as_shape, is_concrete
 from ..core.dims import require_concrete as _require_concrete
-from ..core.errors import UnsupportedError
+from ..core.errors import TorchRuntimeError, UnsupportedError
 from ..core.methods import relabel
 from ..core.tensor import Tensor, apply, constant
 
@@ -94,9 +94,9 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, req
     if end is None:
         start, end = 0, start
     if step == 0:
-        raise RuntimeError("step must be nonzero")
+        raise TorchRuntimeError("step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise TorchRuntimeError("upper bound and larger bound inconsistent with step sign")
     kind = dtype_name(dtype) or ("int64" if all(isinstance(v, int) for v in (start, end, step)) else "float32")
     count = max(0, math.ceil((end - start) / step))
     if not kind.startswith("float"):
@@ -122,7 +122,7 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, requires_gr
     """``steps`` evenly spaced numbers from start to end, as torch computes them: from start for the first
     half, from end for the second."""
     if steps < 0:
-        raise RuntimeError("linspace(): number of steps must be non-negative")
+        raise TorchRuntimeError("linspace(): number of steps must be non-negative")
     kind = dtype_name(dtype) or "float32"
     if steps == 1:
         values = [float(start)]

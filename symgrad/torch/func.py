@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..core.errors import TorchRuntimeError
 from ..core.tensor import Tensor
 from ..derive.jacobians import jacobian_tensor
 from ..derive.reverse import implicit_grad
@@ -30,7 +31,7 @@ def _split(result: Any, has_aux: bool) -> tuple[Any, Any]:
     if not has_aux:
         return result, None
     if not isinstance(result, tuple) or len(result) != 2:
-        raise RuntimeError("func with has_aux=True must return a tuple (output, aux)")
+        raise TorchRuntimeError("func with has_aux=True must return a tuple (output, aux)")
     return result
 
 
@@ -44,7 +45,7 @@ def grad_and_value(func: Callable, argnums: int | tuple[int, ...] = 0, has_aux: 
     def transformed(*args: Any) -> tuple:
         output, aux = _split(func(*args), has_aux)
         if not isinstance(output, Tensor) or output.numel() != 1:
-            raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor")
+            raise TorchRuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor")
         xs = _selected(args, argnums)
         grads = _layout(vector_jacobian([output], xs, [implicit_grad(output)]), argnums)
         return (grads, (output, aux)) if has_aux else (grads, output)

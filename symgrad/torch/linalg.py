@@ -18,7 +18,7 @@ from collections import namedtuple
 from typing import Any
 
 from ..core.dims import format_shape, normalize_dims
-from ..core.errors import ShapeError, UnsupportedError
+from ..core.errors import ShapeError, TorchRuntimeError, UnsupportedError
 from ..core.methods import relabel
 from ..core.tensor import Tensor, apply
 
@@ -86,7 +86,7 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
     """The ord-norm over ``dim`` (all entries by default), for any number ord (0 counts non-zero entries), inf
     and -inf, with torch's gradients (0 where the norm is 0, ties of ±inf shared evenly)."""
     if isinstance(ord, str):
-        raise RuntimeError(f"linalg.vector_norm: Expected a number as ord, but got {ord!r}")
+        raise TorchRuntimeError(f"linalg.vector_norm: Expected a number as ord, but got {ord!r}")
     return relabel(x.norm(ord, dim=normalize_dims(dim, x.ndim), keepdim=keepdim), dtype)
 
 
@@ -108,7 +108,7 @@ def matrix_norm(
             "use 'fro', 1, -1, inf or -inf"
         )
     if ord not in (1, -1, math.inf, -math.inf):
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+        raise TorchRuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     summed = axes[1] if abs(ord) == math.inf else axes[0]  # 1: column sums; inf: row sums (the transpose's)
     sums = A.abs().sum(dim=summed, keepdim=True)
     pick = sums.amax if ord > 0 else sums.amin
@@ -120,7 +120,9 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False, *, 
     matrix norm over two dims (or of a 2-D input when ord is given without dim)."""
     if isinstance(dim, int) or (isinstance(dim, (tuple, list)) and len(dim) == 1):
         if isinstance(ord, str):
-            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {ord!r} with {dim}")
+            raise TorchRuntimeError(
+                f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {ord!r} with {dim}"
+            )
         return vector_norm(A, 2 if ord is None else ord, dim=dim, keepdim=keepdim, dtype=dtype)
     if dim is not None:
         return matrix_norm(A, "fro" if ord is None else ord, dim=dim, keepdim=keepdim, dtype=dtype)

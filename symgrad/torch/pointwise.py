@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins as _builtins
 from typing import Any
 
+from ..core.errors import TorchRuntimeError, TorchValueError
 from ..core.errors import UnsupportedError as _UnsupportedError
 from ..core.tensor import Tensor, apply, wrap
 
@@ -41,7 +42,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     if rounding_mode is None:
         return wrap(input) / other
     if rounding_mode not in _ROUNDING:
-        raise ValueError(
+        raise TorchValueError(
             f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
         )
     return apply(_ROUNDING[rounding_mode], input, other)
@@ -180,7 +181,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """Clamp to [min, max] (numbers or tensors, broadcast): torch's values (``max`` wins where min > max, nan
     passes) and gradients (the input gets it inside the closed interval, a tensor bound where it clamps)."""
     if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        raise TorchRuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if not isinstance(min, Tensor) and not isinstance(max, Tensor):
         return input.clamp(min=min, max=max)
     if max is None:

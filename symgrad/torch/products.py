@@ -7,6 +7,7 @@ from typing import Any
 from ..core.dims import format_shape as _format_shape
 from ..core.dims import normalize_dims
 from ..core.errors import ShapeError as _ShapeError
+from ..core.errors import TorchRuntimeError, TorchTypeError
 from ..core.errors import UnsupportedError as _UnsupportedError
 from ..core.tensor import Tensor, apply, wrap
 from ..ops.linalg import LETTERS as _LETTERS
@@ -50,19 +51,21 @@ def _einsum_subscripts(equation: str, shapes: list) -> str:
     subscripts = inputs.split(",")
     if len(subscripts) != len(shapes):
         more = "more" if len(shapes) > len(subscripts) else "fewer"
-        raise RuntimeError(
+        raise TorchRuntimeError(
             f"einsum(): {more} operands were provided than specified in the equation (the equation {equation!r} "
             f"has {len(subscripts)}, {len(shapes)} were given)"
         )
     for part in [*subscripts, output]:
         letters = part.replace("...", "", 1)
         if not all(c.isascii() and c.isalpha() for c in letters):
-            raise RuntimeError(f"einsum(): invalid subscript given at index {text.find(part)} in the equation string")
+            raise TorchRuntimeError(
+                f"einsum(): invalid subscript given at index {text.find(part)} in the equation string"
+            )
     ellipsis_dims = []
     for position, (part, shape) in enumerate(zip(subscripts, shapes)):
         letters = len(part) - 3 if "..." in part else len(part)
         if ("..." in part and letters > len(shape)) or ("..." not in part and letters != len(shape)):
-            raise RuntimeError(
+            raise TorchRuntimeError(
                 f"einsum(): the number of subscripts in the equation ({letters}) does not match the number of "
                 f"dimensions ({len(shape)}) for operand {position}"
                 + ("" if "..." in part else " and no ellipsis was given")
@@ -77,7 +80,7 @@ def _einsum_subscripts(equation: str, shapes: list) -> str:
     else:
         output = output.replace("...", spare)
         if len(set(output)) != len(output) or not set(output) <= set(letters):
-            raise RuntimeError(f"einsum(): output subscripts {output!r} must be distinct and appear in the inputs")
+            raise TorchRuntimeError(f"einsum(): output subscripts {output!r} must be distinct and appear in the inputs")
     return f"{','.join(subscripts)}->{output}"
 
 
@@ -87,9 +90,9 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not isinstance(equation, str):
-        raise TypeError(f"einsum(): the equation must be a string, not {type(equation).__name__}")
+        raise TorchTypeError(f"einsum(): the equation must be a string, not {type(equation).__name__}")
     if not operands or not all(isinstance(t, Tensor) for t in operands):
-        raise TypeError("einsum(): operands must be tensors")
+        raise TorchTypeError("einsum(): operands must be tensors")
     if len(operands) > _MAX_OPERANDS:
         raise _UnsupportedError(f"einsum() with {len(operands)} operands is not supported (at most {_MAX_OPERANDS})")
     return einsum_op(*operands, equation=_einsum_subscripts(equation, [t.shape for t in operands]))
@@ -99,12 +102,12 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
     """Contract the last ``dims`` dims of a with the first ``dims`` of b, or the dims of two lists."""
     if isinstance(dims, int):
         if dims < 0:
-            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+            raise TorchRuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         left, right = list(range(a.ndim - dims, a.ndim)), list(range(dims))
     else:
         left, right = ([d] if isinstance(d, int) else list(d) for d in dims)
     if len(left) != len(right):
-        raise RuntimeError("both dimension lists should have same length")
+        raise TorchRuntimeError("both dimension lists should have same length")
     left = [normalize_dims(d, a.ndim)[0] for d in left]
     right = [normalize_dims(d, b.ndim)[0] for d in right]
     for i, j in zip(left, right):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.errors import TorchRuntimeError, TorchTypeError
 from ..core.errors import UnsupportedError as _UnsupportedError
 from ..core.methods import relabel as _relabel
 from ..core.tensor import Tensor
@@ -56,14 +57,14 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """``max(x)`` (ties share the gradient), ``max(x, dim)`` -> (values, int64 indices) with the gradient going
     to the first maximal entry, or ``max(x, other)`` = ``maximum``."""
     if isinstance(dim, Tensor) and keepdim:
-        raise TypeError("max(input, other) takes no keepdim")
+        raise TorchTypeError("max(input, other) takes no keepdim")
     return input.max(dim, keepdim=keepdim)
 
 
 def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """``min(x)``, ``min(x, dim)`` -> (values, indices), or ``min(x, other)`` = ``minimum``, as :func:`max`."""
     if isinstance(dim, Tensor) and keepdim:
-        raise TypeError("min(input, other) takes no keepdim")
+        raise TorchTypeError("min(input, other) takes no keepdim")
     return input.min(dim, keepdim=keepdim)
 
 
@@ -94,10 +95,10 @@ def _spread_arguments(dim: Any, unbiased: Any, correction: Any, what: str) -> tu
     """torch's var/std signatures: ``(x)``, ``(x, unbiased)``, ``(x, dim, unbiased, keepdim)`` or ``correction=``."""
     if isinstance(dim, bool):  # torch.var(input, unbiased)
         if unbiased is not None:
-            raise TypeError(f"{what}(): unbiased given twice")
+            raise TorchTypeError(f"{what}(): unbiased given twice")
         dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
-        raise RuntimeError(f"{what}(): cannot specify both unbiased and correction")
+        raise TorchRuntimeError(f"{what}(): cannot specify both unbiased and correction")
     if unbiased is not None:
         correction = int(bool(unbiased))
     return dim, 1 if correction is None else correction

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core.constructors import tensor
 from ..core.dims import normalize_dim, numel
-from ..core.errors import ShapeError, UnsupportedError
+from ..core.errors import ShapeError, TorchNotImplementedError, TorchRuntimeError, TorchValueError, UnsupportedError
 from ..core.tensor import Tensor, apply
 
 
@@ -66,10 +66,10 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """The tensors joined along ``dim``. As in torch, a 1-D empty tensor (shape ``(0,)``) joins anything."""
     tensors = list(tensors)
     if not tensors:
-        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+        raise TorchValueError("torch.cat(): expected a non-empty list of Tensors")
     for position, part in enumerate(tensors):
         if not part.shape:
-            raise RuntimeError(f"zero-dimensional tensor (at position {position}) cannot be concatenated")
+            raise TorchRuntimeError(f"zero-dimensional tensor (at position {position}) cannot be concatenated")
     kept = [part for part in tensors if tuple(part.shape) != (0,)] or tensors
     return apply("cat", *kept, dim=normalize_dim(dim, len(kept[0].shape)))
 
@@ -81,7 +81,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """The tensors (all of one shape) joined along a new dimension ``dim``."""
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("stack expects a non-empty TensorList")
+        raise TorchRuntimeError("stack expects a non-empty TensorList")
     for position, part in enumerate(tensors[1:], start=1):
         if tuple(part.shape) != tuple(tensors[0].shape):
             raise ShapeError(
@@ -169,9 +169,9 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     widths = [int(w) for w in pad]
     shape, ndim = list(input.shape), len(input.shape)
     if len(widths) % 2:
-        raise RuntimeError("Padding length must be divisible by 2")
+        raise TorchRuntimeError("Padding length must be divisible by 2")
     if len(widths) // 2 > ndim:
-        raise RuntimeError(
+        raise TorchRuntimeError(
             "Padding length should be less than or equal to two times the input dimension but got padding length "
             f"{len(widths)} and input of dimension {ndim}"
         )
@@ -179,12 +179,12 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     if mode == "constant":
         return apply("pad", input, widths=tuple(pairs), value=0 if value is None else value)
     if mode not in _EDGES:
-        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+        raise TorchNotImplementedError(f"Unrecognised padding mode {mode}")
     if value is not None and value != 0:
-        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+        raise TorchRuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     padded = len(widths) // 2
     if ndim not in (padded + 1, padded + 2):
-        raise NotImplementedError(
+        raise TorchNotImplementedError(
             f"Padding size {len(widths)} is not supported for {ndim}D input tensor.\n{_SUPPORTED}"
         )
     axes = list(range(ndim - padded, ndim))
@@ -203,27 +203,27 @@ def _check_edges(mode: str, shape: list, pairs: list, axes: list[int], batched: 
     if mode == "circular":
         for axis in axes:
             if known(shape[axis]) and max(pairs[axis]) > shape[axis]:
-                raise RuntimeError("Padding value causes wrapping around more than once.")
+                raise TorchRuntimeError("Padding value causes wrapping around more than once.")
             if known(sizes[axis]) and sizes[axis] < 0:
-                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+                raise TorchRuntimeError("Negative padding value is resulting in an empty dimension")
         return
     if any(size == 0 for axis, size in enumerate(shape) if not (batched and axis == 0)):
-        raise RuntimeError(
+        raise TorchRuntimeError(
             f"Expected {len(axes) + 1}D or {len(axes) + 2}D (batch mode) tensor with possibly 0 batch size and other "
             f"non-zero dimensions for input, but got: {shape}"
         )
     for position, axis in enumerate(reversed(axes)):
         if mode == "reflect" and known(shape[axis]) and max(pairs[axis]) >= shape[axis]:
-            raise RuntimeError(
+            raise TorchRuntimeError(
                 f"Argument #{4 + 2 * position}: Padding size should be less than the corresponding input dimension, "
                 f"but got: padding {pairs[axis]} at dimension {axis} of input {shape}"
             )
     if len(axes) == 1 and known(sizes[axes[0]]) and sizes[axes[0]] < 1:
-        raise RuntimeError(f"input (W: {shape[axes[0]]}) is too small. Calculated output W: {sizes[axes[0]]}")
+        raise TorchRuntimeError(f"input (W: {shape[axes[0]]}) is too small. Calculated output W: {sizes[axes[0]]}")
     for size in sizes.values():
         if known(size) and size < 0:
             wanted = [sizes.get(a, d) for a, d in enumerate(shape)]
-            raise RuntimeError(f"Trying to create tensor with negative dimension {size}: {wanted}")
+            raise TorchRuntimeError(f"Trying to create tensor with negative dimension {size}: {wanted}")
 
 
 def _along(x: Tensor, axis: int, start: int | None, stop: int | None) -> Tensor:

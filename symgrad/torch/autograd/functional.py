@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...core.errors import UnsupportedError
+from ...core.errors import TorchRuntimeError, UnsupportedError
 from ...core.tensor import Tensor
 from ...derive.jacobians import jacobian_tensor
 from ...derive.reverse import implicit_grad
@@ -64,7 +64,7 @@ def hessian(
     xs = as_tensors(inputs, "inputs")
     _, outs = _outputs(func, xs)
     if len(outs) != 1 or outs[0].numel() != 1:
-        raise RuntimeError("The function given to hessian should return a single Tensor with a single element.")
+        raise TorchRuntimeError("The function given to hessian should return a single Tensor with a single element.")
     out = outs[0].reshape(()) if outs[0].shape else outs[0]
     gradients = vector_jacobian([out], xs, [implicit_grad(out)])
     rows = [_shaped([jacobian_tensor(g, x) for x in xs], inputs) for g in gradients]
@@ -86,7 +86,7 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     xs = as_tensors(inputs, "inputs")
     if v is None:
         if any(x.numel() != 1 for x in xs):
-            raise RuntimeError(
+            raise TorchRuntimeError(
                 "The vector v can only be None if the input to the user-provided function is a "
                 "single Tensor with a single element."
             )
@@ -101,7 +101,7 @@ def vhp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False, 
     xs = as_tensors(inputs, "inputs")
     result, outs = _outputs(func, xs)
     if len(outs) != 1 or outs[0].numel() != 1:
-        raise RuntimeError("The function given to vhp should return a single Tensor with a single element.")
+        raise TorchRuntimeError("The function given to vhp should return a single Tensor with a single element.")
     vs = as_tensors(v, "v") if v is not None else [implicit_grad(x) for x in xs]
     gradients = vector_jacobian(outs, xs, [implicit_grad(outs[0])])
     pairing = None

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.dims import normalize_dim
-from ...core.errors import UnsupportedError
+from ...core.errors import TorchRuntimeError, TorchValueError, UnsupportedError
 from ...core.tensor import Tensor, apply
 
 
@@ -75,7 +75,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x Φ(x) with the exact (erf) Φ, or torch's tanh approximation with ``approximate='tanh'``."""
     if approximate not in ("none", "tanh"):
-        raise RuntimeError("approximate argument must be either none or tanh.")
+        raise TorchRuntimeError("approximate argument must be either none or tanh.")
     return apply("gelu" if approximate == "none" else "gelu_tanh", input)
 
 
@@ -100,7 +100,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """x for x > 0, else alpha (exp(x / alpha) − 1)."""
     _not_inplace(inplace, "celu")
     if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
+        raise TorchRuntimeError("ZeroDivisionError")
     return apply("celu", input, alpha=alpha)
 
 
@@ -148,7 +148,7 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
     (unlike clamp, which passes it at the bounds)."""
     _not_inplace(inplace, "hardtanh")
     if min_val > max_val:
-        raise ValueError("min_val cannot be greater than max_val")
+        raise TorchValueError("min_val cannot be greater than max_val")
     return apply("hardtanh", input, min_val=min_val, max_val=max_val)
 
 
@@ -169,7 +169,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     draws a random mask, which symgrad cannot reproduce: it refuses, and ``input * mask / (1 - p)`` with a mask of
     your own is the same computation."""
     if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise TorchValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     _not_inplace(inplace, "dropout")
     if not training or p == 0:
         return input

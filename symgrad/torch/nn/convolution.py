@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.dims import is_concrete
-from ...core.errors import UnsupportedError
+from ...core.errors import TorchRuntimeError, UnsupportedError
 from ...core.tensor import Tensor, apply
 from .windows import as_tuple, pad_spatial, window_slices
 
@@ -31,14 +31,14 @@ def _padding(padding: Any, n: int, kernel: tuple, stride: tuple, dilation: tuple
         return (0,) * n, (0,) * n
     if padding == "same":
         if any(s != 1 for s in stride):
-            raise RuntimeError("padding='same' is not supported for strided convolutions")
+            raise TorchRuntimeError("padding='same' is not supported for strided convolutions")
         total = tuple(d * (k - 1) for k, d in zip(kernel, dilation))
         return tuple(t // 2 for t in total), tuple(t - t // 2 for t in total)
     if isinstance(padding, str):
-        raise RuntimeError(f"Invalid padding string: '{padding}'")
+        raise TorchRuntimeError(f"Invalid padding string: '{padding}'")
     both = as_tuple(padding, n, "padding")
     if any(p < 0 for p in both):
-        raise RuntimeError("negative padding is not supported")
+        raise TorchRuntimeError("negative padding is not supported")
     return both, both
 
 
@@ -51,30 +51,30 @@ def _conv(
             "the batch size may be symbolic"
         )
     if input.ndim not in (n + 1, n + 2):
-        raise RuntimeError(
+        raise TorchRuntimeError(
             f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to conv{n}d, but got input of size: "
             f"{_listed(input.shape)}"
         )
     batched = input.ndim == n + 2
     x = input if batched else input.unsqueeze(0)
     if weight.ndim != n + 2:
-        raise RuntimeError(
+        raise TorchRuntimeError(
             f"weight should have at least three dimensions (got weight of size {_listed(weight.shape)}) for conv{n}d"
         )
     out_channels, group_channels, *kernel = weight.shape
     kernel = tuple(kernel)
     stride, dilation = as_tuple(stride, n, "stride"), as_tuple(dilation, n, "dilation")
     if groups <= 0:
-        raise RuntimeError("non-positive groups is not supported")
+        raise TorchRuntimeError("non-positive groups is not supported")
     if any(s <= 0 for s in stride):
-        raise RuntimeError("non-positive stride is not supported")
+        raise TorchRuntimeError("non-positive stride is not supported")
     if x.shape[1] != group_channels * groups or out_channels % groups:
-        raise RuntimeError(
+        raise TorchRuntimeError(
             f"Given groups={groups}, weight of size {_listed(weight.shape)}, expected input{_listed(x.shape)} to "
             f"have {group_channels * groups} channels, but got {x.shape[1]} channels instead"
         )
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_channels):
-        raise RuntimeError(
+        raise TorchRuntimeError(
             f"Given weight of size {_listed(weight.shape)}, expected bias to be 1-dimensional with {out_channels} "
             f"elements, but got bias of size {_listed(bias.shape)} instead"
         )
@@ -82,7 +82,7 @@ def _conv(
     sizes = tuple(size + lo + hi for size, lo, hi in zip(x.shape[2:], low, high))
     spans = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
     if any(span > size for span, size in zip(spans, sizes)):
-        raise RuntimeError(
+        raise TorchRuntimeError(
             f"Calculated padded input size per channel: ({' x '.join(map(str, sizes))}). Kernel size: "
             f"({' x '.join(map(str, spans))}). Kernel size can't be greater than actual input size"
         )

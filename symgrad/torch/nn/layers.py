@@ -16,7 +16,7 @@ import numpy as np
 import sympy
 
 from ...core.constructors import tensor
-from ...core.errors import UnsupportedError
+from ...core.errors import TorchAssertionError, TorchRuntimeError, UnsupportedError
 from ...core.tensor import Tensor, apply
 
 
@@ -45,9 +45,9 @@ def embedding(
     if scale_grad_by_freq:
         raise UnsupportedError("embedding(scale_grad_by_freq=True) is not supported; scale the gradient yourself")
     if weight.ndim != 2:
-        raise RuntimeError("'weight' must be 2-D")
+        raise TorchRuntimeError("'weight' must be 2-D")
     if input.dtype.startswith("float") or input.dtype == "bool":
-        raise RuntimeError(
+        raise TorchRuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got "
             f"torch.{'DoubleTensor' if input.dtype == 'float64' else 'FloatTensor'} instead (while checking "
             "arguments for embedding)"
@@ -55,7 +55,7 @@ def embedding(
     rows, width = weight.shape
     if padding_idx is not None:
         if not -rows <= padding_idx < rows:
-            raise AssertionError("Padding_idx must be within num_embeddings")
+            raise TorchAssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= rows
         is_padding = tensor([[int(r == padding_idx)] for r in range(rows)], dtype="bool")
         weight = apply("where", is_padding, apply("stop_gradient", weight), weight)
@@ -82,7 +82,9 @@ def scaled_dot_product_attention(
             "reproduce; use dropout_p=0.0"
         )
     if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+        raise TorchRuntimeError(
+            "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
+        )
     if enable_gqa:
         key, value = _repeat_heads(key, query, "key"), _repeat_heads(value, query, "value")
     width = query.shape[-1]
@@ -107,7 +109,7 @@ def _repeat_heads(t: Tensor, query: Tensor, what: str) -> Tensor:
     """``t.repeat_interleave(H / H_t, dim=-3)``: each of the key's (value's) heads serves H / H_t query heads."""
     heads, own = query.shape[-3], t.shape[-3]
     if not isinstance(heads, int) or not isinstance(own, int) or heads % own:
-        raise RuntimeError(f"number of heads in {what} must divide the number of heads in query ({own}, {heads})")
+        raise TorchRuntimeError(f"number of heads in {what} must divide the number of heads in query ({own}, {heads})")
     if heads == own:
         return t
     *batch, _, rows, width = t.shape

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...core.constructors import tensor
-from ...core.errors import ShapeError, UnsupportedError
+from ...core.errors import ShapeError, TorchRuntimeError, TorchValueError, UnsupportedError
 from ...core.tensor import Tensor, apply, wrap
 from .targets import class_targets, known_classes
 
@@ -43,7 +43,7 @@ def legacy_reduction(size_average: Any, reduce: Any, reduction: str) -> str:
 
 def _check_reduction(reduction: Any, allowed: tuple[str, ...] = _REDUCTIONS) -> str:
     if reduction not in allowed:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+        raise TorchValueError(f"{reduction} is not a valid value for reduction")
     return reduction
 
 
@@ -59,7 +59,7 @@ def _weighted_reduce(losses: Tensor, weight: Any, reduction: str, mean_by_weight
     if weight is None:
         return _reduce(losses, reduction)
     if tuple(weight.shape) != tuple(losses.shape):
-        raise ValueError("Weights and input must have the same size.")
+        raise TorchValueError("Weights and input must have the same size.")
     weighted = losses * weight
     if _check_reduction(reduction) == "mean" and mean_by_weight:
         return weighted.sum() / weight.sum()
@@ -99,7 +99,7 @@ def smooth_l1_loss(
     """0.5 z² / beta where z = |input − target| < beta, else z − 0.5 beta; ``beta=0`` is the L1 loss, as in torch."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
-        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+        raise TorchRuntimeError("smooth_l1_loss does not support negative values for beta.")
     z = (input - target).abs()
     if beta == 0:
         return _reduce(z, reduction)
@@ -150,12 +150,12 @@ def binary_cross_entropy(
     reduction = legacy_reduction(size_average, reduce, reduction)
     t = wrap(target, input)
     if tuple(t.shape) != tuple(input.shape):
-        raise ValueError(
+        raise TorchValueError(
             f"Using a target size ({_size(t.shape)}) that is different to the input size ({_size(input.shape)}) is "
             "deprecated. Please ensure they have the same size."
         )
     if input.has_values() and any(not 0 <= float(v) <= 1 for v in input.values().reshape(-1)):
-        raise RuntimeError("all elements of input should be between 0 and 1")
+        raise TorchRuntimeError("all elements of input should be between 0 and 1")
     losses = apply("binary_cross_entropy", input, t)
     return _reduce(losses if weight is None else losses * weight, reduction)
 
@@ -174,7 +174,7 @@ def binary_cross_entropy_with_logits(
     reduction = legacy_reduction(size_average, reduce, reduction)
     t = wrap(target, input)
     if tuple(t.shape) != tuple(input.shape):
-        raise ValueError(f"Target size ({_size(t.shape)}) must be the same as input size ({_size(input.shape)})")
+        raise TorchValueError(f"Target size ({_size(t.shape)}) must be the same as input size ({_size(input.shape)})")
     if pos_weight is None:
         losses = apply("binary_cross_entropy_with_logits", input, t)
     else:
@@ -186,7 +186,7 @@ def binary_cross_entropy_with_logits(
 # ── multi-class cross-entropy ────────────────────────────────────────────────
 def _class_dim(input: Tensor, what: str) -> int:
     if input.ndim == 0:
-        raise RuntimeError(f"{what}(): input tensor should be 1D or more, but got a 0-d tensor")
+        raise TorchRuntimeError(f"{what}(): input tensor should be 1D or more, but got a 0-d tensor")
     return 0 if input.ndim == 1 else 1
 
 
@@ -196,11 +196,11 @@ def _check_target_shape(input: Tensor, target: Tensor) -> None:
     if tuple(target.shape) == expected:
         return
     if input.ndim == 2 and target.ndim == 1:
-        raise ValueError(
+        raise TorchValueError(
             f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target.shape[0]})."
         )
     if input.ndim == 1:
-        raise ValueError(
+        raise TorchValueError(
             f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0] if target.ndim else 0}"
         )
     raise ShapeError(
@@ -223,7 +223,7 @@ def _channel_view(weight: Tensor, ndim: int, class_dim: int) -> Tensor:
 
 def _check_weight(weight: Any, classes: Any) -> None:
     if weight is not None and (weight.ndim != 1 or weight.shape[0] != classes):
-        raise RuntimeError(
+        raise TorchRuntimeError(
             f"weight tensor should be defined either for all {classes} classes or no classes but got weight tensor "
             f"of shape: [{', '.join(map(str, weight.shape))}]"
         )
@@ -319,7 +319,7 @@ def cross_entropy(
     ``label_smoothing``. 2-D logits with class targets and no options take the ``cross_entropy`` row."""
     reduction = _check_reduction(legacy_reduction(size_average, reduce, reduction))
     if not 0.0 <= label_smoothing <= 1.0:
-        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+        raise TorchRuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = _class_dim(input, "cross_entropy")
     classes = input.shape[class_dim]
     _check_weight(weight, classes)
@@ -369,9 +369,9 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if num_classes == -1:
         num_classes = (max(flat) + 1) if flat else 0
     if any(v < 0 for v in flat):
-        raise RuntimeError("Class values must be non-negative.")
+        raise TorchRuntimeError("Class values must be non-negative.")
     if any(v >= num_classes for v in flat):
-        raise RuntimeError("Class values must be smaller than num_classes.")
+        raise TorchRuntimeError("Class values must be smaller than num_classes.")
     return apply("one_hot", target, num_classes=int(num_classes))
 
 

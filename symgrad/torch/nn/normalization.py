@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 from ...core.dims import broadcast_shapes, is_concrete, normalize_dim, same_dim
-from ...core.errors import ShapeError, UnsupportedError
+from ...core.errors import ShapeError, TorchIndexError, TorchRuntimeError, TorchValueError, UnsupportedError
 from ...core.tensor import Tensor, apply
 
 _FLOAT_EPS = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07}  # torch.finfo(dtype).eps
@@ -104,7 +104,7 @@ def batch_norm(
     if input.ndim < 2:
         if input.numel() == 0:
             return input * 1.0
-        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+        raise TorchIndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     channels = input.shape[1]
     parameters = ((running_mean, "running_mean"), (running_var, "running_var"), (weight, "weight"), (bias, "bias"))
     for parameter, name in parameters:
@@ -114,7 +114,7 @@ def batch_norm(
         count = math.prod(input.shape[d] for d in dims) if is_concrete(input.shape) else None
         if count == 1:
             size = ", ".join(map(str, input.shape))
-            raise ValueError(
+            raise TorchValueError(
                 f"Expected more than 1 value per channel when training, got input size torch.Size([{size}])"
             )
         mean = input.mean(dim=dims, keepdim=True)
@@ -124,9 +124,9 @@ def batch_norm(
         out = centered * apply("rsqrt", variance + eps)
     else:
         if running_mean is None:
-            raise RuntimeError("running_mean must be defined in evaluation mode")
+            raise TorchRuntimeError("running_mean must be defined in evaluation mode")
         if running_var is None:
-            raise RuntimeError("running_var must be defined in evaluation mode")
+            raise TorchRuntimeError("running_var must be defined in evaluation mode")
         out = (input - _channel_view(running_mean, input.ndim)) * apply(
             "rsqrt", _channel_view(running_var, input.ndim) + eps
         )
@@ -160,7 +160,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Any = None, bias: Any = N
     """Normalise each sample over groups of ``C / num_groups`` channels (and all spatial dims), then
     ``· weight + bias`` per channel."""
     if input.ndim < 2:
-        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+        raise TorchRuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     batch, channels, *spatial = input.shape
     if not is_concrete((channels,)) or channels % num_groups != 0:
         raise ShapeError(

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...core.constructors import tensor
 from ...core.dims import is_concrete
-from ...core.errors import UnsupportedError
+from ...core.errors import TorchRuntimeError, UnsupportedError
 from ...core.tensor import Tensor, apply, constant
 from .windows import as_tuple, pad_spatial, stack_last, window_slices, windows_out_length
 
@@ -39,24 +39,24 @@ class _Windows:
                 "sizes may be symbolic"
             )
         if input.ndim not in (n + 1, n + 2):
-            raise RuntimeError(f"{what}: Expected {n + 1}D or {n + 2}D input, but got {input.ndim}D input")
+            raise TorchRuntimeError(f"{what}: Expected {n + 1}D or {n + 2}D input, but got {input.ndim}D input")
         self.n, self.what = n, what
         self.kernel = as_tuple(kernel_size, n, "kernel_size")
         self.stride = self.kernel if stride is None or stride == () else as_tuple(stride, n, "stride")
         self.padding = as_tuple(padding, n, "padding")
         self.dilation = as_tuple(dilation, n, "dilation")
         if any(k <= 0 for k in self.kernel):
-            raise RuntimeError(f"{what}() kernel_size must be greater than zero, but got {kernel_size}")
+            raise TorchRuntimeError(f"{what}() kernel_size must be greater than zero, but got {kernel_size}")
         if any(s <= 0 for s in self.stride):
-            raise RuntimeError("stride should not be zero")
+            raise TorchRuntimeError("stride should not be zero")
         for p, k, d in zip(self.padding, self.kernel, self.dilation):
             if what == "max_pool1d" and (p < 0 or p > k // 2):
-                raise RuntimeError(
+                raise TorchRuntimeError(
                     "max_pool1d() padding should be at most half of kernel size, but got "
                     f"padding={p} and kernel_size={k}"
                 )
             if p < 0 or p > (d * (k - 1) + 1) // 2:
-                raise RuntimeError(
+                raise TorchRuntimeError(
                     f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} and "
                     f"dilation={d}"
                 )
@@ -67,12 +67,14 @@ class _Windows:
         )
         if any(o <= 0 for o in self.out):
             if what == "max_pool1d":
-                raise RuntimeError(f"max_pool1d() Invalid computed output size: {self.out[0]}")
+                raise TorchRuntimeError(f"max_pool1d() Invalid computed output size: {self.out[0]}")
             channels = input.shape[-n - 1] if input.ndim == n + 2 else input.shape[0]
             plane = (1,) * (2 - n)  # torch pools 1-D inputs as 2-D ones of height 1
             size = "x".join(map(str, (channels, *plane, *self.sizes)))
             out = "x".join(map(str, (channels, *plane, *self.out)))
-            raise RuntimeError(f"Given input size: ({size}). Calculated output size: ({out}). Output size is too small")
+            raise TorchRuntimeError(
+                f"Given input size: ({size}). Calculated output size: ({out}). Output size is too small"
+            )
 
     def stacked(self, input: Tensor, fill: float) -> Tensor:
         """The windows along a new last dim: shape ``input.shape[:-n] + out + (window size,)``."""
@@ -157,7 +159,7 @@ def _avg_pool(
 ) -> Tensor:
     windows = _Windows(input, n, f"avg_pool{n}d", kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
+        raise TorchRuntimeError("divisor must be not zero")
     total = windows.stacked(input, 0.0).sum(dim=-1)
     return total / _divisors(windows, count_include_pad, divisor_override)
 
@@ -214,18 +216,18 @@ def _adaptive_avg_pool(input: Tensor, output_size: Any, n: int) -> Tensor:
     if not is_concrete(input.shape[-n:]):
         raise UnsupportedError(f"{what} needs concrete spatial sizes; batch and channel sizes may be symbolic")
     if input.ndim not in (n + 1, n + 2):
-        raise RuntimeError(f"{what}(): Expected {n + 1}D or {n + 2}D tensor, but got {input.ndim}D tensor")
+        raise TorchRuntimeError(f"{what}(): Expected {n + 1}D or {n + 2}D tensor, but got {input.ndim}D tensor")
     sizes = (output_size,) * n if isinstance(output_size, int) or output_size is None else tuple(output_size)
     if len(sizes) == 1:
         sizes = sizes * n
     if len(sizes) != n:
-        raise RuntimeError(f"{what}: output_size must be {n}")
+        raise TorchRuntimeError(f"{what}: output_size must be {n}")
     out = input
     for axis, target in zip(range(input.ndim - n, input.ndim), sizes):
         size = input.shape[axis]
         target = size if target is None else target
         if target < 0 or (target == 0 and input.numel() != 0):
-            raise RuntimeError(f"{what}(): output_size must be positive, but got {target}")
+            raise TorchRuntimeError(f"{what}(): output_size must be positive, but got {target}")
         parts = []
         for i in range(target):
             start, end = (i * size) // target, -((-(i + 1) * size) // target)

@@ -16,7 +16,7 @@ import numpy as np
 import sympy
 
 from ...core.constructors import symbols, tensor
-from ...core.errors import UnsupportedError
+from ...core.errors import TorchIndexError, TorchRuntimeError, TorchTypeError, UnsupportedError
 from ...core.tensor import Tensor
 
 
@@ -24,7 +24,7 @@ def class_targets(target: Any, what: str, classes: Any = None) -> Tensor:
     """Class indices as an int64 tensor: an input named as the user named it, with its values when
     it has them, or symbolic (its entries are then only known in laws, where indices stay symbolic)."""
     if not isinstance(target, Tensor):
-        raise TypeError(f"{what}(): target must be a Tensor, not {type(target).__name__}")
+        raise TorchTypeError(f"{what}(): target must be a Tensor, not {type(target).__name__}")
     named = target.kind == "symbol" or target.is_named_constant
     if not target.has_values():
         if target.kind != "symbol":
@@ -37,7 +37,7 @@ def class_targets(target: Any, what: str, classes: Any = None) -> Tensor:
     values = target.values()
     flat = [sympy.sympify(v) for v in values.reshape(-1)]
     if not all(v.is_Number and v.is_finite and float(v).is_integer() for v in flat):
-        raise RuntimeError(
+        raise TorchRuntimeError(
             f"{what}(): class targets must be integers (class indices); probability targets must be floating "
             "and shaped as the input"
         )
@@ -53,4 +53,4 @@ def known_classes(values: list[int], classes: Any) -> None:
         return
     for v in values:
         if not 0 <= v < classes:
-            raise IndexError(f"Target {v} is out of bounds.")
+            raise TorchIndexError(f"Target {v} is out of bounds.")

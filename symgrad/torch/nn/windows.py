@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from ...core.errors import TorchRuntimeError
 from ...core.tensor import Tensor, apply
 
 
@@ -21,7 +22,7 @@ def as_tuple(value: Any, n: int, what: str) -> tuple[int, ...]:
     if len(items) == 1:
         items = items * n
     if len(items) != n or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
-        raise RuntimeError(f"{what} must be an int or a tuple of {n} ints, not {value!r}")
+        raise TorchRuntimeError(f"{what} must be an int or a tuple of {n} ints, not {value!r}")
     return items
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....core.dims import normalize_dim
+from ....core.errors import TorchAssertionError, TorchRuntimeError
 from ....core.tensor import Tensor
 from ... import pointwise
 from .. import functional as F  # noqa: N812 - torch spells it F
@@ -141,7 +142,7 @@ class Hardtanh(_Activation):
 
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
         if min_val >= max_val:
-            raise AssertionError
+            raise TorchAssertionError
         super().__init__(min_val=min_val, max_val=max_val, inplace=inplace)
 
 
@@ -198,7 +199,7 @@ class GLU(Module):
         axis = normalize_dim(self.dim, input.ndim)
         size = input.shape[axis]
         if not isinstance(size, int) or size % 2:
-            raise RuntimeError(f"Halving dimension must be even, but dimension {axis} is size {size}")
+            raise TorchRuntimeError(f"Halving dimension must be even, but dimension {axis} is size {size}")
         a, b = input.chunk(2, axis)
         return a * b.sigmoid()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ....core.errors import UnsupportedError
+from ....core.errors import TorchAssertionError, TorchRuntimeError, UnsupportedError
 from ....core.tensor import Tensor
 from ... import creation, pointwise, shape
 from .. import functional as F  # noqa: N812 - torch spells it F
@@ -33,7 +33,7 @@ def _float_mask(mask: Any, name: str) -> Any:
     if mask is None or mask.dtype.startswith("float"):
         return mask
     if mask.dtype != "bool":
-        raise AssertionError(f"only bool and floating types of {name} are supported")
+        raise TorchAssertionError(f"only bool and floating types of {name} are supported")
     return pointwise.where(mask, -math.inf, 0.0)
 
 
@@ -108,7 +108,7 @@ class MultiheadAttention(Module):
         tgt_len, bsz, embed_dim = query.shape
         heads, head_dim = self.num_heads, self.head_dim
         if is_causal and attn_mask is None:
-            raise RuntimeError(
+            raise TorchRuntimeError(
                 "Need attn_mask if specifying the is_causal hint. You may use the Transformer module method "
                 "`generate_square_subsequent_mask` to create this mask."
             )
@@ -157,7 +157,7 @@ class MultiheadAttention(Module):
     def _checked_mask(self, mask: Tensor, tgt_len: int, src_len: int, bsz: int) -> Tensor:
         if mask.ndim == 2:
             if tuple(mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(
+                raise TorchRuntimeError(
                     f"The shape of the 2D attn_mask is torch.Size({list(mask.shape)}), but should be "
                     f"{(tgt_len, src_len)}."
                 )
@@ -165,11 +165,11 @@ class MultiheadAttention(Module):
         if mask.ndim == 3:
             expected = (bsz * self.num_heads, tgt_len, src_len)
             if tuple(mask.shape) != expected:
-                raise RuntimeError(
+                raise TorchRuntimeError(
                     f"The shape of the 3D attn_mask is torch.Size({list(mask.shape)}), but should be {expected}."
                 )
             return mask
-        raise RuntimeError(f"attn_mask's dimension {mask.ndim} is not supported")
+        raise TorchRuntimeError(f"attn_mask's dimension {mask.ndim} is not supported")
 
     def extra_repr(self) -> str:
         return ""

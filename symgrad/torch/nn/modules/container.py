@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from ....core.errors import TorchIndexError
 from .module import Module
 
 
 def _index(idx: int, size: int) -> int:
     if not -size <= idx < size:
-        raise IndexError(f"index {idx} is out of range")
+        raise TorchIndexError(f"index {idx} is out of range")
     return idx % size
 
 

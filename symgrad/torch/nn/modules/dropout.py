@@ -9,7 +9,7 @@ random mask in training, which symgrad cannot reproduce, is refused (multiply by
 
 from __future__ import annotations
 
-from ....core.errors import UnsupportedError
+from ....core.errors import TorchValueError, UnsupportedError
 from ....core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - torch spells it F
 from .module import Module
@@ -21,7 +21,7 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+            raise TorchValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p, self.inplace = p, inplace
 
     def forward(self, input: Tensor) -> Tensor:

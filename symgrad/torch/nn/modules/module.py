@@ -28,7 +28,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from ....core.constructors import dtype_name
-from ....core.errors import UnsupportedError
+from ....core.errors import (
+    TorchKeyError,
+    TorchNotImplementedError,
+    TorchRuntimeError,
+    TorchTypeError,
+    TorchValueError,
+    UnsupportedError,
+)
 from ....core.tensor import Tensor
 from .parameter import Buffer, Parameter, is_real_tensor, leaf_of, placed, recast
 
@@ -74,7 +81,7 @@ class Module:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() takes no arguments")
+            raise TorchTypeError(f"{type(self).__name__}.__init__() takes no arguments")
         setter = super().__setattr__
         setter("training", True)
         setter("_parameters", {})
@@ -88,19 +95,19 @@ class Module:
         if table not in self.__dict__:
             raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
         if not isinstance(name, str):
-            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+            raise TorchTypeError(f"{kind} name should be a string. Got {type(name).__name__}")
         if "." in name:
-            raise KeyError(f'{kind} name can\'t contain "."')
+            raise TorchKeyError(f'{kind} name can\'t contain "."')
         if name == "":
-            raise KeyError(f'{kind} name can\'t be empty string ""')
+            raise TorchKeyError(f'{kind} name can\'t be empty string ""')
         if hasattr(self, name) and name not in self.__dict__[table]:
-            raise KeyError(f"attribute '{name}' already exists")
+            raise TorchKeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name: str, param: Tensor | None) -> None:
         """Add a parameter (or None) under ``name``; it is renamed after its path in the model."""
         self._check_new("parameter", name, "_parameters")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(
+            raise TorchTypeError(
                 f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
                 "(torch.nn.Parameter or None required)"
             )
@@ -110,7 +117,7 @@ class Module:
         """Add a buffer (a tensor that is not a parameter, such as running statistics) under ``name``."""
         self._check_new("buffer", name, "_buffers")
         if tensor is not None and not isinstance(tensor, Tensor) and not is_real_tensor(tensor):
-            raise TypeError(
+            raise TorchTypeError(
                 f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' (torch Tensor or None required)"
             )
         self._set_buffer(name, tensor)
@@ -127,7 +134,7 @@ class Module:
     def add_module(self, name: str, module: Module | None) -> None:
         """Add a child module under ``name``; its parameters are renamed after their paths."""
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+            raise TorchTypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_new("module", name, "_modules")
         self._set_module(name, module)
 
@@ -162,7 +169,7 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(
+                raise TorchTypeError(
                     f"cannot assign '{type(value).__name__}' as parameter '{name}' "
                     "(torch.nn.Parameter or None expected)"
                 )
@@ -174,14 +181,14 @@ class Module:
             self._set_module(name, value)
         elif modules is not None and name in modules:
             if value is not None:
-                raise TypeError(
+                raise TorchTypeError(
                     f"cannot assign '{type(value).__name__}' as child module '{name}' "
                     "(torch.nn.Module or None expected)"
                 )
             self._set_module(name, value)
         elif isinstance(value, Buffer) or (buffers is not None and name in buffers):
             if value is not None and not isinstance(value, Tensor) and not is_real_tensor(value):
-                raise TypeError(
+                raise TorchTypeError(
                     f"cannot assign '{type(value).__name__}' as buffer '{name}' "
                     "(torch.nn.Buffer, torch.Tensor or None expected)"
                 )
@@ -217,7 +224,7 @@ class Module:
 
     # ── running ──────────────────────────────────────────────────────────
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+        raise TorchNotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)
@@ -225,7 +232,7 @@ class Module:
     def train(self, mode: bool = True) -> Module:
         """Set training mode (batch statistics, dropout) on this module and every submodule."""
         if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
+            raise TorchValueError("training mode is expected to be boolean")
         self.training = mode
         for child in self.children():
             child.train(mode)
@@ -354,7 +361,7 @@ class Module:
         and buffers': each becomes a fresh leaf of the same name with those numbers and that dtype (symgrad
         computes in float64 whatever the dtype, so nothing is rounded)."""
         if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+            raise TorchTypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing: list[str] = []
         unexpected: list[str] = []
         errors: list[str] = []
@@ -366,7 +373,9 @@ class Module:
         if strict and missing:
             errors.insert(0, f"Missing key(s) in state_dict: {_quoted(missing)}. ")
         if errors:
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
+            raise TorchRuntimeError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors)
+            )
         return IncompatibleKeys(missing, unexpected)
 
     def _load_local(self, state: Mapping[str, Any], prefix: str, missing: list, unexpected: list, errors: list) -> None:

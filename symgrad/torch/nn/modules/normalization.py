@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ....core.dims import is_concrete
-from ....core.errors import UnsupportedError
+from ....core.errors import TorchNotImplementedError, TorchValueError, UnsupportedError
 from ....core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - torch spells it F
 from .initial import initial_parameters
@@ -96,7 +96,7 @@ class GroupNorm(Module):
     ) -> None:  # fmt: skip
         super().__init__()
         if isinstance(num_channels, int) and num_channels % num_groups != 0:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise TorchValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         shapes = {"weight": (num_channels,) if affine else None, "bias": (num_channels,) if affine and bias else None}
         state = initial_parameters(
@@ -150,7 +150,7 @@ class _BatchNorm(Module):
         self.register_buffer("num_batches_tracked", count)
 
     def _check_input_dim(self, input: Tensor) -> None:
-        raise NotImplementedError
+        raise TorchNotImplementedError
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_input_dim(input)
@@ -198,7 +198,7 @@ class BatchNorm1d(_BatchNorm):
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+            raise TorchValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
 
 
 class BatchNorm2d(_BatchNorm):
@@ -208,7 +208,7 @@ class BatchNorm2d(_BatchNorm):
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim != 4:
-            raise ValueError(f"expected 4D input (got {input.ndim}D input)")
+            raise TorchValueError(f"expected 4D input (got {input.ndim}D input)")
 
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "RMSNorm"]

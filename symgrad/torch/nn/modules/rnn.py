@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ....core.errors import TorchRuntimeError, TorchValueError
 from ....core.tensor import Tensor
 from ... import creation, recurrent
 from .initial import initial_parameters
@@ -45,10 +46,10 @@ class _CellBase(Module):
         """torch's checks; an unbatched (1-D) step is run as a batch of one."""
         name = type(self).__name__
         if input.ndim not in (1, 2):
-            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead")
+            raise TorchValueError(f"{name}: Expected input to be 1D or 2D, got {input.ndim}D instead")
         for h in hx if isinstance(hx, tuple) else (hx,):
             if h is not None and h.ndim not in (1, 2):
-                raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {h.ndim}D instead")
+                raise TorchValueError(f"{name}: Expected hidden to be 1D or 2D, got {h.ndim}D instead")
         batched = input.ndim == 2
         if not batched:
             input = input.unsqueeze(0)
@@ -90,7 +91,7 @@ class RNNCell(_CellBase):
         elif self.nonlinearity == "relu":
             out = recurrent.rnn_relu_cell(input, hx, *self._weights())
         else:
-            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+            raise TorchRuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         return out if batched else out.squeeze(0)
 
 

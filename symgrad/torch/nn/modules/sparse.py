@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ....core.errors import TorchAssertionError
 from ....core.tensor import Tensor
 from .. import functional as F  # noqa: N812 - torch spells it F
 from .initial import torch_layer
@@ -21,7 +22,7 @@ def _padding_index(padding_idx: int | None, rows: int) -> int | None:
     if padding_idx is None:
         return None
     if not -rows <= padding_idx < rows:
-        raise AssertionError("Padding_idx must be within num_embeddings")
+        raise TorchAssertionError("Padding_idx must be within num_embeddings")
     return padding_idx % rows
 
 
@@ -44,7 +45,7 @@ class Embedding(Module):
             self.weight = Parameter(real.weight, requires_grad=not _freeze)
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+                raise TorchAssertionError("Shape of weight does not match num_embeddings and embedding_dim")
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def forward(self, input: Tensor) -> Tensor:
@@ -59,7 +60,7 @@ class Embedding(Module):
     ) -> Embedding:  # fmt: skip
         """An embedding whose table is ``embeddings`` (frozen, without gradient, unless ``freeze=False``)."""
         if len(embeddings.shape) != 2:
-            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+            raise TorchAssertionError("Embeddings parameter is expected to be 2-dimensional")
         rows, cols = embeddings.shape
         return cls(
             rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, _weight=embeddings,
