@@ -23,12 +23,14 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
     from .core import (
         AutogradError,
         CheckError,
+        InternalError,
         LatexPrinter,
         ParseError,
         ShapeError,
         SymbolicShapeError,
         SymgradError,
         Tensor,
+        TorchError,
         TorchPrinter,
         UnknownNameError,
         UnsupportedError,
@@ -62,7 +64,8 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
 
 _WHERE = {
     "core": (
-        "AutogradError CheckError LatexPrinter ParseError ShapeError SymbolicShapeError SymgradError Tensor "
+        "AutogradError CheckError InternalError LatexPrinter ParseError ShapeError SymbolicShapeError SymgradError "
+        "Tensor TorchError "
         "TorchPrinter UnknownNameError UnsupportedError ValuesUnknownError WorkBudgetError "
         "constant dims listing symbols symbols_like tensor"
     ),
@@ -81,6 +84,7 @@ __all__ = [
     "AutogradError",
     "CheckError",
     "CheckReport",
+    "InternalError",
     "LatexPrinter",
     "ParseError",
     "Proof",
@@ -88,6 +92,7 @@ __all__ = [
     "SymbolicShapeError",
     "SymgradError",
     "Tensor",
+    "TorchError",
     "TorchPrinter",
     "UnknownNameError",
     "UnsupportedError",

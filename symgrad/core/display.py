@@ -156,6 +156,8 @@ def formula_text(t: Tensor) -> str:
         return f"{t.name}: {arr.size} entries, e.g. {t.name}[{', '.join('0' * 1 for _ in arr.shape)}] = {first}"
     if arr.ndim == 0:
         body = sympy.pretty(arr.item(), use_unicode=True)
+    elif arr.size == 0:
+        body = f"(no entries: shape {format_shape(t.shape)})"
     elif arr.ndim <= 2:
         body = sympy.pretty(sympy.Matrix(arr.reshape(arr.shape[0], -1)), use_unicode=True)
     else:

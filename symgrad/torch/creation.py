@@ -22,12 +22,28 @@ import sympy
 from ..core.constructors import dtype_name, tensor
 from ..core.dims import as_shape, is_concrete
 from ..core.dims import require_concrete as _require_concrete
-from ..core.errors import TorchRuntimeError, UnsupportedError
+from ..core.errors import TorchRuntimeError, TorchTypeError, UnsupportedError
 from ..core.methods import relabel
 from ..core.tensor import Tensor, apply, constant
 
 _LANES = 4  # float64 lanes of torch's vectorised CPU kernels (AVX2): arange's numbers depend on them
 _state: dict[str, Any] = {}  # the torch.Generator behind rand/randn/randint, made on first use
+
+
+# Where a tensor lives and how it is laid out does not change its numbers: symgrad keeps the maths and drops these
+# (emitted code makes its tensors on its inputs' device).
+_PLACEMENT = {"device", "layout", "pin_memory", "memory_format", "out", "names"}
+
+
+def _placement(options: dict[str, Any], what: str) -> None:
+    unknown = sorted(set(options) - _PLACEMENT)
+    if unknown:
+        raise TorchTypeError(f"{what}() got an unexpected keyword argument '{unknown[0]}'")
+    if options.get("out") is not None:
+        raise UnsupportedError(f"{what}(out=...) writes into a tensor in place; use the result instead")
+    layout = options.get("layout")
+    if layout is not None and "strided" not in str(layout):
+        raise UnsupportedError(f"{what}(layout={layout}) is not supported: symgrad tensors are dense")
 
 
 def _size(size: tuple) -> tuple:
@@ -55,17 +71,20 @@ def _number_dtype(value: Any) -> str:
     return "int64" if isinstance(value, (int, np.integer)) else "float32"
 
 
-def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*size: Any, dtype: Any = None, requires_grad: bool = False, **placement: Any) -> Tensor:
     """Zeros of ``size`` (ints, or dimension symbols for a ``full`` node a law can use)."""
+    _placement(placement, "zeros")
     return _filled(_size(size), 0, dtype_name(dtype) or "float32", requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*size: Any, dtype: Any = None, requires_grad: bool = False, **placement: Any) -> Tensor:
+    _placement(placement, "ones")
     return _filled(_size(size), 1, dtype_name(dtype) or "float32", requires_grad)
 
 
-def full(size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def full(size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, **placement: Any) -> Tensor:
     """``fill_value`` everywhere; the dtype follows the value (int64, bool, float32) unless given."""
+    _placement(placement, "full")
     return _filled(_size((size,)), fill_value, dtype_name(dtype) or _number_dtype(fill_value), requires_grad)
 
 
@@ -74,8 +93,9 @@ def empty(*size: Any, **kwargs: Any) -> Tensor:
     raise UnsupportedError("torch.empty gives uninitialised memory, which has no value to compute with; use zeros")
 
 
-def eye(n: Any, m: Any = None, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def eye(n: Any, m: Any = None, *, dtype: Any = None, requires_grad: bool = False, **placement: Any) -> Tensor:
     """The n×m identity (n×n by default; an ``eye`` node for a symbolic n)."""
+    _placement(placement, "eye")
     kind = dtype_name(dtype) or "float32"
     if m is None and not isinstance(n, int):
         if requires_grad:
@@ -88,9 +108,12 @@ def eye(n: Any, m: Any = None, *, dtype: Any = None, requires_grad: bool = False
     return constant(values.astype(int).tolist(), shape=(rows, cols), dtype=kind)
 
 
-def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def arange(
+    start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, requires_grad: bool = False, **placement: Any
+) -> Tensor:
     """start, start + step, … below end (int64 for integers, else float32), with torch's numbers: each is
     rounded once from the exact start + i·step, per vector of its CPU kernel."""
+    _placement(placement, "arange")
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -118,9 +141,12 @@ def _vectorised_range(start: float, step: float, count: int) -> list[float]:
     return out
 
 
-def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def linspace(
+    start: Any, end: Any, steps: int, *, dtype: Any = None, requires_grad: bool = False, **placement: Any
+) -> Tensor:
     """``steps`` evenly spaced numbers from start to end, as torch computes them: from start for the first
     half, from end for the second."""
+    _placement(placement, "linspace")
     if steps < 0:
         raise TorchRuntimeError("linspace(): number of steps must be non-negative")
     kind = dtype_name(dtype) or "float32"
@@ -143,16 +169,21 @@ def _values(values: list, shape: tuple, kind: str, requires_grad: bool) -> Tenso
     return constant(np.array(numbers, dtype=object).reshape(shape), dtype=kind)
 
 
-def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def full_like(
+    input: Tensor, fill_value: Any, *, dtype: Any = None, requires_grad: bool = False, **placement: Any
+) -> Tensor:
     """``fill_value`` shaped like ``input`` (a ``full`` node when its shape is symbolic)."""
+    _placement(placement, "full_like")
     return _filled(tuple(input.shape), fill_value, dtype_name(dtype) or input.dtype, requires_grad)
 
 
-def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def ones_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, **placement: Any) -> Tensor:
+    _placement(placement, "ones_like")
     return full_like(input, 1, dtype=dtype, requires_grad=requires_grad)
 
 
-def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, **placement: Any) -> Tensor:
+    _placement(placement, "zeros_like")
     return full_like(input, 0, dtype=dtype, requires_grad=requires_grad)
 
 
@@ -197,27 +228,36 @@ def _drawn(draw: str, shape: tuple, kind: str, requires_grad: bool, generator: A
     return constant(np.asarray(values, dtype=float).tolist(), shape=shape, dtype=kind)
 
 
-def randn(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def randn(
+    *size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False, **placement: Any
+) -> Tensor:
     """Standard normal numbers (float32 by default, as torch's: the same bits, held as float64)."""
+    _placement(placement, "randn")
     return _drawn("randn", _size(size), dtype_name(dtype) or "float32", requires_grad, generator)
 
 
-def rand(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def rand(*size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False, **placement: Any) -> Tensor:
     """Uniform numbers in [0, 1), as torch's."""
+    _placement(placement, "rand")
     return _drawn("rand", _size(size), dtype_name(dtype) or "float32", requires_grad, generator)
 
 
-def randint(*args: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def randint(
+    *args: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False, **placement: Any
+) -> Tensor:
     """Integers in [low, high): ``randint(high, size)`` or ``randint(low, high, size)``, int64 by default."""
+    _placement(placement, "randint")
     low, high, size = (0, *args) if len(args) == 2 else args
     return _drawn("randint", _size((size,)), dtype_name(dtype) or "int64", requires_grad, generator, low=low, high=high)
 
 
-def randn_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def randn_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, **placement: Any) -> Tensor:
+    _placement(placement, "randn_like")
     return _drawn("randn", tuple(input.shape), dtype_name(dtype) or input.dtype, requires_grad, None)
 
 
-def rand_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def rand_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, **placement: Any) -> Tensor:
+    _placement(placement, "rand_like")
     return _drawn("rand", tuple(input.shape), dtype_name(dtype) or input.dtype, requires_grad, None)
 
 

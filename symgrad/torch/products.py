@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 from ..core.dims import format_shape as _format_shape
 from ..core.dims import normalize_dims
 from ..core.errors import ShapeError as _ShapeError
-from ..core.errors import TorchRuntimeError, TorchTypeError
+from ..core.errors import TorchRuntimeError, TorchTypeError, TorchValueError
 from ..core.errors import UnsupportedError as _UnsupportedError
 from ..core.tensor import Tensor, apply, wrap
 from ..ops.linalg import LETTERS as _LETTERS
@@ -84,9 +85,37 @@ def _einsum_subscripts(equation: str, shapes: list) -> str:
     return f"{','.join(subscripts)}->{output}"
 
 
-def einsum(equation: str, *operands: Any) -> Tensor:
+def _sublist_equation(arguments: tuple) -> tuple[str, tuple]:
+    """torch's sublist form, ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, as an equation and its operands."""
+    output = arguments[-1] if len(arguments) % 2 else None  # (operand, sublist) pairs, then maybe the output's
+    pairs = arguments[:-1] if output is not None else arguments
+    operands, subscripts = pairs[0::2], pairs[1::2]
+
+    def letters(sublist: Any) -> str:
+        if not isinstance(sublist, (list, tuple)):
+            raise TorchTypeError(f"einsum(): a sublist must be a list of ints, not {type(sublist).__name__}")
+        out = ""
+        for item in sublist:
+            if item is Ellipsis:
+                out += "..."
+            elif isinstance(item, int) and not isinstance(item, bool) and 0 <= item < 52:
+                out += string.ascii_letters[item]
+            else:
+                raise TorchValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
+        return out
+
+    equation = ",".join(letters(sub) for sub in subscripts)
+    if output is not None:
+        equation += "->" + letters(output)
+    return equation, tuple(operands)
+
+
+def einsum(equation: Any, *operands: Any) -> Tensor:
     """Einstein summation of any number of operands, e.g. ``einsum("ij,jk->ik", a, b)``, with ``...``,
-    diagonals (``"ii->i"``) and torch's broadcasting of size-1 dims."""
+    diagonals (``"ii->i"``) and torch's broadcasting of size-1 dims; also in torch's sublist form,
+    ``einsum(a, [0, 1], b, [1, 2])``."""
+    if isinstance(equation, Tensor):
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not isinstance(equation, str):

@@ -26,10 +26,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import torch as symbolic_torch
 from ..core.constructors import symbols, tensor
 from ..core.dims import dims
-from ..core.errors import SymgradError, UnsupportedError
+from ..core.errors import (
+    InternalError,
+    SymbolicShapeError,
+    SymgradError,
+    UnsupportedError,
+    ValuesUnknownError,
+    WorkBudgetError,
+)
 from ..core.tensor import Tensor, constant
 from .nn.modules.module import leaf_name
 
@@ -115,7 +124,7 @@ def _symbolic_function(func: Callable) -> tuple[str, Any]:
         return "function", getattr(symbolic_torch.nn.functional, name, None)
     if module == "torch.linalg" or "linalg" in module:
         return "function", getattr(symbolic_torch.linalg, name.removeprefix("linalg_"), None)
-    if module == "torch" or qualname.startswith("_VariableFunctionsClass."):
+    if module in ("torch", "torch.functional") or qualname.startswith("_VariableFunctionsClass."):
         # F.conv2d, F.max_pool2d, … are torch.conv2d, torch.max_pool2d, … themselves
         found = getattr(symbolic_torch, name, None) or getattr(symbolic_torch.nn.functional, name, None)
         return "function", found
@@ -142,12 +151,12 @@ class _Recorder:
                 known = _constant_of(value)
                 self.bind(value, known)
             return known
+        if isinstance(value, torch.Size):  # a tuple too, but one of ints: its symbolic sizes make a plain tuple
+            return tuple(self.to_symbolic(v) for v in value)
         if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
             return type(value)(self.to_symbolic(v) for v in value)
         if isinstance(value, torch.dtype):
             return str(value).replace("torch.", "")
-        if isinstance(value, torch.Size):
-            return tuple(self.to_symbolic(v) for v in value)
         if isinstance(value, SizeInt):
             return value.symbolic
         return value
@@ -208,8 +217,23 @@ def _constant_of(value: Any) -> Tensor:
 
     data = value.detach().cpu()
     if data.dtype.is_floating_point:
-        return constant(data.double().tolist(), dtype=str(data.dtype).replace("torch.", ""))
-    return constant(data.tolist(), dtype="bool" if data.dtype == torch.bool else "int64")
+        return constant(_numbers(data.double()), dtype=str(data.dtype).replace("torch.", ""))
+    return constant(_numbers(data.long()), dtype="bool" if data.dtype == torch.bool else "int64")
+
+
+def _numbers(data: Any) -> Any:
+    """A tensor's numbers as nested lists; an empty one as an array of its shape (tolist() of a (5, 0, 5) tensor
+    is [[], [], [], [], []], which reads back as (5, 0))."""
+    return data.tolist() if data.numel() else np.zeros(tuple(data.shape), dtype=object)
+
+
+# What symgrad says on purpose when it cannot follow a call torch made: a refusal. Anything else it raises there
+# (torch's own errors for a call torch ran, a TypeError from inside) is a bug, reported as InternalError.
+REFUSALS = (UnsupportedError, WorkBudgetError, SymbolicShapeError, ValuesUnknownError)
+
+
+def _name(func: Callable) -> str:
+    return getattr(func, "__name__", None) or str(func)
 
 
 def _mode(recorder: _Recorder) -> Any:
@@ -220,7 +244,8 @@ def _mode(recorder: _Recorder) -> Any:
             kwargs = kwargs or {}
             real = func(*args, **kwargs)
             kind, target = _symbolic_function(func)
-            if kind in ("attribute", "method") and target in _PLAIN:
+            if kind in ("attribute", "method") and (target in _PLAIN or not _holds_tensor(real)):
+                # what a tensor says of itself (x.is_nested, x.dim()): the real answer is the answer
                 return _sizes(real, recorder.symbolic.get(id(args[0])), target, args, kwargs)
             if kind == "function" and not _holds_tensor((args, kwargs)):
                 if target is None or not _holds_size((args, kwargs)):
@@ -239,9 +264,13 @@ def _mode(recorder: _Recorder) -> Any:
                     if target is None:
                         raise UnsupportedError(f"symgrad has no {getattr(func, '__name__', func)}")
                     result = target(*sym_args, **sym_kwargs)
-            except SymgradError as error:
-                name = getattr(func, "__name__", str(func))
-                raise UnsupportedError(f"{name} ({_user_line()}): {error}") from None
+            except REFUSALS as error:
+                raise UnsupportedError(f"{_name(func)} ({_user_line()}): {error}") from None
+            except Exception as error:  # torch ran this call: any other error of symgrad's is a bug of symgrad's
+                raise InternalError(
+                    f"{_name(func)} ({_user_line()}): symgrad failed where torch did not, with "
+                    f"{type(error).__name__}: {' '.join(str(error).split())} (a bug in symgrad: please report it)"
+                ) from error
             recorder.record(real, result)
             return real
 
@@ -255,7 +284,7 @@ def _leaf(real: Any, name: str, symbolic_dims: Mapping[int, str] | None, require
             dims(symbolic_dims[axis])[0] if axis in symbolic_dims else int(size) for axis, size in enumerate(real.shape)
         )
         return symbols(name, shape, requires_grad=requires_grad, dtype=dtype)
-    values = real.detach().cpu().double().tolist()
+    values = _numbers(real.detach().cpu().double())
     return tensor(values, name=name, requires_grad=requires_grad and real.dtype.is_floating_point, dtype=dtype)
 
 

@@ -1734,7 +1734,13 @@ def cpu_limit(seconds: float):
 def symgrad_failure(error: BaseException) -> Outcome:
     if isinstance(error, CaseTimeoutError):
         return Outcome("timeout", str(error))
-    if isinstance(error, sg.SymgradError) and "the emitted module is not valid Python" not in str(error):
+    # torch's own errors raised where torch raised none, and bugs caught in symgrad's last line of defence, are failures
+    unexpected = isinstance(error, (sg.TorchError, sg.InternalError))
+    if (
+        isinstance(error, sg.SymgradError)
+        and not unexpected
+        and "the emitted module is not valid Python" not in str(error)
+    ):
         return Outcome("refusal", f"{type(error).__name__}: {error}")  # the other is a bug of the emitter
     return Outcome("exception", "".join(traceback.format_exception(error, limit=-4)))
 

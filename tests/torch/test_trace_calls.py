@@ -1,0 +1,99 @@
+"""sg.trace on the calls real code makes: what a tensor says of itself, creation with a device, torch's other
+spellings (einsum's sublists), empty tensors, sizes spliced into a shape; and the last line of defence: an
+exception from inside symgrad reaches the user as one InternalError naming the call and the line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+import symgrad.torch as storch
+
+torch = pytest.importorskip("torch")
+F64 = torch.float64
+
+
+def _same_gradients(fn, *inputs, dynamic_shapes=None):
+    """Trace ``fn``; its output and the VJP of every input equal torch's."""
+    traced = sg.trace(fn, *inputs, dynamic_shapes=dynamic_shapes)
+    leaves = [x.detach().clone().requires_grad_() for x in inputs]
+    out = fn(*leaves)
+    out.backward(torch.ones_like(out))
+    assert traced.output.shape == tuple(out.shape)
+    if dynamic_shapes:
+        return traced
+    np.testing.assert_allclose(_numbers(traced.output), out.detach().numpy(), rtol=1e-12, atol=1e-12)
+    grads = sg.vjp(traced.output, traced.inputs, storch.ones_like(traced.output))
+    for ours, leaf in zip(grads, leaves, strict=True):
+        np.testing.assert_allclose(_numbers(ours), leaf.grad.numpy(), rtol=1e-12, atol=1e-12)
+    return traced
+
+
+def _numbers(t: sg.Tensor) -> np.ndarray:
+    return np.asarray(t.tolist(), dtype=float).reshape(t.shape)
+
+
+def test_what_a_tensor_says_of_itself_is_torchs_answer():
+    def fn(x):
+        assert not x.is_nested and not x.is_sparse and x.dim() == 2 and x.is_floating_point()
+        return (x * 2).sum()
+
+    _same_gradients(fn, torch.randn(2, 3, dtype=F64))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, b: torch.einsum("ij,jk->ik", a, b).sum(),
+        lambda a, b: torch.einsum(a, [0, 1], b, [1, 2]).tanh().sum(),
+        lambda a, b: torch.einsum(a, [0, 1], b, [1, 2], [2, 0]).sin().sum(),
+        lambda a, b: torch.einsum(a, [0, ...], [...]).sum() * b.sum(),
+    ],
+    ids=["equation", "sublists", "sublists with output", "sublists with ellipsis"],
+)
+def test_einsum_in_both_of_torchs_spellings(fn):
+    _same_gradients(fn, torch.randn(2, 3, dtype=F64), torch.randn(3, 2, dtype=F64))
+
+
+@pytest.mark.parametrize("shape", [(5, 0, 5), (0, 2), (3, 0)])
+def test_an_empty_input_keeps_its_shape(shape):
+    """tolist() of a (5, 0, 5) tensor is [[], [], [], [], []]: the tracer made it (5, 0)."""
+    traced = _same_gradients(lambda x: x.repeat(2, 1, *([1] * (len(shape) - 2))) * 3, torch.randn(shape, dtype=F64))
+    assert traced.inputs[0].shape == shape
+
+
+def test_creation_takes_a_device_and_a_symbolic_size():
+    def fn(x):
+        return (x + torch.zeros(x.shape[0], 3, device=x.device, dtype=x.dtype)).tanh().sum()
+
+    traced = _same_gradients(fn, torch.randn(2, 3, dtype=F64), dynamic_shapes={"x": {0: "m"}})
+    (m,) = sg.dims("m")
+    assert traced.output.shape == () and traced.inputs[0].shape == (m, 3)
+
+
+def test_a_shape_spliced_from_symbolic_sizes():
+    """x.shape[:-1] + (-1, 2), as rotary embeddings write it, at a symbolic batch."""
+    traced = _same_gradients(
+        lambda x: (x.reshape(x.shape[:-1] + (-1, 2)) ** 2).sum(),
+        torch.randn(3, 4, dtype=F64),
+        dynamic_shapes={"x": {0: "m"}},
+    )
+    (grad,) = sg.law(traced.output, traced.inputs)
+    assert sg.prove(traced.output, traced.inputs, laws=[grad]).held
+
+
+def test_an_exception_inside_symgrad_is_one_internal_error_naming_the_call_and_the_line(monkeypatch):
+    """Whatever goes wrong inside symgrad where torch ran the call is a bug of symgrad's: one line, with the torch
+    function and the user's line, never a bare KeyError from deep inside."""
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(storch, "tanh", broken)
+    with pytest.raises(sg.InternalError) as caught:
+        sg.trace(lambda x: torch.tanh(x).sum(), torch.randn(2, dtype=F64))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith("tanh (") and "test_trace_calls.py, line" in message
+    assert "KeyError: 'a bug'" in message and "a bug in symgrad" in message
