@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import keyword
 import linecache
+import os
 import re
 import sys
 import unicodedata
@@ -426,8 +427,9 @@ def count_uses(roots: Sequence[Tensor]) -> Counter:
     return uses
 
 
-def shape_checks(inputs: Sequence[Tensor]) -> tuple[list[str], dict]:
-    """``if`` statements that reject inputs of the wrong shape, and where each symbolic size is read."""
+def shape_checks(inputs: Sequence[Tensor], guards: Sequence = ()) -> tuple[list[str], dict]:
+    """``if`` statements that reject inputs of the wrong shape, and where each symbolic size is read; ``guards``
+    (a traced graph's decisions on sizes, see :class:`symgrad.torch.sizes.Guard`) are checked too."""
     checks, sources, compound = [], {}, []
     for t in inputs:
         expected = format_shape(t.shape)
@@ -460,8 +462,30 @@ def shape_checks(inputs: Sequence[Tensor]) -> tuple[list[str], dict]:
             )
         source = size_source(d.xreplace({name: sympy.Symbol(sources[name]) for name in d.free_symbols}))
         checks.append((f"{here} != {source}", f"{t.name} has shape {{tuple({t.name}.shape)}}, expected {expected}"))
+    for guard in guards:
+        relation = guard.relation
+        unread = sorted(str(name) for name in relation.free_symbols if name not in sources)
+        if unread:
+            raise SymgradError(f"the traced code decides on the size {unread[0]}, which no input has")
+        here = {name: sympy.Symbol(sources[name]) for name in relation.free_symbols}
+        left, right = (size_source(side.xreplace(here)) for side in (relation.lhs, relation.rhs))
+        shapes = ", ".join(f"{{tuple({t.name}.shape)}}" for t in inputs if relation.free_symbols & set(dims_in(t)))
+        path, _, line = guard.site.partition(", line ")
+        site = f"{os.path.basename(path)}, line {line}" if line else guard.site  # no folders of this machine
+        why = docstring_safe(site).replace("{", "{{").replace("}", "}}").replace('"', "'")
+        checks.append(
+            (
+                f"not {left} {relation.rel_op} {right}",
+                f"shapes {shapes}: the traced code holds only where {relation} (it decides so at {why})",
+            )
+        )
     lines = [f'if {cond}:\n        raise ValueError(f"{msg}")' for cond, msg in checks]
     return lines, sources
+
+
+def dims_in(t: Tensor) -> set:
+    """The dimension symbols in ``t``'s shape."""
+    return {s for d in t.shape if not isinstance(d, int) for s in d.free_symbols}
 
 
 def dim_lines(sources: dict, statements: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

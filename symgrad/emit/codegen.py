@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any
 
 from ..core.constructors import symbols_like
 from ..core.dims import format_shape
@@ -31,6 +32,7 @@ from ..core.tensor import Tensor
 from ..derive.forward import jvp
 from ..derive.reverse import law
 from ..derive.simplify import simplify
+from ..torch.trace_effects import BatchNormUpdate
 from ..torch.tracing import Trace
 from ..version import __version__
 from .code_text import (
@@ -74,10 +76,20 @@ class Plan:
     helpers: list[str] = field(default_factory=list)  # the module's helper functions its code calls
     aten_kernels: list[str] = field(default_factory=list)
     gradients_text: list[tuple[str, str, str]] = field(default_factory=list)
+    updates: list[str] = field(default_factory=list)  # what the forward does to the model's buffers, in order
 
 
-def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Plan:
-    """Decide which nodes get names, which forward results are saved, and print every statement."""
+def plan(
+    output: Tensor,
+    wrt: Sequence[Tensor],
+    inputs: Sequence[Tensor],
+    guards: Sequence = (),
+    updates: Sequence = (),
+    buffer_names: Mapping[str, str] | None = None,
+) -> Plan:
+    """Decide which nodes get names, which forward results are saved, and print every statement; ``guards``
+    and ``updates`` are a trace's (see :class:`symgrad.torch.tracing.Trace`), ``buffer_names`` the input names
+    of the model's buffers by their paths."""
     names = [check_identifier(t.name, "input name") for t in inputs]
     sizes = [check_identifier(str(d), "dimension name") for d in dims_of([output, *inputs])]
     seen: dict[str, str] = {}
@@ -111,10 +123,11 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
             continue
         frontier |= {id(part) for part in node.inputs if id(part) in forward_nodes}
     frontier |= {id(g) for g in laws if id(g) in forward_nodes}
-    checks, sources = shape_checks(inputs)
+    checks, sources = shape_checks(inputs, guards)
     like = names[0]
 
-    # forward: name shared nodes and the intermediates the backward needs
+    # forward: name shared nodes, the intermediates the backward needs and what the buffers' updates read
+    update_inputs = {id(u.input) for u in updates if isinstance(u, BatchNormUpdate)}
     names_map: dict[int, str] = {id(t): t.name for t in inputs}
     printer = CodePrinter(names_map, like, fused=True, derivatives=False)  # torch's fused kernels where it has them
     forward_lines: list[tuple[str, str]] = []
@@ -132,7 +145,7 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
             continue
         if node is output or node.op is None or names_map.get(key):
             continue
-        if key in frontier or needs_name(node, uses, printer.doprint):
+        if key in frontier or key in update_inputs or needs_name(node, uses, printer.doprint):
             counter += 1
             label = f"t_{counter}"
             forward_lines.append((label, printer.doprint(node)))
@@ -142,6 +155,7 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     fitted, counter = fit_statement(output, "output", 8, names_map, printer, counter)
     forward_lines += fitted
     forward_result = printer.doprint(output)
+    update_lines = [_update_statement(u, printer, buffer_names or {}) for u in updates]
     names_map[id(output)] = "output"
 
     printer.like = "grad_output"  # new tensors in the backward follow the incoming gradient's dtype and device
@@ -166,10 +180,11 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
     gradients_text = _readable_lines(readable, wrt, [*names, *sizes])
     return Plan(
         inputs=names,
-        forward_dims=dim_lines(sources, [*forward_lines, ("", forward_result)]),
+        forward_dims=dim_lines(sources, [*forward_lines, ("", forward_result), *(("", u) for u in update_lines)]),
         backward_dims=dim_lines(sources, backward_lines),
         checks=checks,
         forward=forward_lines,
+        updates=update_lines,
         forward_result=forward_result,
         backward=backward_lines,
         results=results,
@@ -183,6 +198,24 @@ def plan(output: Tensor, wrt: Sequence[Tensor], inputs: Sequence[Tensor]) -> Pla
         aten_kernels=sorted(printer.aten_kernels | jvp_printer.aten_kernels),
         gradients_text=gradients_text,
     )
+
+
+def _update_statement(update: Any, printer: CodePrinter, buffer_names: Mapping[str, str]) -> str:
+    """One buffer update as a statement: torch's batch_norm kernel for running statistics (with no weight and
+    bias it only updates them, bit for bit as the model's own call does), else ``buffer.copy_(new value)``."""
+    if isinstance(update, BatchNormUpdate):
+        stats = [buffer_names[p] if p is not None else "None" for p in (update.running_mean, update.running_var)]
+        source = printer.doprint(update.input)
+        return (
+            f"torch.batch_norm({source}, None, None, {stats[0]}, {stats[1]}, True, {update.momentum!r}, "
+            f"{update.eps!r}, False)"
+        )
+    name, value = buffer_names[update.buffer], update.value
+    if value.op is not None and value.op.name in ("add", "mul") and value.inputs[0].name == name:
+        step = value.inputs[1]  # buffer += step, buffer *= step: torch's in-place spelling
+        if step.op is None and not step.shape and uniform_constant(step) is not None:
+            return f"{name}.{value.op.name}_({printer.doprint(step)})"
+    return f"{name}.copy_({printer.doprint(value)})"
 
 
 def _readable_lines(laws: Sequence[Tensor], wrt: Sequence[Tensor], taken: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -225,6 +258,10 @@ def codegen(
     ``hvp(<inputs>, <one tangent v_<x> per wrt input>)`` or ``hessian(<inputs>)``: see
     :mod:`.curvature_code`.
     """
+    guards: list = []
+    updates: list = []
+    modes: dict[str, bool] = {}
+    buffer_names: dict[str, str] = {}
     if isinstance(output, Trace):
         traced = output
         leaves = {**traced.parameters, **traced.buffers}
@@ -234,6 +271,8 @@ def codegen(
         parameters = {leaf.name: path for path, leaf in traced.parameters.items()}
         buffers = {leaf.name: path for path, leaf in traced.buffers.items()}
         style = style if style in STYLES else "autograd_function"
+        guards, updates, modes = traced.guards, traced.updates, traced.modes
+        buffer_names = {path: leaf.name for path, leaf in traced.buffers.items()}
     if wrt is None:
         raise SymgradError("codegen() needs wrt: the tensors to differentiate with respect to")
     style = style.replace("-", "_")
@@ -248,7 +287,7 @@ def codegen(
     if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name or ""):
         raise SymgradError(f"module name {name!r} must be a CamelCase identifier")
     inputs = list(inputs) if inputs is not None else list(output.leaves().values())
-    p = plan(output, list(wrt), inputs)
+    p = plan(output, list(wrt), inputs, guards, updates, buffer_names)
     shapes = ", ".join(f"{t.name}: {format_shape(t.shape)}" for t in inputs)
     owned = {**(parameters or {}), **(buffers or {})}
     module_args = [
@@ -266,6 +305,7 @@ def codegen(
     expression = expression or TorchPrinter().doprint(output)
     context = {
         "module_args": module_args if owned and style == "autograd_function" else [],
+        "modes": modes,
         "data_inputs": [t.name for t in inputs if t.name not in owned],
         "plan": p,
         "name": name,

@@ -19,9 +19,10 @@ values, exactly as it would without symgrad; the symbolic graph records what hap
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,14 +34,28 @@ from ..core.constructors import symbols, tensor
 from ..core.dims import dims
 from ..core.errors import (
     InternalError,
+    ShapeError,
     SymbolicShapeError,
     SymgradError,
     UnsupportedError,
     ValuesUnknownError,
     WorkBudgetError,
 )
+from ..core.graph import dims_of, topological_all
 from ..core.tensor import Tensor, constant
 from .nn.modules.module import leaf_name
+from .nn.normalization import running_statistics
+from .sizes import Guard, Guards, SizeInt, holds_size, sizes_answer
+from .trace_effects import (
+    VALUE_READS,
+    Assign,
+    BatchNormUpdate,
+    check_update,
+    check_value_read,
+    modes_that_matter,
+    out_of_place,
+    without_inplace,
+)
 
 # Tensor attributes and methods whose result is not a tensor: the real answer is the answer.
 _PLAIN = {
@@ -52,41 +67,6 @@ _PLAIN = {
 _HERE = Path(__file__).resolve().parents[1]
 
 
-class SizeInt(int):
-    """A size read off a traced tensor whose dimension is symbolic: the example's number for torch, and
-    the dimension (``m``) for symgrad. Arithmetic keeps both, so ``x.shape[0] * 2`` stays ``2 m``."""
-
-    def __new__(cls, value: int, symbolic: Any) -> SizeInt:
-        out = super().__new__(cls, value)
-        out.symbolic = symbolic
-        return out
-
-    def _both(self, other: Any, combine: Callable) -> Any:
-        if isinstance(other, bool) or not isinstance(other, int):
-            return combine(int(self), other)
-        theirs = other.symbolic if isinstance(other, SizeInt) else other
-        return SizeInt(combine(int(self), int(other)), combine(self.symbolic, theirs))
-
-    def __add__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: a + b)
-
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: a - b)
-
-    def __rsub__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: b - a)
-
-    def __mul__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: a * b)
-
-    __rmul__ = __mul__
-
-    def __floordiv__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: a // b)
-
-
 @dataclass
 class Trace:
     """What :func:`trace` returns: the symbolic output, the leaves for the inputs and the parameters."""
@@ -95,6 +75,11 @@ class Trace:
     inputs: list[Tensor]
     parameters: dict[str, Tensor] = field(default_factory=dict)
     buffers: dict[str, Tensor] = field(default_factory=dict)
+    guards: list[Guard] = field(default_factory=list)  # decisions on symbolic sizes its graph holds under
+    # what a run of the model does to its buffers (trace_effects.BatchNormUpdate, Assign), in the order it does it
+    updates: list[Any] = field(default_factory=list)
+    # the training flag, at trace time, of each submodule whose computation depends on it (BatchNorm, Dropout, …)
+    modes: dict[str, bool] = field(default_factory=dict)
 
 
 def _user_line() -> str:
@@ -137,6 +122,19 @@ class _Recorder:
     def __init__(self) -> None:
         self.symbolic: dict[int, Tensor] = {}
         self.kept: list[Any] = []  # the real tensors mapped, kept alive so that their ids stay theirs
+        self.sites: dict[int, str] = {}  # id of a symbolic result -> the user's line that made it
+        self.viewed: set[int] = set()  # ids of real tensors that some view shares storage with
+        self.buffer_paths: dict[int, str] = {}  # id of a real buffer -> its path in the model
+        self.effects: list[Any] = []  # running statistics' updates (trace_effects.BatchNormUpdate)
+
+    def note_views(self, real: Any) -> None:
+        """Remember the storage a view shares, so that an in-place update of either is refused."""
+        import torch
+
+        for value in _flat(real):
+            if isinstance(value, torch.Tensor) and value._is_view():
+                self.viewed.add(id(value._base))
+                self.kept.append(value._base)
 
     def bind(self, real: Any, symbolic: Tensor) -> None:
         self.symbolic[id(real)] = symbolic
@@ -171,35 +169,6 @@ class _Recorder:
                 self.record(r, s)
 
 
-def _sizes(real: Any, symbolic: Tensor | None, what: str, args: tuple, kwargs: dict) -> Any:
-    """``x.shape`` / ``x.size(...)``: the real sizes, carrying the symbolic dimensions of a traced tensor."""
-    import torch
-
-    if symbolic is None or what not in ("shape", "size") or all(isinstance(d, int) for d in symbolic.shape):
-        return real
-    sizes = [
-        SizeInt(int(n), d) if not isinstance(d, int) else int(n) for n, d in zip(real_shape(args[0]), symbolic.shape)
-    ]
-    if isinstance(real, torch.Size):
-        return torch.Size(sizes)
-    dim = args[1] if len(args) > 1 else kwargs.get("dim")
-    return sizes[dim] if isinstance(real, int) and dim is not None else real
-
-
-def real_shape(t: Any) -> tuple:
-    return tuple(t.shape)
-
-
-def _holds_size(value: Any) -> bool:
-    if isinstance(value, SizeInt):
-        return True
-    if isinstance(value, dict):
-        return any(_holds_size(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_size(v) for v in value)
-    return False
-
-
 def _holds_tensor(value: Any) -> bool:
     import torch
 
@@ -232,6 +201,12 @@ def _numbers(data: Any) -> Any:
 REFUSALS = (UnsupportedError, WorkBudgetError, SymbolicShapeError, ValuesUnknownError)
 
 
+def _dims_in(value: Any, recorder: _Recorder) -> list[str]:
+    """The symbolic dims of the traced tensors among a call's arguments, by name."""
+    found = {str(s) for t in _flat(recorder.to_symbolic(value)) if isinstance(t, Tensor) for s in dims_of([t])}
+    return sorted(found)
+
+
 def _name(func: Callable) -> str:
     return getattr(func, "__name__", None) or str(func)
 
@@ -241,40 +216,140 @@ def _mode(recorder: _Recorder) -> Any:
 
     class SymbolicMode(TorchFunctionMode):
         def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-            kwargs = kwargs or {}
-            real = func(*args, **kwargs)
-            kind, target = _symbolic_function(func)
-            if kind in ("attribute", "method") and (target in _PLAIN or not _holds_tensor(real)):
-                # what a tensor says of itself (x.is_nested, x.dim()): the real answer is the answer
-                return _sizes(real, recorder.symbolic.get(id(args[0])), target, args, kwargs)
-            if kind == "function" and not _holds_tensor((args, kwargs)):
-                if target is None or not _holds_size((args, kwargs)):
-                    return real  # made from numbers alone (torch.zeros(2, 3)): a constant when it is used
-            try:
-                sym_args = recorder.to_symbolic(args)
-                sym_kwargs = {k: recorder.to_symbolic(v) for k, v in kwargs.items()}
-                if kind == "attribute":
-                    result = getattr(sym_args[0], target)
-                elif kind == "method":
-                    method = getattr(Tensor, target, None)
-                    if method is None:
-                        raise UnsupportedError(f"symgrad has no Tensor.{target}")
-                    result = method(*sym_args, **sym_kwargs)
-                else:
-                    if target is None:
-                        raise UnsupportedError(f"symgrad has no {getattr(func, '__name__', func)}")
-                    result = target(*sym_args, **sym_kwargs)
-            except REFUSALS as error:
-                raise UnsupportedError(f"{_name(func)} ({_user_line()}): {error}") from None
-            except Exception as error:  # torch ran this call: any other error of symgrad's is a bug of symgrad's
-                raise InternalError(
-                    f"{_name(func)} ({_user_line()}): symgrad failed where torch did not, with "
-                    f"{type(error).__name__}: {' '.join(str(error).split())} (a bug in symgrad: please report it)"
-                ) from error
-            recorder.record(real, result)
-            return real
+            return _call(recorder, func, args, kwargs or {})
 
     return SymbolicMode()
+
+
+def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """One torch call under the trace: run it for real, and make the same call on the symbolic tensors."""
+    kind, target = _symbolic_function(func)
+    name = _name(func)
+    if kind in ("attribute", "method") and target in VALUE_READS:
+        check_value_read(f"{target}()", recorder.symbolic.get(id(args[0])), _user_line())
+    if kind == "function" and name == "batch_norm" and _batch_norm_updates(args, kwargs):
+        return _batch_norm(recorder, func, args, kwargs)
+    updated = out_of_place(kind, target if kind != "function" else name)
+    if kind == "method" and target == "__setitem__":
+        raise UnsupportedError(
+            f"__setitem__ ({_user_line()}): x[...] = value assigns into a tensor in place, which symgrad does not "
+            "follow; build the tensor with torch.cat, torch.where or index_put instead"
+        )
+    if updated is not None and kind == "function" and target is None:
+        target = _symbolic_function_named(func, updated)
+    if updated is not None and kind == "method":
+        target = updated
+    if updated is not None or kwargs.get("inplace"):
+        check_update(args[0], recorder.viewed, name, _user_line())
+        symbolic = (
+            recorder.to_symbolic(args),
+            {k: recorder.to_symbolic(v) for k, v in without_inplace(kwargs).items()},
+        )
+    else:
+        symbolic = None
+    real = func(*args, **kwargs)
+    recorder.note_views(real)
+    if kind in ("attribute", "method") and (target in _PLAIN or (real is not None and not _holds_tensor(real))):
+        # what a tensor says of itself (x.is_nested, x.dim()): the real answer is the answer
+        return sizes_answer(real, recorder.symbolic.get(id(args[0])), target, args, kwargs)
+    if kind == "function" and not _holds_tensor((args, kwargs)):
+        if target is None or not holds_size((args, kwargs)):
+            return real  # made from numbers alone (torch.zeros(2, 3)): a constant when it is used
+    result = _symbolic_call(recorder, func, kind, target, args, kwargs, symbolic)
+    recorder.record(real, result)
+    if isinstance(result, Tensor):
+        recorder.sites[id(result)] = _user_line()
+    return real
+
+
+def _symbolic_call(
+    recorder: _Recorder, func: Callable, kind: str, target: Any, args: tuple, kwargs: dict, symbolic: tuple | None
+) -> Any:
+    """The call on the symbolic tensors (``symbolic``: the arguments, converted before an in-place call ran)."""
+    try:
+        sym_args, sym_kwargs = symbolic or (
+            recorder.to_symbolic(args),
+            {k: recorder.to_symbolic(v) for k, v in kwargs.items()},
+        )
+        if kind == "attribute":
+            return getattr(sym_args[0], target)
+        if kind == "method":
+            method = getattr(Tensor, target, None)
+            if method is None:
+                raise UnsupportedError(f"symgrad has no Tensor.{target}")
+            return method(*sym_args, **sym_kwargs)
+        if target is None:
+            raise UnsupportedError(f"symgrad has no {_name(func)}")
+        return target(*sym_args, **sym_kwargs)
+    except REFUSALS as error:
+        raise UnsupportedError(f"{_name(func)} ({_user_line()}): {error}") from None
+    except ShapeError as error:
+        symbolic_dims = _dims_in((args, kwargs), recorder)
+        if not symbolic_dims:
+            raise InternalError(
+                f"{_name(func)} ({_user_line()}): symgrad failed where torch did not, with {error} "
+                "(a bug in symgrad: please report it)"
+            ) from error
+        raise UnsupportedError(
+            f"{_name(func)} ({_user_line()}): torch runs it at the example's sizes, but not for every "
+            f"{', '.join(symbolic_dims)} ({error}); leave {', '.join(symbolic_dims)} out of dynamic_shapes"
+        ) from None
+    except Exception as error:  # torch ran this call: any other error of symgrad's is a bug of symgrad's
+        raise InternalError(
+            f"{_name(func)} ({_user_line()}): symgrad failed where torch did not, with "
+            f"{type(error).__name__}: {' '.join(str(error).split())} (a bug in symgrad: please report it)"
+        ) from error
+
+
+_BATCH_NORM = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+
+
+def _batch_norm_arguments(args: tuple, kwargs: dict) -> dict[str, Any]:
+    bound = dict(zip(_BATCH_NORM, args))
+    bound.update(kwargs)
+    return {"weight": None, "bias": None, "training": False, "momentum": 0.1, "eps": 1e-5, **bound}
+
+
+def _batch_norm_updates(args: tuple, kwargs: dict) -> bool:
+    """Whether an F.batch_norm call updates running statistics (training mode, with statistics to update)."""
+    given = _batch_norm_arguments(args, kwargs)
+    return bool(given["training"]) and (given["running_mean"] is not None or given["running_var"] is not None)
+
+
+def _batch_norm(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """F.batch_norm in training mode: the output from the batch's statistics, and the running statistics'
+    update, recorded for emitted code (torch's own kernel does it there) and followed by the buffers."""
+    given = _batch_norm_arguments(args, kwargs)
+    sym = {key: recorder.to_symbolic(value) for key, value in given.items()}
+    real = func(*args, **kwargs)
+    plain = {**sym, "running_mean": None, "running_var": None}
+    result = _symbolic_call(recorder, func, "function", symbolic_torch.nn.functional.batch_norm, (), {}, ((), plain))
+    new_mean, new_var = running_statistics(sym["input"], sym["running_mean"], sym["running_var"], given["momentum"])
+    paths = {}
+    for key, new in (("running_mean", new_mean), ("running_var", new_var)):
+        if given[key] is not None:
+            paths[key] = recorder.buffer_paths.get(id(given[key]))
+            recorder.record(given[key], new)
+    if any(path is None for path in paths.values()):
+        raise UnsupportedError(
+            f"batch_norm ({_user_line()}) updates running statistics that are not buffers of the traced model"
+        )
+    recorder.effects.append(
+        BatchNormUpdate(
+            sym["input"], paths.get("running_mean"), paths.get("running_var"), given["momentum"], given["eps"]
+        )
+    )
+    recorder.record(real, result)
+    recorder.sites[id(result)] = _user_line()
+    return real
+
+
+def _symbolic_function_named(func: Callable, name: str) -> Any:
+    """The :mod:`symgrad.torch` function of ``name`` where torch's ``func`` lives (relu for torch.relu_)."""
+    module = getattr(func, "__module__", None) or ""
+    if module in ("torch.nn.functional", "torch._C._nn"):
+        return getattr(symbolic_torch.nn.functional, name, None)
+    return getattr(symbolic_torch, name, None) or getattr(symbolic_torch.nn.functional, name, None)
 
 
 def _leaf(real: Any, name: str, symbolic_dims: Mapping[int, str] | None, requires_grad: bool) -> Tensor:
@@ -294,18 +369,59 @@ def trace(fn: Callable, *example_inputs: Any, dynamic_shapes: Mapping[str, Mappi
     The inputs are named after ``fn``'s parameters (``forward``'s for a module); ``dynamic_shapes`` makes
     sizes symbolic in torch.export's spelling, ``{"x": {0: "m"}}``, so the result has laws for every batch
     size. A torch function symgrad does not have stops the trace with its name and the line that called it.
+
+    The model is left as it was: its buffers (running statistics) and torch's random state are restored after
+    the run. With ``dynamic_shapes``, the code runs a second time at other sizes, and a trace whose calls depend
+    on the example's sizes (a loop over ``range(x.shape[1])``) is refused; decisions such as ``T <= block_size``
+    are kept in :attr:`Trace.guards`, which emitted modules check.
     """
     import torch
 
-    recorder = _Recorder()
     signature = inspect.signature(fn.forward if isinstance(fn, torch.nn.Module) else fn)
     names = [p.name for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     names += [f"x{i}" for i in range(len(names), len(example_inputs))]
-    shapes = dict(dynamic_shapes or {})
-    inputs = []
     for name, real in zip(names, example_inputs, strict=False):
         if not isinstance(real, torch.Tensor):
             raise SymgradError(f"trace() takes tensors as example inputs; {name} is a {type(real).__name__}")
+    shapes = {name: dict(axes) for name, axes in (dynamic_shapes or {}).items()}
+    unknown = sorted(set(shapes) - set(names[: len(example_inputs)]))
+    if unknown:
+        raise SymgradError(f"dynamic_shapes names {unknown[0]!r}, which is not an input of the traced function")
+    with _state_kept(fn):
+        first = _run(fn, example_inputs, names, shapes)
+    first.guards.check_symbolic()
+    if any(shapes.values()):
+        _probe(fn, example_inputs, names, shapes, first)
+    return Trace(
+        output=first.output,
+        inputs=first.inputs,
+        parameters=first.parameters,
+        buffers=first.buffers,
+        guards=list(first.guards.items),
+        updates=first.updates,
+        modes=modes_that_matter(fn),
+    )
+
+
+@dataclass
+class _Run:
+    """One run of the traced function: its graph, and the user's line for each node it made."""
+
+    output: Any
+    inputs: list[Tensor]
+    parameters: dict[str, Tensor]
+    buffers: dict[str, Tensor]
+    guards: Guards
+    sites: dict[int, str]
+    updates: list[Any]
+
+
+def _run(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: dict) -> _Run:
+    import torch
+
+    recorder = _Recorder()
+    inputs = []
+    for name, real in zip(names, example_inputs, strict=False):
         leaf = _leaf(real, name, shapes.get(name), requires_grad=real.requires_grad)
         recorder.bind(real, leaf)
         inputs.append(leaf)
@@ -317,7 +433,146 @@ def trace(fn: Callable, *example_inputs: Any, dynamic_shapes: Mapping[str, Mappi
         for name, real in fn.named_buffers():
             buffers[name] = _leaf(real, leaf_name(name), None, requires_grad=False)
             recorder.bind(real, buffers[name])
-    with _mode(recorder):
+            recorder.buffer_paths[id(real)] = name
+    guards = Guards(site=_user_line)
+    with guards.recording(), _mode(recorder):
         real_output = fn(*example_inputs)
     output = recorder.to_symbolic(real_output)
-    return Trace(output=output, inputs=inputs, parameters=parameters, buffers=buffers)
+    updates = list(recorder.effects)
+    owned = list(fn.named_buffers()) if isinstance(fn, torch.nn.Module) else []
+    by_kernel = {id(recorder.symbolic[id(real)]) for real in _updated_by_kernel(owned, recorder)}
+    for name, real in owned:
+        final = recorder.symbolic[id(real)]
+        if final is not buffers[name] and id(final) not in by_kernel:
+            updates.append(Assign(name, final))
+    return _Run(output, inputs, parameters, buffers, guards, recorder.sites, updates)
+
+
+def _updated_by_kernel(owned: list[tuple[str, Any]], recorder: _Recorder) -> list[Any]:
+    """The real buffers whose last update was a batch_norm's (emitted code runs torch's kernel for those)."""
+    paths = {p for e in recorder.effects for p in (e.running_mean, e.running_var) if p is not None}
+    return [real for name, real in owned if name in paths]
+
+
+@contextlib.contextmanager
+def _state_kept(fn: Callable) -> Iterator[None]:
+    """Run the traced code without a trace on the model: its buffers and torch's random state as they were."""
+    import torch
+
+    buffers = [(b, b.detach().clone()) for b in fn.buffers()] if isinstance(fn, torch.nn.Module) else []
+    random_state = torch.random.get_rng_state()
+    try:
+        yield
+    finally:
+        torch.random.set_rng_state(random_state)
+        with torch.no_grad():
+            for buffer, saved in buffers:
+                buffer.copy_(saved)
+
+
+def _probe(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: dict, first: _Run) -> None:
+    """Run the code again with each symbolic dim at another size (one more, else one fewer, within the guards)
+    and refuse the trace if it made other calls there: then its graph holds at the example's sizes only."""
+    sizes = _example_sizes(example_inputs, names, shapes)
+    for dim in sorted(sizes):
+        failures = []
+        for step in (1, -1):
+            other = {**sizes, dim: sizes[dim] + step}
+            if other[dim] < 1 or not _within(first.guards.items, other):
+                continue
+            resized = [_resized(x, shapes.get(n, {}), other) for n, x in zip(names, example_inputs, strict=False)]
+            try:
+                with _state_kept(fn):
+                    second = _run(fn, resized, names, shapes)
+            except SymgradError:
+                raise
+            except Exception as error:  # the code itself rejects this size: try the other one
+                failures.append(f"at {dim} = {other[dim]}: {type(error).__name__}: {' '.join(str(error).split())}")
+                continue
+            difference = _first_difference(first, second)
+            if difference is not None:
+                raise UnsupportedError(
+                    f"the traced code makes other calls at {dim} = {other[dim]} than at {dim} = {sizes[dim]} "
+                    f"({difference}): Python code that loops or decides on a symbolic size unrolls at the example's "
+                    f"size, so the graph would hold only there; leave {dim} out of dynamic_shapes"
+                )
+            break
+        else:
+            reason = "; ".join(failures) or "other sizes break the conditions it checks"
+            raise UnsupportedError(
+                f"the traced code runs only at {dim} = {sizes[dim]} ({reason}), so its graph cannot be symbolic "
+                f"in {dim}: leave it out of dynamic_shapes"
+            )
+
+
+def _example_sizes(example_inputs: Sequence[Any], names: list[str], shapes: dict) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for name, x in zip(names, example_inputs, strict=False):
+        for axis, dim in shapes.get(name, {}).items():
+            size = int(x.shape[axis])
+            if sizes.setdefault(dim, size) != size:
+                raise SymgradError(f"dynamic_shapes gives {dim} two sizes in the example: {sizes[dim]} and {size}")
+    return sizes
+
+
+def _within(guards: Sequence[Guard], sizes: Mapping[str, int]) -> bool:
+    values = {symbol: sizes.get(str(symbol), 0) for g in guards for symbol in g.relation.free_symbols}
+    return all(bool(g.relation.subs(values)) for g in guards)
+
+
+def _resized(x: Any, axes: Mapping[int, str], sizes: Mapping[str, int]) -> Any:
+    """``x`` with each symbolic axis grown (its first slices repeated) or cut to the size in ``sizes``: values
+    stay of the kinds the example has (class targets stay within their classes)."""
+    import torch
+
+    out = x.detach()
+    for axis, dim in axes.items():
+        now, wanted = out.shape[axis], sizes[dim]
+        if wanted <= now:
+            out = out.narrow(axis, 0, wanted)
+        elif now == 0:
+            out = out.new_zeros((*out.shape[:axis], wanted, *out.shape[axis + 1 :]))
+        else:
+            repeats = -(-wanted // now)
+            out = torch.cat([out] * repeats, axis).narrow(axis, 0, wanted)
+    return out.clone().requires_grad_(x.requires_grad)
+
+
+def _first_difference(first: _Run, second: _Run) -> str | None:
+    """Where two runs' graphs first differ (the call and the user's line), or None when they are the same."""
+    a, b = _signature(first.output), _signature(second.output)
+    for (key_a, node_a), (key_b, _) in zip(a, b):
+        if key_a != key_b:
+            return f"the first difference: {_call_name(node_a)} at {first.sites.get(id(node_a), 'an unknown place')}"
+    if len(a) != len(b):
+        return f"{len(a)} operations against {len(b)}"
+    return None
+
+
+def _call_name(node: Tensor) -> str:
+    return node.op.name if node.op is not None else f"the tensor {node.name}"
+
+
+def _signature(output: Any) -> list[tuple[tuple, Tensor]]:
+    """Each node of the graph below ``output`` as a key: its op, attributes, shape, dtype and inputs (by their
+    position), in the graph's order; leaves by name, constants by their numbers."""
+    roots = [t for t in _flat(output) if isinstance(t, Tensor)]
+    position: dict[int, int] = {}
+    keys = []
+    for node in topological_all(roots):
+        if node.op is None:
+            what = ("leaf", node.name) if node.kind == "symbol" else ("constant", str(node.entries().tolist()))
+        else:
+            attrs = tuple(sorted((k, str(v)) for k, v in node.attrs.items()))
+            what = (node.op.name, attrs, tuple(position[id(i)] for i in node.inputs))
+        position[id(node)] = len(keys)
+        keys.append(((*what, str(node.shape), node.dtype), node))
+    return keys
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [y for x in value for y in _flat(x)]
+    if isinstance(value, dict):
+        return [y for x in value.values() for y in _flat(x)]
+    return [value]

@@ -180,7 +180,12 @@ CASES = [
     Case("Conv1d-unbatched", lambda t: t.nn.Conv1d(2, 3, 2), [R(2, 5)]),
     Case("Conv2d", lambda t: t.nn.Conv2d(2, 3, (2, 3), padding=1), [R(2, 2, 4, 4)]),
     Case("Conv2d-stride-groups", lambda t: t.nn.Conv2d(2, 4, 2, stride=(2, 1), groups=2), [R(1, 2, 4, 3)]),
-    Case("Conv2d-same", lambda t: t.nn.Conv2d(1, 2, (2, 3), padding="same", dilation=(1, 2)), [R(1, 1, 4, 5)]),
+    Case(
+        "Conv2d-same",
+        lambda t: t.nn.Conv2d(1, 2, (2, 3), padding="same", dilation=(1, 2)),
+        [R(1, 1, 4, 5)],
+        marks=[EVEN_SAME],
+    ),
     Case("Conv2d-circular", lambda t: t.nn.Conv2d(1, 2, 3, padding=(1, 2), padding_mode="circular"), [R(1, 1, 3, 4)]),
     Case("Conv2d-reflect", lambda t: t.nn.Conv2d(1, 1, 3, padding=1, padding_mode="reflect"), [R(2, 1, 3, 3)]),
     # ── pooling ──

@@ -13,7 +13,9 @@ gives, at symbolic sizes too: ``layer_norm(X, (d,))`` of an ``n×d`` ``X`` has a
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 from typing import Any
 
 from ...core.dims import broadcast_shapes, is_concrete, normalize_dim, same_dim
@@ -154,6 +156,30 @@ def _update_running(running_mean: Any, running_var: Any, mean: Tensor, variance:
     if running_var is not None:
         unbiased = variance.reshape(channels) * (count / (count - 1))
         running_var.mul_(1 - momentum).add_(unbiased * momentum)
+
+
+def running_statistics(
+    input: Tensor, running_mean: Any, running_var: Any, momentum: float
+) -> tuple[Tensor | None, Tensor | None]:
+    """What batch_norm in training mode makes of its running statistics, as new tensors (at any size, symbolic
+    ones included): (1 − momentum) · running + momentum · the batch's mean and its unbiased variance."""
+    dims = (0, *range(2, input.ndim))
+    mean = input.mean(dim=dims, keepdim=True)
+    centered = input - mean
+    variance = (centered * centered).mean(dim=dims, keepdim=True)
+    count = functools.reduce(operator.mul, (input.shape[d] for d in dims), 1)
+    return _running_values(running_mean, running_var, mean, variance, count, momentum)
+
+
+def _running_values(running_mean: Any, running_var: Any, mean: Tensor, variance: Tensor, count: Any, momentum) -> tuple:
+    channels = mean.numel()
+    new_mean = new_var = None
+    if running_mean is not None:
+        new_mean = running_mean * (1 - momentum) + mean.reshape(channels) * momentum
+    if running_var is not None:
+        unbiased = variance.reshape(channels) * (count / (count - 1))
+        new_var = running_var * (1 - momentum) + unbiased * momentum
+    return new_mean, new_var
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Tensor:

@@ -1,0 +1,176 @@
+"""Sizes read off traced tensors whose dimensions are symbolic, and the decisions Python code makes on them.
+
+``x.shape[0]`` of a tensor traced with ``dynamic_shapes={"x": {0: "m"}}`` is a :class:`SizeInt`: the example's
+number for torch and Python, and the dimension ``m`` for symgrad. Arithmetic keeps both (``x.shape[0] * 2`` is
+``2 m``). A comparison whose answer depends on m (``T <= block_size``) is a decision the traced graph holds
+only where it goes the same way: it is recorded in the trace's :class:`Guards`, and emitted code checks it.
+
+>>> m = sympy.Symbol("m", integer=True, positive=True)
+>>> guards = Guards()
+>>> with guards.recording():
+...     size = SizeInt(3, m)
+...     small, positive = size <= 8, size > 0
+>>> small, positive, [str(g.relation) for g in guards.items]
+(True, True, ['m <= 8'])
+>>> size == 3  # decided outside a trace: nothing is recorded
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import operator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+from ..core.errors import UnsupportedError
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A relation between sizes that held at the example's sizes, and where the code decided on it."""
+
+    relation: sympy.Basic
+    site: str
+
+
+@dataclass
+class Guards:
+    """The decisions on symbolic sizes one trace made (see the module docstring); ``site`` names the code that
+    decides, as the tracer sees it."""
+
+    items: list[Guard] = field(default_factory=list)
+    site: Callable[[], str] = lambda: "an unknown place"
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[Guards]:
+        _ACTIVE.append(self)
+        try:
+            yield self
+        finally:
+            _ACTIVE.remove(self)
+
+    def add(self, relation: sympy.Basic) -> None:
+        if not any(g.relation == relation for g in self.items):
+            self.items.append(Guard(relation, self.site()))
+
+    def check_symbolic(self) -> None:
+        """Refuse a trace whose code took a path only one value of a size takes (``if T == 4``)."""
+        for guard in self.items:
+            if isinstance(guard.relation, sympy.Eq):
+                size, value = guard.relation.lhs, guard.relation.rhs
+                raise UnsupportedError(
+                    f"the code at {guard.site} decides on the symbolic size {size} by its value "
+                    f"({size} == {value}), so the traced graph would hold only there: leave "
+                    f"{', '.join(sorted(map(str, guard.relation.free_symbols)))} out of dynamic_shapes"
+                )
+
+
+_ACTIVE: list[Guards] = []  # the traces recording now (innermost last)
+_RELATIONS: dict[Callable, Callable] = {
+    operator.lt: sympy.Lt,
+    operator.le: sympy.Le,
+    operator.gt: sympy.Gt,
+    operator.ge: sympy.Ge,
+    operator.eq: sympy.Eq,  # SymPy's == compares structure; Eq is the relation
+    operator.ne: sympy.Ne,
+}
+
+
+def _decide(relation: sympy.Basic, answer: bool) -> None:
+    """Record ``relation`` (or its negation, whichever held) unless SymPy decides it for every size."""
+    if relation in (sympy.true, sympy.false) or not _ACTIVE:
+        return
+    held = relation if answer else relation.negated
+    _ACTIVE[-1].add(held.canonical)
+
+
+class SizeInt(int):
+    """A size read off a traced tensor whose dimension is symbolic (see the module docstring)."""
+
+    def __new__(cls, value: int, symbolic: Any) -> SizeInt:
+        out = super().__new__(cls, value)
+        out.symbolic = symbolic
+        return out
+
+    def _both(self, other: Any, combine: Callable) -> Any:
+        if isinstance(other, bool) or not isinstance(other, int):
+            return combine(int(self), other)
+        theirs = other.symbolic if isinstance(other, SizeInt) else other
+        return SizeInt(combine(int(self), int(other)), combine(self.symbolic, theirs))
+
+    def __add__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a + b)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a - b)
+
+    def __rsub__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: b - a)
+
+    def __mul__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a // b)
+
+    def _compare(self, other: Any, compare: Callable[[Any, Any], Any]) -> Any:
+        answer = compare(int(self), other)
+        if isinstance(other, bool) or not isinstance(other, int) or not isinstance(answer, bool):
+            return answer
+        theirs = other.symbolic if isinstance(other, SizeInt) else sympy.Integer(int(other))
+        _decide(_RELATIONS[compare](self.symbolic, theirs), answer)
+        return answer
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare(other, operator.ge)
+
+    def __eq__(self, other: Any) -> Any:
+        return self._compare(other, operator.eq)
+
+    def __ne__(self, other: Any) -> Any:
+        return self._compare(other, operator.ne)
+
+    __hash__ = int.__hash__
+
+
+def holds_size(value: Any) -> bool:
+    """Whether ``value`` (or a list, tuple or dict in it) holds a :class:`SizeInt`."""
+    if isinstance(value, SizeInt):
+        return True
+    if isinstance(value, dict):
+        return any(holds_size(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(holds_size(v) for v in value)
+    return False
+
+
+def sizes_answer(real: Any, symbolic: Any, what: str, args: tuple, kwargs: dict) -> Any:
+    """``x.shape`` / ``x.size(...)``: the real sizes, carrying the symbolic dimensions of a traced tensor."""
+    import torch
+
+    if symbolic is None or what not in ("shape", "size") or all(isinstance(d, int) for d in symbolic.shape):
+        return real
+    sizes = [
+        SizeInt(int(n), d) if not isinstance(d, int) else int(n) for n, d in zip(tuple(args[0].shape), symbolic.shape)
+    ]
+    if isinstance(real, torch.Size):
+        return torch.Size(sizes)
+    dim = args[1] if len(args) > 1 else kwargs.get("dim")
+    return sizes[dim] if isinstance(real, int) and dim is not None else real

@@ -1,0 +1,133 @@
+"""What traced code does besides computing a result: in-place updates, running statistics, random draws, and
+numbers read out of tensors. :mod:`.tracing` asks this module how to follow each such call.
+
+- An in-place op (``x.add_(1)``, ``out += identity``, ``F.relu(x, inplace=True)``) is traced as its out-of-place
+  op, and the real tensor then stands for the result, as it does in torch. A tensor that is a view, or that
+  has views, is refused: they would not see the update.
+- ``batch_norm`` in training mode updates its running statistics: the tracer records the update (see
+  :class:`BatchNormUpdate`), and the buffers then stand for their new values.
+- A buffer changed in place by other code is recorded as an :class:`Assign` of its final value.
+- A number read out of a tensor that depends on the inputs, the parameters or the buffers (``x.item()``,
+  ``if mask.any():``, ``float(self.num_batches_tracked)``) would be a constant of the traced graph, right only
+  for these values: it is refused.
+
+>>> out_of_place("method", "add_"), out_of_place("method", "__iadd__"), out_of_place("method", "requires_grad_")
+('add', '__add__', None)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import UnsupportedError
+from ..core.tensor import Tensor
+
+# Methods whose trailing underscore does not mean "in place on the values" (or that symgrad never follows).
+_NOT_VALUE_UPDATES = frozenset(
+    {"requires_grad_", "retain_grad_", "share_memory_", "pin_memory_", "record_stream_", "grad_", "detach_"}
+)
+_OPERATORS = {
+    "__iadd__": "__add__",
+    "__isub__": "__sub__",
+    "__imul__": "__mul__",
+    "__itruediv__": "__truediv__",
+    "__ifloordiv__": "__floordiv__",
+    "__ipow__": "__pow__",
+    "__imatmul__": "__matmul__",
+    "__iand__": "__and__",
+    "__ior__": "__or__",
+}
+VALUE_READS = frozenset({"item", "tolist", "__bool__", "__float__", "__int__", "__index__", "__complex__"})
+
+
+@dataclass(frozen=True)
+class BatchNormUpdate:
+    """``batch_norm`` in training mode updated these buffers (paths of the model's buffers, or None) from the
+    batch ``input``: emitted code lets torch's own kernel do the same."""
+
+    input: Tensor = field(repr=False)
+    running_mean: str | None
+    running_var: str | None
+    momentum: float
+    eps: float
+
+
+@dataclass(frozen=True)
+class Assign:
+    """A buffer (its path in the model) changed in place; ``value`` is its new value, read off its old one."""
+
+    buffer: str
+    value: Tensor = field(repr=False)
+
+
+def out_of_place(kind: str, name: str) -> str | None:
+    """The out-of-place spelling of an in-place method or function (``add_`` → ``add``), else None."""
+    if name in _OPERATORS:
+        return _OPERATORS[name]
+    if name.endswith("_") and not name.endswith("__") and not name.startswith("_") and name not in _NOT_VALUE_UPDATES:
+        return name[:-1]
+    return None
+
+
+def check_update(real: Any, viewed: set[int], name: str, site: str) -> None:
+    """Refuse an in-place update of a view, or of a tensor that has views: they share storage in torch, and
+    symgrad's graph would update one and not the other."""
+    if real._is_view() or id(real) in viewed:
+        raise UnsupportedError(
+            f"{name} ({site}) updates a tensor in place that shares storage with another (a view such as x[0], "
+            "x.view(...) or x.T); symgrad would update one and not the other: write it out of place"
+        )
+
+
+def check_value_read(name: str, symbolic: Any, site: str) -> None:
+    """Refuse reading a number out of a tensor that depends on the inputs, parameters or buffers."""
+    if isinstance(symbolic, Tensor) and symbolic.leaves():
+        leaves = ", ".join(sorted(symbolic.leaves())[:3])
+        raise UnsupportedError(
+            f"{name} ({site}) reads a number out of a tensor computed from {leaves}; the traced graph would "
+            "hold that number as a constant, right only for these values: compute with tensors instead"
+        )
+
+
+def without_inplace(kwargs: dict) -> dict:
+    """A ``torch.nn.functional`` call's keywords with ``inplace=True`` made False: the tracer follows the update
+    by rebinding the real tensor to the out-of-place result."""
+    return {**kwargs, "inplace": False} if kwargs.get("inplace") else kwargs
+
+
+# torch.nn modules whose computation depends on their training flag (by class name, so that no torch import is
+# needed here): batch and instance norms with running statistics, dropouts, and modules with a dropout inside.
+_MODE_DEPENDENT = frozenset(
+    {
+        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d", "LazyBatchNorm2d",
+        "LazyBatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "Dropout", "Dropout1d", "Dropout2d",
+        "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "MultiheadAttention", "TransformerEncoderLayer",
+        "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder", "Transformer", "RNN", "GRU", "LSTM",
+        "RReLU",
+    }
+)  # fmt: skip
+
+
+def modes_that_matter(model: Any) -> dict[str, bool]:
+    """The training flag of each submodule whose computation may depend on it: torch's mode-dependent modules,
+    and modules of the user's own classes whose code mentions ``training`` (or cannot be read)."""
+    import inspect
+
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return {}
+    found = {}
+    for path, module in model.named_modules():
+        cls = type(module)
+        if cls.__module__.startswith("torch.nn."):
+            matters = cls.__name__ in _MODE_DEPENDENT
+        else:
+            try:
+                matters = "training" in inspect.getsource(cls)
+            except (OSError, TypeError):
+                matters = True
+        if matters:
+            found[path] = module.training
+    return found

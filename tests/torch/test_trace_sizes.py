@@ -1,0 +1,105 @@
+"""sg.trace with symbolic sizes: Python code that loops or decides on a size is refused, or its decisions are
+kept as guards that emitted modules check; and tracing leaves the model and torch's random state as they were."""
+
+from __future__ import annotations
+
+import pytest
+
+import symgrad as sg
+
+torch = pytest.importorskip("torch")
+F64 = torch.float64
+
+
+class Unrolled(torch.nn.Module):
+    """A recurrent cell run over the time steps by a Python loop over x.shape[1]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell = torch.nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x[:, 0]
+        for i in range(1, x.shape[1]):
+            h = torch.tanh(self.cell(torch.cat([x[:, i], h], 1)))
+        return h.sum()
+
+
+def test_a_loop_over_a_symbolic_length_is_refused_at_trace_time():
+    """Unrolled at t = 3, the graph reads x[:, 0..2] only: a module from it gave a wrong loss at t = 5."""
+    torch.manual_seed(0)
+    model = Unrolled().double()
+    x = torch.randn(2, 3, 2, dtype=F64)
+    with pytest.raises(sg.UnsupportedError, match=r"other calls at t = 4 than at t = 3 .*leave t out of dynamic"):
+        sg.trace(model, x, dynamic_shapes={"x": {0: "b", 1: "t"}})
+    traced = sg.trace(model, x, dynamic_shapes={"x": {0: "b"}})  # the batch alone is symbolic: fine
+    assert traced.guards == []
+
+
+class Checked(torch.nn.Module):
+    """A model that checks its sequence length, as a GPT checks its block size."""
+
+    def __init__(self, branch_on_batch: bool = False) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+        self.branch_on_batch = branch_on_batch
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        assert x.shape[1] <= 8, "sequence too long"
+        if self.branch_on_batch and x.shape[0] == 3:
+            return self.lin(x).tanh().sum()
+        return self.lin(x).sum()
+
+
+def test_a_decision_on_a_size_is_a_guard_that_the_emitted_module_checks():
+    torch.manual_seed(0)
+    model = Checked().double()
+    traced = sg.trace(model, torch.randn(3, 4, 2, dtype=F64), dynamic_shapes={"x": {0: "b", 1: "t"}})
+    assert [str(g.relation) for g in traced.guards] == ["t <= 8"]
+    assert "assert x.shape[1] <= 8" in traced.guards[0].site
+    emitted = sg.compile(traced, name="Checked")
+    drop_in = emitted.CheckedModule(model)
+    ok = torch.randn(2, 8, 2, dtype=F64)
+    torch.testing.assert_close(drop_in(ok), model(ok), rtol=1e-13, atol=0)
+    with pytest.raises(ValueError, match=r"holds only where t <= 8"):
+        drop_in(torch.randn(2, 9, 2, dtype=F64))
+
+
+def test_a_branch_on_the_value_of_a_size_is_refused():
+    model = Checked(branch_on_batch=True).double()
+    with pytest.raises(sg.UnsupportedError, match=r"decides on the symbolic size b by its value \(b == 3\)"):
+        sg.trace(model, torch.randn(3, 4, 2, dtype=F64), dynamic_shapes={"x": {0: "b", 1: "t"}})
+
+
+def test_code_that_runs_at_one_size_only_is_refused():
+    mask = torch.ones(4, 4, dtype=F64)
+
+    def attend(x):
+        return (x @ x.mT * mask).sum()  # a 4x4 constant pins the length
+
+    with pytest.raises(sg.UnsupportedError, match=r"torch runs it at the example's sizes, but not for every t"):
+        sg.trace(attend, torch.randn(2, 4, 3, dtype=F64), dynamic_shapes={"x": {1: "t"}})
+
+
+class Noisy(torch.nn.Module):
+    """Batch norm in training mode updates its running statistics; the code also draws random numbers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = torch.nn.BatchNorm1d(3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (self.bn(x) + 0 * torch.rand(())).sum()
+
+
+@pytest.mark.parametrize("dynamic", [None, {"x": {0: "m"}}], ids=["concrete", "symbolic batch"])
+def test_tracing_leaves_the_model_and_the_random_state_as_they_were(dynamic):
+    torch.manual_seed(0)
+    model = Noisy().double().train()
+    x = torch.randn(4, 3, dtype=F64)
+    before = {name: b.clone() for name, b in model.named_buffers()}
+    state = torch.random.get_rng_state()
+    sg.trace(model, x, dynamic_shapes=dynamic)
+    for name, buffer in model.named_buffers():
+        assert torch.equal(buffer, before[name]), name
+    assert torch.equal(torch.random.get_rng_state(), state)
