@@ -89,6 +89,9 @@ def _node_value(node: sympy.Basic, values: dict, point: Mapping) -> Any:
         try:
             return float(point[node])
         except KeyError:
+            drawn = getattr(node, "drawn_value", None)  # a random draw's entry knows its number (ops.draws)
+            if drawn is not None:
+                return drawn
             raise ValuesUnknownError(
                 f"{node} has no value; give its tensor values, or use .sympy() for the formula"
             ) from None

@@ -152,6 +152,9 @@ def plan(
             names_map[key] = label
             if key in frontier:
                 intermediates.append(label)
+    keys = [n.attrs["key"] for n in forward_nodes.values() if n.op is not None and n.op.name == "dropout_noise"]
+    if keys != sorted(keys):
+        raise SymgradError("the model draws its dropouts' noise in an order the emitted forward would not keep")
     fitted, counter = fit_statement(output, "output", 8, names_map, printer, counter)
     forward_lines += fitted
     forward_result = printer.doprint(output)
@@ -328,7 +331,8 @@ def codegen(
         "function_dims": function_dims,
         "recompute_inputs": [name for name in saved_inputs if name not in p.saved_inputs],
         "fixed_positions": [str(i) for i, t in enumerate(inputs) if not any(t is x for x in wrt)],
-        "recompute": needed,
+        # a random draw is never recomputed: the backward reads the noise the forward drew, saved
+        "recompute": [(label, body) for label, body in needed if not _draws(body)],
         "plan_intermediates": [t for t in p.saved_intermediates if t != "output"],
         "saved": saved,
         "jvp_positions": {name: i for i, name in enumerate(p.inputs)},
@@ -424,6 +428,11 @@ def _dims_for(p: Plan, statements: list[tuple[str, str]]) -> list[tuple[str, str
     known = dict(p.forward_dims + p.backward_dims)
     text = " ".join(body for _, body in statements)
     return [(d, where) for d, where in sorted(known.items()) if re.search(rf"\b{d}\b", text)]
+
+
+def _draws(body: str) -> bool:
+    """Whether a statement draws random numbers (a dropout's noise)."""
+    return ".bernoulli_(" in body
 
 
 def _needed_forward(p: Plan) -> list[tuple[str, str]]:

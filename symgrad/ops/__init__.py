@@ -6,13 +6,13 @@ cross-check), its torch and LaTeX spellings, and the name of torch's backward no
 The families register their rows with the core's registry when imported:
 :mod:`.elementwise` (arithmetic, comparisons, functions of one tensor), :mod:`.reductions`, :mod:`.products`,
 :mod:`.shape` (layout, joining, padding, basic indexing), :mod:`.indexing` (gather and scatters),
-:mod:`.linalg` and :mod:`.nn` (activations and losses).
+:mod:`.linalg`, :mod:`.nn` (activations and losses) and :mod:`.draws` (a dropout's noise).
 Adding an op means one row in one family file, plus a test. This package imports only
 :mod:`symgrad.core`.
 """
 
 from ..core.registry import OPS
-from . import elementwise, indexing, linalg, nn, products, reductions, shape
+from . import draws, elementwise, indexing, linalg, nn, products, reductions, shape
 from .calculus import elementwise_derivative, expand_back, to_tensor, unbroadcast
 from .functions import amax, first_max, norm2, relu, sigmoid, sign, softplus
 from .userfunc import function
@@ -20,6 +20,7 @@ from .userfunc import function
 __all__ = [
     "OPS",
     "amax",
+    "draws",
     "elementwise",
     "elementwise_derivative",
     "expand_back",

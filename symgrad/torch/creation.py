@@ -192,7 +192,8 @@ def is_tensor(obj: Any) -> bool:
 
 
 # ── random numbers, from a real torch.Generator ───────────────────────────
-def _generator(given: Any = None) -> Any:
+def random_generator(given: Any = None) -> Any:
+    """``given``, or the torch.Generator behind symgrad.torch's random functions (seeded by manual_seed)."""
     if given is not None:
         return given
     if "generator" not in _state:
@@ -219,7 +220,9 @@ def _drawn(draw: str, shape: tuple, kind: str, requires_grad: bool, generator: A
     if not is_concrete(shape):
         raise UnsupportedError(f"torch.{draw} needs concrete sizes: random numbers are drawn when it is called")
     shape = tuple(int(d) for d in shape)
-    drawn = getattr(torch, draw)(*bounds.values(), shape, generator=_generator(generator), dtype=getattr(torch, kind))
+    drawn = getattr(torch, draw)(
+        *bounds.values(), shape, generator=random_generator(generator), dtype=getattr(torch, kind)
+    )
     values = drawn.tolist() if drawn.numel() else np.zeros(shape)
     if requires_grad:
         return tensor(values, requires_grad=True, dtype=kind)

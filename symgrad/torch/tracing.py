@@ -43,6 +43,7 @@ from ..core.errors import (
 )
 from ..core.graph import dims_of, topological_all
 from ..core.tensor import Tensor, constant
+from .nn.activations import dropout_noise
 from .nn.modules.module import leaf_name
 from .nn.normalization import running_statistics
 from .sizes import Guard, Guards, SizeInt, holds_size, sizes_answer
@@ -126,6 +127,7 @@ class _Recorder:
         self.viewed: set[int] = set()  # ids of real tensors that some view shares storage with
         self.buffer_paths: dict[int, str] = {}  # id of a real buffer -> its path in the model
         self.effects: list[Any] = []  # running statistics' updates (trace_effects.BatchNormUpdate)
+        self.draws = 0  # dropouts drawn so far in this run: their noise is numbered in this order
 
     def note_views(self, real: Any) -> None:
         """Remember the storage a view shares, so that an in-place update of either is refused."""
@@ -229,6 +231,8 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
         check_value_read(f"{target}()", recorder.symbolic.get(id(args[0])), _user_line())
     if kind == "function" and name == "batch_norm" and _batch_norm_updates(args, kwargs):
         return _batch_norm(recorder, func, args, kwargs)
+    if kind == "function" and name == "dropout" and _draws_noise(args, kwargs):
+        return _dropout(recorder, func, args, kwargs)
     updated = out_of_place(kind, target if kind != "function" else name)
     if kind == "method" and target == "__setitem__":
         raise UnsupportedError(
@@ -339,6 +343,49 @@ def _batch_norm(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) 
             sym["input"], paths.get("running_mean"), paths.get("running_var"), given["momentum"], given["eps"]
         )
     )
+    recorder.record(real, result)
+    recorder.sites[id(result)] = _user_line()
+    return real
+
+
+_DROPOUT = ("input", "p", "training", "inplace")
+
+
+def _dropout_arguments(args: tuple, kwargs: dict) -> dict[str, Any]:
+    return {"p": 0.5, "training": True, "inplace": False, **dict(zip(_DROPOUT, args)), **kwargs}
+
+
+def _draws_noise(args: tuple, kwargs: dict) -> bool:
+    given = _dropout_arguments(args, kwargs)
+    return bool(given["training"]) and 0 < given["p"] < 1
+
+
+def _dropout(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """F.dropout in training mode: torch draws the noise; the tracer draws it again from the same random state
+    (as torch's CPU kernel does: ``empty_like(x).bernoulli_(1 - p).div_(1 - p)``), checks that the output is
+    ``x * noise``, and the symbolic output multiplies by a noise node holding those numbers."""
+    import torch
+
+    given = _dropout_arguments(args, kwargs)
+    x, p = given["input"], float(given["p"])
+    if given["inplace"]:
+        check_update(x, recorder.viewed, "dropout", _user_line())
+    symbolic_x = recorder.to_symbolic(x)
+    before, original = torch.random.get_rng_state(), x.detach().clone()
+    real = func(*args, **kwargs)
+    after = torch.random.get_rng_state()
+    torch.random.set_rng_state(before)
+    noise = torch.empty_like(original).bernoulli_(1 - p).div_(1 - p)
+    torch.random.set_rng_state(after)
+    expected = original * noise
+    if not bool(((real == expected) | (real.isnan() & expected.isnan())).all()):
+        raise UnsupportedError(
+            f"dropout ({_user_line()}): symgrad cannot draw the noise torch drew here (on {x.device}); "
+            "trace on the CPU, or in eval mode"
+        )
+    recorder.draws += 1
+    noise_node = dropout_noise(symbolic_x, p, noise.detach().double().cpu().numpy(), key=recorder.draws)
+    result = _symbolic_call(recorder, func, "function", lambda a, b: a * b, (), {}, ((symbolic_x, noise_node), {}))
     recorder.record(real, result)
     recorder.sites[id(result)] = _user_line()
     return real

@@ -14,11 +14,14 @@ blocks the gradient at its bounds, ``softplus`` switches to ``x`` above its thre
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
-from ...core.dims import normalize_dim
+from ...core.dims import is_concrete, normalize_dim
 from ...core.errors import TorchRuntimeError, TorchValueError, UnsupportedError
 from ...core.tensor import Tensor, apply
+from ...ops.draws import Drawn
+from ..creation import random_generator
 
 
 def _not_inplace(inplace: bool, what: str) -> None:
@@ -165,9 +168,9 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
-    """The input itself when ``training=False`` or ``p=0``, zeros when ``p=1``. With 0 < p < 1 in training torch
-    draws a random mask, which symgrad cannot reproduce: it refuses, and ``input * mask / (1 - p)`` with a mask of
-    your own is the same computation."""
+    """The input itself when ``training=False`` or ``p=0``, zeros when ``p=1``; with 0 < p < 1 in training,
+    ``input * noise`` with noise ``bernoulli(1 - p) / (1 - p)`` drawn as torch draws it (from the generator of
+    :func:`symgrad.torch.manual_seed` at concrete sizes; see :mod:`symgrad.ops.draws`)."""
     if p < 0.0 or p > 1.0:
         raise TorchValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     _not_inplace(inplace, "dropout")
@@ -175,10 +178,28 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input
     if p == 1:
         return input * 0.0
-    raise UnsupportedError(
-        f"dropout(p={p}, training=True) draws a random mask that symgrad cannot reproduce; use training=False, "
-        "or multiply by a mask of your own: input * mask / (1 - p)"
-    )
+    return input * dropout_noise(input, p, draw_noise(input, p))
+
+
+def dropout_noise(like: Tensor, p: float, values: Any = None, *, key: int | None = None) -> Tensor:
+    """The noise a dropout of ``like`` multiplies by: a new draw, numbered ``key`` (by default in the order of
+    the draws), with its numbers ``values`` when they are known."""
+    return apply("dropout_noise", like, p=float(p), key=next(_draws) if key is None else key, drawn=Drawn(values))
+
+
+_draws = itertools.count(1)
+
+
+def draw_noise(like: Tensor, p: float) -> Any:
+    """``bernoulli(1 - p) / (1 - p)`` of ``like``'s shape and dtype from symgrad.torch's generator, as torch draws
+    it; None at symbolic sizes (a formula of noise symbols holds for every draw)."""
+    import torch
+
+    if not is_concrete(like.shape):
+        return None
+    dtype = getattr(torch, like.dtype if like.dtype.startswith("float") else "float32")
+    noise = torch.empty(tuple(like.shape), dtype=dtype).bernoulli_(1 - p, generator=random_generator()).div_(1 - p)
+    return noise.double().numpy()
 
 
 __all__ = [

@@ -1,0 +1,161 @@
+"""A drop-in module is the model: it updates batch norm's running statistics as torch does, draws dropout's noise
+from torch's generator as torch does, and refuses a mode other than the one it was traced in. A seeded training
+run through it ends where the same run through torch ends (float64)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import symgrad as sg
+import symgrad.torch as storch
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+F64 = torch.float64
+
+
+class SmallCnn(torch.nn.Module):
+    """Conv2d, BatchNorm2d, ReLU, max-pooling, Dropout and a linear classifier, with cross-entropy."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 2, 3)
+        self.bn = torch.nn.BatchNorm2d(2)
+        self.drop = torch.nn.Dropout(0.3)
+        self.fc = torch.nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        h = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+        return F.cross_entropy(self.fc(self.drop(h.flatten(1))), y)
+
+
+def _batch(size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.randn(size, 1, 6, 6, dtype=F64), torch.randint(0, 3, (size,))
+
+
+@pytest.fixture(scope="module")
+def emitted():
+    torch.manual_seed(0)
+    model = SmallCnn().double()
+    traced = sg.trace(model, *_batch(4), dynamic_shapes={"x": {0: "m"}, "y": {0: "m"}})
+    return model, traced, sg.compile(traced, name="SmallCnn")
+
+
+def test_training_through_the_drop_in_ends_where_torch_ends(emitted):
+    model, _, module = emitted
+    torch.manual_seed(1)
+    ours, theirs = copy.deepcopy(model), copy.deepcopy(model)
+    drop_in = module.SmallCnnModule(ours)
+    optimisers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (ours, theirs)]
+    for step in range(10):
+        x, y = _batch(3 + step % 4)  # any batch size: the trace's is symbolic
+        state = torch.random.get_rng_state()
+        losses = []
+        for net, optimiser in zip((drop_in, theirs), optimisers):
+            torch.random.set_rng_state(state)  # the same draws of dropout's noise for both
+            optimiser.zero_grad()
+            loss = net(x, y)
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.detach())
+        torch.testing.assert_close(losses[0], losses[1], rtol=1e-12, atol=1e-14)
+    for (name, a), (_, b) in zip(ours.named_buffers(), theirs.named_buffers(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14, msg=name)
+    assert int(ours.bn.num_batches_tracked) == int(theirs.bn.num_batches_tracked) == 10
+    for (name, a), (_, b) in zip(ours.named_parameters(), theirs.named_parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14, msg=name)
+    ours.eval(), theirs.eval()
+    x, y = _batch(5)
+    torch.testing.assert_close(ours(x, y), theirs(x, y), rtol=1e-12, atol=1e-14)
+
+
+def test_the_drop_in_refuses_the_mode_it_was_not_traced_in(emitted):
+    model, traced, module = emitted
+    assert traced.modes == {"bn": True, "drop": True}  # SmallCnn's own code never reads self.training
+    drop_in = module.SmallCnnModule(copy.deepcopy(model)).eval()
+    with pytest.raises(RuntimeError, match="eval mode, but SmallCnnModule was emitted from a trace in training"):
+        drop_in(*_batch(2))
+
+
+def test_a_model_traced_in_eval_mode_refuses_training():
+    torch.manual_seed(0)
+    model = SmallCnn().double().eval()
+    traced = sg.trace(model, *_batch(4), dynamic_shapes={"x": {0: "m"}, "y": {0: "m"}})
+    assert traced.updates == []
+    drop_in = sg.compile(traced, name="Eval").EvalModule(model)
+    x, y = _batch(3)
+    torch.testing.assert_close(drop_in(x, y), model(x, y), rtol=1e-12, atol=1e-14)
+    with pytest.raises(RuntimeError, match="training mode, but EvalModule was emitted from a trace in eval"):
+        drop_in.train()(x, y)
+
+
+def test_symbolic_dropout_draws_what_torch_draws_for_the_same_seed():
+    torch.manual_seed(3)
+    x = torch.randn(3, 4)
+    expected = F.dropout(x.requires_grad_(), 0.3, True)
+    expected.sum().backward()
+    storch.manual_seed(3)
+    storch.randn(3, 4)  # the same draws in the same order
+    ours = storch.tensor(x.tolist(), requires_grad=True, name="x")
+    out = storch.nn.functional.dropout(ours, 0.3, True)
+    torch.testing.assert_close(torch.tensor(out.tolist()), expected.detach(), rtol=0, atol=0)
+    out.sum().backward()
+    torch.testing.assert_close(torch.tensor(ours.grad.tolist()), x.grad, rtol=0, atol=0)
+
+
+class Counted(torch.nn.Module):
+    """Batch norm with momentum=None keeps a cumulative average: its factor is 1 / num_batches_tracked, a number
+    read out of a buffer, which a traced graph would freeze."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = torch.nn.BatchNorm1d(2, momentum=None)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(x).sum()
+
+
+def test_a_number_read_out_of_a_buffer_is_refused():
+    with pytest.raises(sg.UnsupportedError, match=r"reads a number out of a tensor computed from bn_num_batches"):
+        sg.trace(Counted().double(), torch.randn(3, 2, dtype=F64))
+
+
+class Residual(torch.nn.Module):
+    """A ResNet-style block written with in-place ops: ReLU(inplace=True) and out += identity."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 3)
+        self.relu = torch.nn.ReLU(inplace=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.fc(x)
+        out += x
+        out.mul_(2)
+        return self.relu(out).sum()
+
+
+def test_in_place_ops_are_traced_as_torch_computes_them():
+    torch.manual_seed(0)
+    model = Residual().double()
+    x = torch.randn(4, 3, dtype=F64)
+    traced = sg.trace(model, x)
+    loss = model(x)
+    loss.backward()
+    assert traced.output.tolist() == pytest.approx(loss.item(), rel=1e-14)
+    grads = sg.vjp(traced.output, list(traced.parameters.values()))
+    for grad, (name, p) in zip(grads, model.named_parameters(), strict=True):
+        torch.testing.assert_close(torch.tensor(grad.tolist(), dtype=F64), p.grad, rtol=1e-13, atol=1e-14, msg=name)
+
+
+def test_an_in_place_update_of_a_view_is_refused():
+    def fn(x):
+        row = x[0]
+        y = x * 1
+        y[0].add_(1)  # y[0] is a view of y: updating it changes y
+        return (y * row).sum()
+
+    with pytest.raises(sg.UnsupportedError, match="shares storage with another"):
+        sg.trace(fn, torch.randn(2, 3, dtype=F64))
