@@ -48,6 +48,9 @@ class Op:
       ``"broadcast"`` (the same op, batched operands aligned), ``"dims"`` (its dim attributes shifted past the
       batch dims), ``"trailing"`` (it acts on trailing dims only), or ``batch(inputs, batched, nb, **attrs)``
       returning the batched result (``batched``: which inputs carry the ``nb`` leading dims); None: no rule.
+    - ``indexes(*inputs, **attrs)``: the sizes that an index tensor among the inputs picks entries along, as
+      ``(size, index)`` pairs (the class count of cross-entropy's targets, gather's dim): a proof at concrete
+      sizes must make each such size larger than the index values given.
     """
 
     name: str
@@ -69,6 +72,7 @@ class Op:
     cost: Callable[..., int] | None = None  # terms to build the entries, from the input shapes (default: sizes)
     jvp: Callable[..., Any] | None = None  # (tangents, out, *inputs, **attrs) -> J·t; default: the VJP transposed
     batch: str | Callable[..., Any] | None = None  # see above: "pointwise", "broadcast", "dims", "trailing"
+    indexes: Callable[..., list] | None = None  # (*inputs, **attrs) -> [(size, index tensor)]: see below
 
     def __post_init__(self) -> None:
         unknown = set(self.tags) - TAGS

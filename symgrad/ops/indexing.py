@@ -147,6 +147,7 @@ register(
         "GatherBackward0",
         vjp=lambda g, out, x, index, dim: (apply("scatter_add", _zeros(x.shape), index, g, dim=dim), None),
         tags=frozenset({"layout", "linear"}),
+        indexes=lambda x, index, dim: [(x.shape[dim], index)] if x.ndim else [],
     )
 )
 register(
@@ -160,6 +161,7 @@ register(
         "ScatterAddBackward0",
         vjp=lambda g, out, base, index, src, dim: (g, None, _source_grad(g, index, src, dim)),
         tags=frozenset({"linear"}),
+        indexes=lambda base, index, src, dim: [(base.shape[dim], index)] if base.ndim else [],
     )
 )
 register(
@@ -177,5 +179,6 @@ register(
             _source_grad(g, index, src, dim),
         ),
         tags=frozenset({"linear"}),
+        indexes=lambda base, index, src, dim: [(base.shape[dim], index)] if base.ndim else [],
     )
 )

@@ -438,6 +438,7 @@ register(
         "NllLossBackward0",
         vjp=lambda g, out, z, y, reduction: (_cross_entropy_vjp(g, z, y, reduction), None),
         float64=_cross_entropy_float64,
+        indexes=lambda z, y, reduction: [(z.shape[1], y)],
     )
 )
 
@@ -490,6 +491,7 @@ register(
         r"\operatorname{{NLL}}\left({0}, {1}\right)",
         "NllLossBackward0",
         vjp=lambda g, out, lp, y, reduction: (_nll_loss_vjp(g, lp, y, reduction), None),
+        indexes=lambda lp, y, reduction: [(lp.shape[1], y)],
     )
 )
 register(

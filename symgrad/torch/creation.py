@@ -231,6 +231,19 @@ def _drawn(draw: str, shape: tuple, kind: str, requires_grad: bool, generator: A
     return constant(np.asarray(values, dtype=float).tolist(), shape=shape, dtype=kind)
 
 
+def bernoulli_noise(shape: tuple, dtype: str, p: float) -> Any:
+    """A dropout's noise, ``bernoulli(1 - p) / (1 - p)`` of ``shape`` and ``dtype``, drawn from the generator of
+    :func:`manual_seed` as torch's F.dropout draws it (None at symbolic sizes: a formula then holds for every
+    draw)."""
+    import torch
+
+    if not is_concrete(shape):
+        return None
+    kind = getattr(torch, dtype if dtype.startswith("float") else "float32")
+    noise = torch.empty(tuple(int(d) for d in shape), dtype=kind).bernoulli_(1 - p, generator=random_generator())
+    return noise.div_(1 - p).double().numpy()
+
+
 def randn(
     *size: Any, generator: Any = None, dtype: Any = None, requires_grad: bool = False, **placement: Any
 ) -> Tensor:

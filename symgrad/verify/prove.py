@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -27,6 +27,7 @@ import numpy as np
 import sympy
 
 from ..core.constructors import tensor
+from ..core.dims import is_concrete
 from ..core.errors import CheckError, SymgradError
 from ..core.graph import dims_of, topological, topological_all
 from ..core.tensor import Tensor, apply, constant
@@ -39,8 +40,11 @@ from .torch_eval import evaluate_graph
 Sizes = dict[sympy.Symbol, int]
 
 
-def size_assignments(dims: Sequence[sympy.Symbol], count: int = 2, start: int = 2) -> list[Sizes]:
-    """Distinct sizes per dimension (2, 3, 4, …), rotated for each further assignment."""
+def size_assignments(
+    dims: Sequence[sympy.Symbol], count: int = 2, start: int = 2, floors: Mapping[sympy.Symbol, int] | None = None
+) -> list[Sizes]:
+    """Distinct sizes per dimension (2, 3, 4, …), rotated for each further assignment; a dimension with a floor
+    (see :func:`size_floors`) is at least that large, and the sizes stay distinct."""
     base = list(range(start, start + len(dims)))
     out = []
     for shift in range(count):
@@ -48,8 +52,35 @@ def size_assignments(dims: Sequence[sympy.Symbol], count: int = 2, start: int = 
             sizes = base[shift % len(base) :] + base[: shift % len(base)]
         else:  # one dimension: try another size instead of the same rotation
             sizes = [b + shift for b in base]
-        out.append(dict(zip(dims, sizes)))
+        out.append(_above_floors(dict(zip(dims, sizes)), floors or {}, shift))
     return out
+
+
+def _above_floors(sizes: dict, floors: Mapping[sympy.Symbol, int], shift: int = 0) -> dict:
+    """``sizes`` with each dimension raised to its floor (plus ``shift``), then nudged until no two are equal."""
+    out = {d: max(n, floors[d] + shift) if d in floors else n for d, n in sizes.items()}
+    taken: set[int] = set()
+    for d in sorted(out, key=lambda d: (d not in floors, str(d))):  # the floored ones keep their sizes
+        while out[d] in taken:
+            out[d] += 1
+        taken.add(out[d])
+    return out
+
+
+def size_floors(roots: Sequence[Tensor]) -> dict[sympy.Symbol, int]:
+    """The smallest size each dimension can take in a proof: larger than every index value the user gave along
+    it (cross-entropy's targets along the class count, a gather's indices along its dim)."""
+    floors: dict[sympy.Symbol, int] = {}
+    for node in topological_all(roots):
+        if node.op is None or node.op.indexes is None:
+            continue
+        for size, index in node.op.indexes(*node.inputs, **node.attrs):
+            if not isinstance(size, sympy.Symbol) or not is_concrete(index.shape) or not index.has_values():
+                continue
+            picked = [int(v) for v in np.asarray(index.values(), dtype=object).reshape(-1) if int(v) >= 0]
+            if picked:  # negative values: torch's ignore_index, or an error torch reports
+                floors[size] = max(floors.get(size, 1), max(picked) + 1)
+    return floors
 
 
 def _concrete(value: Any, sizes: Sizes) -> Any:
@@ -293,7 +324,8 @@ def prove(
     roots = outs + vs_given + laws
     dims = dims_of(roots + targets)
     proof = Proof(laws)
-    for assignment in sizes or size_assignments(dims):
+    floors = size_floors(roots + targets)
+    for assignment in sizes or size_assignments(dims, floors=floors):
         made = instantiate(roots + targets, assignment)
         concrete_grads = [made[id(v)] if v is not None else None for v in vs]
         grads_here = [
@@ -317,7 +349,7 @@ def prove(
             {"sizes": {str(k): v for k, v in assignment.items()}, "held": held, "entries": count, "methods": methods}
         )
     if numeric:
-        big = torch_sizes or dict(zip(dims, range(5, 5 + len(dims))))
+        big = torch_sizes or _above_floors(dict(zip(dims, range(5, 5 + len(dims)))), floors, 3)
         proof.numeric.append(check_numerically(outs, targets, vs, laws, big))
     if raise_on_failure and not proof.held:
         raise CheckError(str(proof))

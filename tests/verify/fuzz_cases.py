@@ -1513,6 +1513,8 @@ def _conv1d(c: Builder, x: str) -> str | None:
 
 # Ops of sg.core.OPS no spec reaches, and why.
 UNREACHABLE = {
+    "dropout_noise": "random: torch draws it from its own generator state; tests/emit/test_drop_in.py compares seeded "
+    "runs through symgrad.torch, sg.trace and emitted modules",
     "index_backward": "internal: the VJP of index (scatters a gradient back into the indexed shape)",
     "first_max_mask": "internal: the VJP of max(dim) (the mask of the first maximal entry)",
     "step": "internal: derivatives of relu/maximum/clamp/abs (a Heaviside step with a value at 0)",

@@ -30,3 +30,22 @@ def test_a_pooling_laws_exact_proof_divides_by_integers(build):
     proof = sg.prove(build(st, x), [x])
     assert proof.held, str(proof)
     assert all(e["held"] for e in proof.exact) and proof.exact
+
+
+def test_a_proof_picks_class_counts_above_the_targets_the_user_fixed():
+    """F.cross_entropy(X @ W, y) with y = [0, 2, 1] and a symbolic class count c: the proof took c = 2 and
+    stopped on 'index 2 is out of bounds'. Proof sizes now respect every index value given."""
+    (n, c) = sg.dims("n c")
+    X, W = sg.symbols("X", (3, n)), sg.symbols("W", (n, c), requires_grad=True)
+    y = sg.tensor([0, 2, 1], name="y", dtype="int64")
+    proof = sg.prove(st.nn.functional.cross_entropy(X @ W, y), [W])
+    assert proof.held, str(proof)
+    assert all(e["sizes"]["c"] >= 3 for e in proof.exact) and proof.numeric[0]["sizes"]["c"] >= 3
+
+
+def test_a_proof_picks_sizes_above_a_gathers_indices():
+    (n,) = sg.dims("n")
+    x = sg.symbols("x", (2, n), requires_grad=True)
+    index = sg.tensor([[4, 0], [1, 3]], name="i", dtype="int64")
+    proof = sg.prove((st.gather(x, 1, index) ** 2).sum(), [x])
+    assert proof.held and all(e["sizes"]["n"] >= 5 for e in proof.exact)

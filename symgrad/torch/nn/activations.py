@@ -17,11 +17,11 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from ...core.dims import is_concrete, normalize_dim
+from ...core.dims import normalize_dim
 from ...core.errors import TorchRuntimeError, TorchValueError, UnsupportedError
 from ...core.tensor import Tensor, apply
 from ...ops.draws import Drawn
-from ..creation import random_generator
+from ..creation import bernoulli_noise
 
 
 def _not_inplace(inplace: bool, what: str) -> None:
@@ -178,7 +178,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         return input
     if p == 1:
         return input * 0.0
-    return input * dropout_noise(input, p, draw_noise(input, p))
+    return input * dropout_noise(input, p, bernoulli_noise(input.shape, input.dtype, p))
 
 
 def dropout_noise(like: Tensor, p: float, values: Any = None, *, key: int | None = None) -> Tensor:
@@ -188,18 +188,6 @@ def dropout_noise(like: Tensor, p: float, values: Any = None, *, key: int | None
 
 
 _draws = itertools.count(1)
-
-
-def draw_noise(like: Tensor, p: float) -> Any:
-    """``bernoulli(1 - p) / (1 - p)`` of ``like``'s shape and dtype from symgrad.torch's generator, as torch draws
-    it; None at symbolic sizes (a formula of noise symbols holds for every draw)."""
-    import torch
-
-    if not is_concrete(like.shape):
-        return None
-    dtype = getattr(torch, like.dtype if like.dtype.startswith("float") else "float32")
-    noise = torch.empty(tuple(like.shape), dtype=dtype).bernoulli_(1 - p, generator=random_generator()).div_(1 - p)
-    return noise.double().numpy()
 
 
 __all__ = [
