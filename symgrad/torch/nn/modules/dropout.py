@@ -1,5 +1,6 @@
-"""Dropout modules: the input itself in eval mode or with ``p=0``, zeros with ``p=1`` in training (as torch); a
-random mask in training, which symgrad cannot reproduce, is refused (multiply by a mask of your own instead).
+"""Dropout modules: the input itself in eval mode or with ``p=0``, zeros with ``p=1`` in training (as torch).
+In training, Dropout multiplies by noise drawn as torch draws it (see F.dropout); the channel and alpha
+dropouts' masks are not drawn yet, and are refused.
 
 >>> import symgrad.torch as torch
 >>> drop = torch.nn.Dropout(0.5).eval()
@@ -16,7 +17,8 @@ from .module import Module
 
 
 class Dropout(Module):
-    """Zeroes entries with probability ``p`` in training (refused unless p is 0 or 1); the identity in eval mode."""
+    """Zeroes entries with probability ``p`` in training and scales the rest by 1 / (1 - p), drawing from the
+    generator of symgrad.torch.manual_seed as torch draws; the identity in eval mode."""
 
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
@@ -25,14 +27,13 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        self._refuse_random_mask()
         return F.dropout(input, self.p, self.training, self.inplace)
 
     def _refuse_random_mask(self) -> None:
         if self.training and 0 < self.p < 1:
             raise UnsupportedError(
                 f"{type(self).__name__}(p={self.p}) in training mode draws a random mask that symgrad cannot "
-                "reproduce; call .eval(), or multiply by a mask of your own: input * mask / (1 - p)"
+                "reproduce yet; call .eval(), or multiply by a mask of your own: input * mask / (1 - p)"
             )
 
     def extra_repr(self) -> str:
