@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.budget import PROGRESS_AFTER, time_limit
 from ..core.constructors import fresh_name
 from ..core.dims import is_concrete
 from ..core.errors import CheckError, SymgradError
@@ -253,7 +254,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for verb in verbs.choices.values():  # --debug is accepted after the verb too
         verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    for verb in (derive, explain, emit, picture):
+        verb.add_argument(
+            "--time-limit",
+            type=_seconds,
+            default=None,
+            metavar="SECONDS",
+            help=f"stop with one line after this many seconds of deriving and proving (default: the environment's "
+            f"SYMGRAD_TIME_LIMIT, else {DEFAULT_TIME_LIMIT:g}); past {PROGRESS_AFTER:g} s a progress line goes "
+            "to stderr",
+        )
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"a time limit must be a positive number of seconds, not {text}")
+    return value
+
+
+DEFAULT_TIME_LIMIT = 15.0  # seconds: a command gives its answer, or one line, within about this
+
+
+def time_limit_of(args: argparse.Namespace) -> float:
+    """--time-limit, else the environment's SYMGRAD_TIME_LIMIT, else :data:`DEFAULT_TIME_LIMIT`."""
+    if getattr(args, "time_limit", None) is not None:
+        return args.time_limit
+    given = os.environ.get("SYMGRAD_TIME_LIMIT", "").strip()
+    if given:
+        try:
+            return _seconds(given)
+        except argparse.ArgumentTypeError as error:
+            raise SymgradError(f"SYMGRAD_TIME_LIMIT: {error}") from None
+    return DEFAULT_TIME_LIMIT
 
 
 def _model(args: argparse.Namespace) -> Model | None:
@@ -629,6 +666,17 @@ def _run(args: argparse.Namespace) -> int:
         return run_repl()
     if args.verb == "catalogue":
         return run_catalogue(args)
+    seconds = time_limit_of(args)
+    skip = " --no-check skips the proofs and checks," if args.verb != "graph" else ""
+    way_out = (
+        f"{skip} smaller sizes (or symbolic ones, for the law instead of the entries) take less, and "
+        f"--time-limit SECONDS allows more"
+    ).strip()
+    with time_limit(seconds, f"symgrad {args.verb}", way_out):
+        return _run_verb(args)
+
+
+def _run_verb(args: argparse.Namespace) -> int:
     if args.verb == "explain":
         return run_explain(args)
     if args.verb == "codegen":

@@ -1,9 +1,14 @@
-"""The work budget: entrywise work is estimated before it is done, and refused when it is too large.
+"""The work budget: entrywise work is estimated before it is done, and refused when it is too large; and long
+work runs against a clock.
 
 An entry of a symbolic tensor is a SymPy expression; building them costs about one object per
 term, so a matrix product of n×n matrices costs n³ and a determinant of an n×n matrix of symbols
 n!·n. Above :data:`MAX_TERMS` symgrad refuses in one line and names the ways out: symbolic shapes
 (the matrix law costs the same at every size), smaller sizes, or numbers alone.
+
+Work whose cost an estimate cannot bound (differentiating, simplifying, proving) runs under
+:func:`time_limit`: the loops that do it call :func:`tick`, which, past about 2 seconds, reports progress in one
+line on stderr and, past the limit, refuses with :class:`WorkBudgetError` naming the way out.
 
 >>> import symgrad as sg
 >>> x = sg.symbols("x", (100_000, 100_000))
@@ -15,8 +20,14 @@ symgrad.WorkBudgetError: the entries of x.sum() would take about ... terms (symg
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Iterable
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import WorkBudgetError
@@ -54,3 +65,122 @@ def check_budget(nodes: Iterable[Tensor], what: Callable[[], str]) -> None:
             f"the entries of {what()} would take about {total:,} terms (symgrad's limit is {MAX_TERMS:,}): "
             "give symbolic shapes (e.g. --shape A=n,m) for the law that holds at every size, or smaller sizes"
         )
+
+
+PROGRESS_AFTER = 2.0  # seconds of work before the first progress line
+PROGRESS_EVERY = 5.0  # seconds between progress lines
+
+
+@dataclass
+class _Clock:
+    seconds: float | None
+    what: str
+    way_out: str
+    report: Callable[[str], None]
+    start: float = field(default_factory=time.monotonic)
+    reported: float = 0.0
+    status: str = ""  # the last tick's status, for the alarm's message (formatted only then)
+    status_args: tuple = ()
+
+
+_CLOCKS: list[_Clock] = []
+
+
+def _stderr(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # a closed stderr is no reason to stop the work
+        pass
+
+
+@contextlib.contextmanager
+def time_limit(
+    seconds: float | None, what: str, way_out: str, *, report: Callable[[str], None] | None = _stderr
+) -> Iterator[None]:
+    """Run the block against a clock: :func:`tick` refuses past ``seconds`` (None: no limit, progress only) with
+    ``what`` and ``way_out`` in the message, and reports progress with ``report`` (None: quietly).
+
+    >>> with time_limit(0.0, "a slow proof", "pass --no-check", report=None):
+    ...     tick("entry 1 of 9")
+    Traceback (most recent call last):
+    ...
+    symgrad.WorkBudgetError: a slow proof did not finish within 0 s (at entry 1 of 9): pass --no-check
+    """
+    clock = _Clock(seconds, what, way_out, report or (lambda line: None))
+    _CLOCKS.append(clock)
+    alarm = _arm()
+    try:
+        yield
+    finally:
+        _CLOCKS.remove(clock)
+        if alarm:
+            _arm()
+
+
+def _expired(now: float) -> _Clock | None:
+    return next((c for c in _CLOCKS if c.seconds is not None and now - c.start > c.seconds), None)
+
+
+def _refuse(clock: _Clock, status: str) -> WorkBudgetError:
+    at = f" (at {status})" if status else ""
+    return WorkBudgetError(f"{clock.what} did not finish within {clock.seconds:g} s{at}: {clock.way_out}")
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    """A single SymPy call can run for many seconds between two ticks: the alarm reports progress then, and stops
+    it at the limit."""
+    now = time.monotonic()
+    clock = _expired(now)
+    if clock is not None:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)  # again, should some code catch the error and carry on
+        raise _refuse(clock, clock.status.format(*clock.status_args))
+    if _CLOCKS:
+        _progress(_CLOCKS[0], now, _CLOCKS[0].status.format(*_CLOCKS[0].status_args))
+    _arm()
+
+
+def _progress(clock: _Clock, now: float, where: str) -> None:
+    """One progress line, when the work has run past PROGRESS_AFTER and the last line is PROGRESS_EVERY old."""
+    elapsed = now - clock.start
+    if elapsed >= PROGRESS_AFTER and now - clock.reported >= PROGRESS_EVERY:
+        clock.reported = now
+        limit = f", limit {clock.seconds:g} s" if clock.seconds is not None else ""
+        clock.report(f"symgrad: {clock.what}: {where or 'working'} ({elapsed:.0f} s{limit})")
+
+
+def _arm() -> bool:
+    """Set the real-time alarm for the nearest limit, in the main thread, unless someone else uses SIGALRM (a test
+    harness's own time limits): then the ticks alone keep the limits. Returns whether the alarm is symgrad's."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        return False
+    current = signal.getsignal(signal.SIGALRM)
+    if current not in (signal.SIG_DFL, _on_alarm, None):
+        return False
+    deadlines = [c.start + c.seconds for c in _CLOCKS if c.seconds is not None]
+    if _CLOCKS:  # the next progress line, too
+        outer = _CLOCKS[0]
+        deadlines.append(max(outer.start + PROGRESS_AFTER, outer.reported + PROGRESS_EVERY))
+    if not deadlines:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        return True
+    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, max(min(deadlines) - time.monotonic(), 0.0) + 0.05)
+    return True
+
+
+def tick(status: str = "", *args: object) -> None:
+    """Where long work checks its clocks (see :func:`time_limit`); ``status`` says how far it is, formatted with
+    ``args`` (``str.format``) only when a line is written. Costs a clock read when no limit is running."""
+    if not _CLOCKS:
+        return
+    now = time.monotonic()
+    expired = _expired(now)
+    if expired is not None:
+        raise _refuse(expired, status.format(*args))
+    if status:
+        for running in _CLOCKS:
+            running.status, running.status_args = status, args
+    clock = _CLOCKS[0]  # the outermost clock speaks for the whole command
+    if now - clock.start >= PROGRESS_AFTER and now - clock.reported >= PROGRESS_EVERY:
+        _progress(clock, now, status.format(*args))

@@ -25,7 +25,7 @@ import sympy
 
 from . import display
 from .arrays import as_object_array, numbers_only
-from .budget import check_budget
+from .budget import check_budget, tick
 from .dims import Shape, as_shape, format_shape, is_concrete, normalize_dim, numel, require_concrete
 from .dtypes import Operand, result_dtype
 from .errors import (
@@ -251,7 +251,8 @@ class Tensor(TensorMethods):
         if self._entries is None:
             pending = [node for node in topological(self) if node._entries is None]
             check_budget(pending, lambda: self.name)
-            for node in pending:
+            for position, node in enumerate(pending):
+                tick("building entries, node {} of {}", position + 1, len(pending))
                 node._entries = node._compute_entries()
         elif callable(self._entries):  # a formula derived only when its formulas are asked for
             self._entries = self._entries()

@@ -13,6 +13,7 @@ input symbols it contains, so the work grows with the Jacobian's non-zeros.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 import sympy
 
 from ..core.arrays import object_array
+from ..core.budget import tick
 from ..core.constructors import formula, fresh_name, tensor
 from ..core.dims import is_concrete, numel, require_concrete
 from ..core.errors import ShapeError, SymgradError, UnsupportedError
@@ -64,6 +66,24 @@ def _surely_finite(expr: sympy.Expr) -> bool:
     return isinstance(expr, _FINITE_OF_FINITE) and _surely_finite(expr.args[0])
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def symbols_in(expr: sympy.Basic) -> frozenset:
+    """``expr.free_symbols``, remembered: SymPy recomputes it at every call, through every subexpression, which
+    made differentiating a network's entries quadratic in their depth."""
+    if expr.is_Symbol:
+        return frozenset((expr,))
+    if not expr.args:
+        return frozenset()
+    return (
+        frozenset().union(*(symbols_in(a) for a in expr.args))
+        if not isinstance(expr, _BOUND)
+        else frozenset(expr.free_symbols)
+    )
+
+
+_BOUND = (sympy.Lambda, sympy.Integral, sympy.Sum, sympy.Product, sympy.Derivative, sympy.Subs)  # bound variables
+
+
 def _term_derivative(term: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
     """``term.diff(symbol)``, the same expression, without most of SymPy's work when ``term`` is a simple product.
 
@@ -81,7 +101,7 @@ def _term_derivative(term: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
     if type(term) is not sympy.Mul or not term.is_commutative:
         return _derivative(term, symbol)
     args = term.args
-    holders = [k for k, factor in enumerate(args) if symbol in factor.free_symbols]
+    holders = [k for k, factor in enumerate(args) if symbol in symbols_in(factor)]
     if len(holders) != 1 or not all(_zero_safe(factor) for factor in args):
         return term.diff(symbol)
     (k,) = holders
@@ -116,25 +136,25 @@ def _derivative(expr: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
     """
     if expr == symbol:
         return sympy.S.One
-    if symbol not in expr.free_symbols:
+    if symbol not in symbols_in(expr):
         return sympy.S.Zero
     if isinstance(expr, _CHAIN_RULE) and len(expr.args) == 1 and _zero_safe(expr):
         # tanh's fdiff builds tanh(a) again (and SymPy's eval of it is slow): 1 - tanh(a)**2 from expr itself
         outer = 1 - expr**2 if isinstance(expr, sympy.tanh) else expr.fdiff(1)
         return sympy.Mul(outer, _derivative(expr.args[0], symbol))
     if type(expr) is sympy.Add:
-        return sympy.Add(*[_derivative(term, symbol) for term in expr.args if symbol in term.free_symbols])
+        return sympy.Add(*[_derivative(term, symbol) for term in expr.args if symbol in symbols_in(term)])
     if type(expr) is sympy.Mul and expr.is_commutative and all(_zero_safe(factor) for factor in expr.args):
         args = expr.args
         terms = [
             sympy.Mul(*args[:k], _derivative(factor, symbol), *args[k + 1 :])
             for k, factor in enumerate(args)
-            if symbol in factor.free_symbols
+            if symbol in symbols_in(factor)
         ]
         return sympy.Add(*terms)
     if isinstance(expr, functions.ManyArguments):  # a reduction: the chain rule through the arguments holding symbol
         return sympy.Add(
-            *[expr.fdiff(i + 1) * _derivative(a, symbol) for i, a in enumerate(expr.args) if symbol in a.free_symbols]
+            *[expr.fdiff(i + 1) * _derivative(a, symbol) for i, a in enumerate(expr.args) if symbol in symbols_in(a)]
         )
     if isinstance(expr, sympy.Piecewise):  # as Piecewise._eval_derivative, without Derivative's walk per level
         return sympy.Piecewise(*[(_derivative(e, symbol), c) for e, c in expr.args])
@@ -157,12 +177,14 @@ def _entry_derivatives(expr: sympy.Expr, position: dict[sympy.Symbol, int]) -> I
     if type(expr) is sympy.Add:
         groups: dict[sympy.Symbol, list[sympy.Expr]] = {}
         for term in expr.args:
-            for symbol in term.free_symbols & position.keys():
+            for symbol in symbols_in(term) & position.keys():
                 groups.setdefault(symbol, []).append(term)
         for symbol in sorted(groups, key=position.__getitem__):
+            tick("differentiating by {}", symbol)
             yield position[symbol], sympy.Add(*[_term_derivative(term, symbol) for term in groups[symbol]])
         return
-    for symbol in sorted(expr.free_symbols & position.keys(), key=position.__getitem__):
+    for symbol in sorted(symbols_in(expr) & position.keys(), key=position.__getitem__):
+        tick("differentiating by {}", symbol)
         yield position[symbol], _term_derivative(expr, symbol)
 
 
@@ -179,8 +201,11 @@ def _folded_to_non_finite(y: Tensor) -> list[int]:
 def sparse_jacobian(y: Tensor, x: Tensor) -> Iterator[Entry]:
     """The non-zero entries of d y / d x, in row-major order."""
     _require_leaf(x)
+    y.check_budget()  # before the input's own symbols are built
     position = {symbol: i for i, symbol in enumerate(x.entries().reshape(-1))}
-    for o, expr in enumerate(y.entries().reshape(-1)):
+    rows = y.entries().reshape(-1)
+    for o, expr in enumerate(rows):
+        tick("differentiating, row {} of {} of the Jacobian", o + 1, len(rows))
         for i, derivative in _entry_derivatives(sympy.sympify(expr), position):
             if derivative != 0:
                 yield o, i, derivative

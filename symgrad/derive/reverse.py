@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.budget import tick
 from ..core.dims import format_shape, is_concrete, same_dim
 from ..core.errors import SymgradError
 from ..core.graph import topological
@@ -125,6 +126,7 @@ def law(
                 seen.add(id(node))
                 order.append(node)
     for node in reversed(order):
+        tick("deriving the law")
         g = cotangents.get(id(node))
         if g is None or node.op is None or id(node) not in needed:
             continue

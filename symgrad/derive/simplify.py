@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import sympy
 
+from ..core.budget import tick
 from ..core.dims import broadcast_shapes, same_dim
 from ..core.graph import is_size, topological, uniform_constant
 from ..core.registry import lookup
@@ -542,6 +543,7 @@ def simplify(
             memo.setdefault(_key(node), rebuilt[id(node)])
     for root in results:
         for node in topological(root):
+            tick("simplifying the law")
             if id(node) in rebuilt:
                 continue
             rebuilt[id(node)] = _canonical(node, rebuilt, memo, exact=exact)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.graph import dims_of
 from ..core.tensor import Tensor
-from ..verify.prove import instantiate
+from ..verify.instances import instantiate
 from ..verify.torch_eval import evaluate_graph
 
 DRAWS = ((0.3, 1.5), (0.1, 0.9), (-1.5, -0.3), (-0.9, 0.9))  # input ranges tried in turn

@@ -228,6 +228,7 @@ def derive(
 ) -> Derivation:
     """Everything ``symgrad derive`` shows for ``output`` with respect to ``wrt``; with ``limit``, each
     tensor and Jacobian writes out only that many entries (the first ones and the last two)."""
+    output.check_budget()  # refused in milliseconds, before any entry is built
     v, kind = make_grad_tensor(output, grad_tensor)
     jacobians = {id(x): list(sparse_jacobian(output, x)) for x in wrt}  # derived once, used three times
     gradients = vjp(output, wrt, v, jacobians=jacobians)

@@ -378,6 +378,7 @@ def describe_proof(proof: Any) -> list[dict[str, Any]]:
                 "sizes": sizes_math(e["sizes"]),
                 "held": e["held"],
                 "entries": e["entries"],
+                "rules": e.get("rules"),  # proved rule by rule: how many VJP rules were checked
                 "methods": [(count, method) for method, count in sorted(e["methods"].items())],
             }
         )

@@ -37,7 +37,8 @@ from ..derive.jacobians import jacobian_tensor
 from ..derive.reverse import law
 from ..derive.second_order import hessian_law, hvp_law
 from ..verify.curvature import prove_hessian
-from ..verify.prove import instantiate, prove
+from ..verify.instances import instantiate
+from ..verify.prove import prove
 from ..verify.torch_eval import evaluate_graph
 from .explanation import LANGUAGES, InputInfo, describe_proof, input_info, number_cells, sizes_math
 from .formats import Step

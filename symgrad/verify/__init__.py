@@ -4,17 +4,20 @@
 - :mod:`.verify`: :func:`check` compares formulas with numbers substituted against
   ``torch.autograd.backward`` on the same inputs and grad_tensors;
 - :mod:`.curvature`: :func:`prove_hessian` and :func:`prove_jacobian`, the same for second-order laws;
-- :mod:`.prove`: :func:`prove` proves a law exactly (entrywise, at small distinct sizes) and
-  numerically (torch, at larger sizes).
+- :mod:`.prove`: :func:`prove` proves a law exactly (entrywise, at small distinct sizes: rule by rule, see
+  :mod:`.rules`, for the laws symgrad derives) and numerically (torch, at larger sizes); :mod:`.instances` puts
+  a graph at concrete sizes, and :mod:`.zeros` decides whether a difference is 0.
 
 torch is imported only when a check runs. This package imports :mod:`symgrad.derive`,
 :mod:`symgrad.ops` and :mod:`symgrad.core`.
 """
 
 from .curvature import prove_hessian, prove_jacobian
-from .prove import Proof, check_numerically, instantiate, is_zero, prove, size_assignments, zero_by
+from .instances import instantiate, size_assignments
+from .prove import Proof, check_numerically, prove
 from .torch_eval import evaluate_graph, leaf_assignment, substitute
 from .verify import CheckReport, Comparison, check
+from .zeros import is_zero, zero_by
 
 __all__ = [
     "CheckReport",

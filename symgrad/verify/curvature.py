@@ -27,8 +27,10 @@ from ..core.tensor import Tensor
 from ..derive.jacobians import jacobian_tensor
 from ..derive.reverse import law
 from ..derive.second_order import hessian_law, jacobian_law
-from .prove import Proof, Sizes, instantiate, size_assignments, zero_by
+from .instances import Sizes, instantiate, size_assignments
+from .prove import Proof
 from .torch_eval import evaluate_graph
+from .zeros import zero_by
 
 
 def prove_jacobian(

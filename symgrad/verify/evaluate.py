@@ -24,6 +24,7 @@ import mpmath
 import sympy
 from sympy.functions.elementary.piecewise import ExprCondPair
 
+from ..core.budget import tick
 from ..ops import functions
 
 
@@ -36,7 +37,11 @@ def _postorder(expr: sympy.Basic) -> list[sympy.Basic]:
     order: list[sympy.Basic] = []
     seen: set[sympy.Basic] = set()
     stack: list[tuple[sympy.Basic, bool]] = [(expr, False)]
+    steps = 0
     while stack:
+        steps += 1
+        if steps % 8192 == 0:
+            tick("evaluating a difference")
         node, ready = stack.pop()
         if ready:
             order.append(node)
@@ -47,6 +52,12 @@ def _postorder(expr: sympy.Basic) -> list[sympy.Basic]:
         stack.append((node, True))
         stack.extend((arg, False) for arg in node.args if arg not in seen)
     return order
+
+
+def symbols_of(expr: sympy.Basic) -> list[sympy.Symbol]:
+    """The symbols in ``expr``, sorted by name: each distinct subexpression visited once (SymPy's free_symbols
+    visits a shared subexpression once per use, which is exponential in the depth of a network's entries)."""
+    return sorted((node for node in _postorder(sympy.sympify(expr)) if node.is_Symbol), key=str)
 
 
 def _truth(value: Any) -> bool:

@@ -3,6 +3,8 @@ answer, in English and Chinese."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from symgrad.cli import main
@@ -25,3 +27,34 @@ def test_explain_of_cross_entropy_with_fixed_targets(tmp_path, lang):
     target = tmp_path / f"ce_{lang}.md"
     assert main(["explain", *CROSS_ENTROPY, "--lang", lang, "--no-graph", "-o", str(target)]) == 0
     assert "softmax" in target.read_text(encoding="utf-8")
+
+
+def test_long_work_shows_progress_then_stops_at_its_time_limit(capsys):
+    """(W @ X).sum() at 60×60 differentiates for a minute: with --time-limit 3 it reports its progress on stderr
+    past two seconds, then stops with one line naming the ways out, exit 2."""
+    code = main(["derive", "torch.mm(w, x).sum()", "--shape", "w=60,60", "--shape", "x=60,60", "--wrt", "w",
+                 "--time-limit", "3"])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].startswith("symgrad: error: symgrad derive did not finish within 3 s (at ")
+    assert "--no-check" in err[-1] and "--time-limit SECONDS" in err[-1]
+    progress = err[:-1]
+    assert progress and all(line.startswith("symgrad: symgrad derive: ") for line in progress)
+
+
+def test_a_refusal_by_size_costs_milliseconds_and_megabytes(capsys):
+    """torch.mm(w, x) with w of 10⁹ × 2: the budget refused only after allocating 15 GB for a grad_tensor."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    code = main(["derive", "torch.mm(w, x)", "--shape", "w=1000000000,2", "--shape", "x=2,2", "--wrt", "w",
+                 "--grad-tensor", "ones"])  # fmt: skip
+    assert code == 2 and "would take about" in capsys.readouterr().err
+    assert time.perf_counter() - start < 2.0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # kB
+
+
+def test_the_time_limit_must_be_a_positive_number(capsys):
+    assert main(["derive", "x.sum()", "--shape", "x=2", "--time-limit", "0"]) == 2
+    assert "a time limit must be a positive number of seconds" in capsys.readouterr().err

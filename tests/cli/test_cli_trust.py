@@ -272,10 +272,14 @@ def assert_no_traceback(run: dict) -> None:
     assert "Traceback (most recent call last)" not in run["stderr"], _describe(run)
 
 
+PROGRESS_LINE = re.compile(r"symgrad: (?!error:)\S.*\(\d+ s(, limit \S+ s)?\)")
+
+
 def assert_clean_refusal(run: dict) -> None:
-    """One line on stderr, ``symgrad: error: ...``, and exit code 2."""
+    """One line on stderr, ``symgrad: error: ...``, and exit code 2 (after progress lines, if the work ran past
+    two seconds)."""
     assert_no_traceback(run)
-    lines = run["stderr"].strip().splitlines()
+    lines = [line for line in run["stderr"].strip().splitlines() if not PROGRESS_LINE.fullmatch(line)]
     assert len(lines) == 1 and CLEAN_LINE.fullmatch(lines[0]), _describe(run)
     assert run["returncode"] == 2, _describe(run)
 

@@ -1,0 +1,139 @@
+"""Proofs rule by rule: a law symgrad derives is a chain of VJP rules, one per forward node, so it holds when each
+rule holds for its op and the simplified law equals the chain.
+
+Each rule is checked on its own, entry by entry at the proof's sizes: the op applied to fresh symbols (``in0``,
+``in1``, …), its rule's result against the entrywise vector-Jacobian product of that one op with a symbolic
+cotangent ``g``. Rules of the same op, attributes and shapes are checked once. The simplified law is then compared
+entry by entry with the unsimplified chain (no differentiation there). The work grows with the number of distinct
+ops, where differentiating a network's entries grows with its depth (an entry of a deep network is a formula
+of the whole network).
+
+>>> import symgrad as sg
+>>> (n,) = sg.dims("n")
+>>> W, x = sg.symbols("W", (n, n), requires_grad=True), sg.symbols("x", (n,))
+>>> out = (W @ x).tanh().sum()
+>>> chain, (grad,) = sg.law(out, [W], simplified=False), sg.law(out, [W])
+>>> made = instantiate([out, chain[0], grad, W], {n: 2})
+>>> result = check_rules(rule_nodes([out], [W]), made)
+>>> result.held, result.rules
+(True, 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+from ..core.budget import tick
+from ..core.constructors import symbols, symbols_like
+from ..core.graph import topological_all
+from ..core.tensor import Tensor, apply
+from ..derive.entrywise import vjp_entries
+from ..derive.reverse import needed_nodes
+from .instances import instantiate
+from .zeros import zero_by
+
+__all__ = ["RuleCheck", "check_rules", "instantiate", "rule_nodes"]
+
+
+@dataclass
+class RuleCheck:
+    """What checking the rules found: whether all held, how many distinct rules and entries were compared, the
+    methods that showed each difference to be 0, and the op whose rule failed (None when all held)."""
+
+    held: bool = True
+    rules: int = 0
+    entries: int = 0
+    methods: dict[str, int] = field(default_factory=dict)
+    failed: str | None = None
+
+
+def rule_nodes(outputs: Sequence[Tensor], targets: Sequence[Tensor]) -> list[Tensor]:
+    """The forward nodes whose VJP rules a law of ``outputs`` with respect to ``targets`` chains, in graph order."""
+    needed = needed_nodes(list(outputs), list(targets))
+    return [
+        node
+        for node in topological_all(outputs)
+        if node.op is not None and id(node) in needed and any(id(i) in needed for i in node.inputs)
+    ]
+
+
+def check_rules(nodes: Sequence[Tensor], made: dict[int, Tensor]) -> RuleCheck:
+    """Check the VJP rule of each node in ``nodes`` at the sizes ``made`` has them (see the module docstring);
+    ``made`` maps each node to its instance at concrete sizes (:func:`instantiate`)."""
+    result = RuleCheck()
+    seen: set[tuple] = set()
+    for position, node in enumerate(nodes):
+        concrete = made[id(node)]
+        key = _signature(concrete)
+        if key in seen:
+            continue
+        seen.add(key)
+        tick("checking the rule of {} ({} of {} nodes)", node.op.name, position + 1, len(nodes))
+        held, count = _rule_holds(concrete, result.methods)
+        result.rules += 1
+        result.entries += count
+        if not held:
+            result.held, result.failed = False, node.op.name
+            return result
+    return result
+
+
+def _signature(node: Tensor) -> tuple:
+    """What a rule check depends on: the op, its attributes, and its inputs' shapes and dtypes (and the very
+    tensor, for inputs that keep their own entries: integer targets and indices)."""
+    parts = tuple(
+        (tuple(str(d) for d in part.shape), part.dtype, id(part) if not part.dtype.startswith("float") else None)
+        for part in node.inputs
+    )
+    return (node.op.name, tuple(sorted((k, repr(v)) for k, v in node.attrs.items())), parts)
+
+
+def _rule_holds(node: Tensor, methods: dict[str, int]) -> tuple[bool, int]:
+    """One op's rule on fresh symbols against the entrywise VJP of that op alone."""
+    fresh = [
+        symbols(f"in{k}", part.shape, requires_grad=True, dtype=part.dtype)
+        if part.dtype.startswith("float") and not part.is_python_scalar
+        else part
+        for k, part in enumerate(node.inputs)
+    ]
+    out = apply(node.op.name, *fresh, **node.attrs)
+    g = symbols_like(out, "g", distinct=True)
+    pieces = node.op.vjp(g, out, *fresh, **node.attrs)
+    count = 0
+    for piece, part, original in zip(pieces, fresh, node.inputs):
+        if piece is None or part is original:
+            continue
+        expected = vjp_entries([out], part, [g])
+        actual = piece.entries()
+        if actual.shape != expected.shape:
+            return False, count
+        for a, e in zip(actual.reshape(-1), expected.reshape(-1)):
+            count += 1
+            method = zero_by(sympy.sympify(a) - e)
+            if method is None:
+                return False, count
+            methods[method] = methods.get(method, 0) + 1
+    return True, count
+
+
+def chain_equals(laws: Sequence[Tensor], chain: Sequence[Tensor], made: dict[int, Tensor]) -> tuple[bool, int, Any]:
+    """Whether each simplified law equals the unsimplified chain of rules, entry by entry at ``made``'s sizes:
+    (held, entries compared, methods)."""
+    methods: dict[str, int] = {}
+    count = 0
+    for simplified, raw in zip(laws, chain, strict=True):
+        a_entries, b_entries = made[id(simplified)].entries(), made[id(raw)].entries()
+        if a_entries.shape != b_entries.shape:
+            return False, count, methods
+        for position, (a, b) in enumerate(zip(a_entries.reshape(-1), b_entries.reshape(-1))):
+            count += 1
+            tick("comparing the simplified law with the chain of rules, entry {} of {}", position + 1, a_entries.size)
+            method = zero_by(sympy.sympify(a) - sympy.sympify(b))
+            if method is None:
+                return False, count, methods
+            methods[method] = methods.get(method, 0) + 1
+    return True, count, methods

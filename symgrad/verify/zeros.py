@@ -1,0 +1,146 @@
+"""Whether a difference is 0: SymPy's cancellation where it is cheap, exact evaluation at rational points where it
+is not, and 60-digit evaluation as the last resort (reported as such).
+
+>>> x, y = sympy.symbols("x y", positive=True)
+>>> zero_by((x + y) ** 2 - x**2 - 2 * x * y - y**2), zero_by(sympy.exp(x) - x)
+('symbolic', None)
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+
+import mpmath
+import sympy
+
+from ..ops import functions
+from .evaluate import NotExact, symbols_of, to_fraction, to_mpmath
+
+CASE_SPLITS = (
+    sympy.Piecewise,
+    sympy.Heaviside,
+    sympy.sign,
+    sympy.Abs,
+    sympy.Max,
+    sympy.Min,
+    functions.relu,
+    functions.amax,
+    functions.maximum,
+    functions.masked_div,
+)
+SYMBOLIC_BUDGET = 400  # operations above which SymPy's cancellation is replaced by exact evaluation
+
+
+def zero_by(expr: sympy.Expr) -> str | None:
+    """How ``expr`` was shown to be 0, or None when it was not.
+
+    - ``"symbolic"``: SymPy reduced it to 0 (cancellation of a rational
+      function, case splits folded branch by branch, or ``simplify``);
+    - ``"exact evaluation"``: for differences too large to cancel, the
+      rational function (function values treated as independent variables)
+      evaluates to exactly 0, in rational arithmetic, at random rational points;
+    - ``"60-digit evaluation"``: the last resort, when the others are out of
+      reach (exponentials that SymPy merges, as in attention): |expr| < 10⁻⁴⁵
+      at random points with 60 significant digits. Reported separately, since
+      it is strong evidence rather than a symbolic proof.
+
+    A numeric evaluation rules out non-zero differences first, so the slow
+    steps only run on differences that vanish at those points.
+    """
+    expr = sympy.sympify(expr)
+    if expr == 0:
+        return "symbolic"
+    if _clearly_nonzero(expr):
+        return None
+    plain = _with_independent_functions(expr)
+    if plain is not None:
+        splits = plain.has(*CASE_SPLITS)
+        if splits and sympy.count_ops(plain) <= SYMBOLIC_BUDGET:  # folding large case splits takes minutes
+            folded = sympy.piecewise_fold(plain.rewrite(sympy.Piecewise))
+            if folded == 0 or sympy.expand(folded) == 0:
+                return "symbolic"
+        elif sympy.count_ops(plain) <= SYMBOLIC_BUDGET and sympy.cancel(sympy.together(plain)) == 0:
+            return "symbolic"
+        if _zero_at_rational_points(plain):
+            return "exact evaluation"
+    elif sympy.count_ops(expr) <= SYMBOLIC_BUDGET:
+        for attempt in (
+            lambda e: sympy.cancel(sympy.together(e)),
+            sympy.simplify,
+            lambda e: sympy.simplify(e.rewrite(sympy.exp)),
+        ):
+            if attempt(expr) == 0:
+                return "symbolic"
+    if _zero_to_digits(expr):
+        return "60-digit evaluation"
+    return None
+
+
+def _zero_to_digits(expr: sympy.Expr, digits: int = 60, tries: int = 3) -> bool:
+    """The last resort, reported as such: |expr| < 10^-45 at random points, computed with 60 digits."""
+    rng = random.Random(3)
+    symbols = symbols_of(expr)
+    for _ in range(tries):
+        point = {s: Fraction(rng.randint(300, 1700), 1000) for s in symbols}
+        try:
+            value = to_mpmath(expr, point, digits=digits)
+        except (KeyError, ArithmeticError):
+            return False
+        if not abs(value) < mpmath.mpf("1e-45"):  # nan is not small either
+            return False
+    return True
+
+
+def is_zero(expr: sympy.Expr) -> bool:
+    return zero_by(expr) is not None
+
+
+def _with_independent_functions(expr: sympy.Expr) -> sympy.Expr | None:
+    """``expr`` with each function value (exp(a), tanh(b), …) replaced by its own variable.
+
+    If that form is identically 0, so is ``expr`` (the replacement only forgets
+    relations between the values). Rational-function arithmetic on it is fast,
+    where expanding exponentials of sums (softmax, attention) is not.
+    """
+    applications = [a for a in expr.atoms(sympy.Function) if not isinstance(a, CASE_SPLITS)]
+    applications.sort(key=sympy.default_sort_key)
+    values = {a: sympy.Dummy(f"f{i}") for i, a in enumerate(applications)}
+    plain = expr.xreplace(values)
+    leftover = [a for a in plain.atoms(sympy.Function) if not isinstance(a, CASE_SPLITS)]
+    return None if leftover else plain
+
+
+def _zero_at_rational_points(plain: sympy.Expr, tries: int = 3) -> bool:
+    rng = random.Random(2)
+    symbols = symbols_of(plain)
+    done = 0
+    for _ in range(4 * tries):
+        point = {s: Fraction(rng.randint(1, 10**6), rng.randint(1, 10**6)) for s in symbols}
+        try:
+            value = to_fraction(plain, point)
+        except NotExact:  # irrational constants: SymPy's exact arithmetic
+            exact = plain.xreplace({s: sympy.Rational(v.numerator, v.denominator) for s, v in point.items()})
+            value = None if exact.has(sympy.zoo, sympy.nan) else (0 if sympy.expand(exact) == 0 else 1)
+        if value is None:
+            continue
+        if value != 0:
+            return False
+        done += 1
+        if done == tries:
+            return True
+    return False
+
+
+def _clearly_nonzero(expr: sympy.Expr, tries: int = 3) -> bool:
+    rng = random.Random(1)
+    symbols = symbols_of(expr)
+    for _ in range(tries):
+        point = {s: rng.uniform(0.3, 1.7) for s in symbols}
+        try:
+            value = to_mpmath(expr, point, digits=30)
+        except (KeyError, ArithmeticError):
+            return False
+        if abs(value) > 1e-20:  # False for nan
+            return True
+    return False
