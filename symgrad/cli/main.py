@@ -51,6 +51,7 @@ from ..report.tex import compile_pdf
 from ..torch.tracing import Trace
 from . import catalogue
 from .catalogue import strict_json
+from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of
 from .models import Model, load_model
 from .repl import run as run_repl
 
@@ -257,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     for verb in (derive, explain, emit, picture):
         verb.add_argument(
             "--time-limit",
-            type=_seconds,
+            type=seconds,
             default=None,
             metavar="SECONDS",
             help=f"stop with one line after this many seconds of deriving and proving (default: the environment's "
@@ -265,32 +266,6 @@ def build_parser() -> argparse.ArgumentParser:
             "to stderr",
         )
     return parser
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"a time limit must be a positive number of seconds, not {text}")
-    return value
-
-
-DEFAULT_TIME_LIMIT = 15.0  # seconds: a command gives its answer, or one line, within about this
-
-
-def time_limit_of(args: argparse.Namespace) -> float:
-    """--time-limit, else the environment's SYMGRAD_TIME_LIMIT, else :data:`DEFAULT_TIME_LIMIT`."""
-    if getattr(args, "time_limit", None) is not None:
-        return args.time_limit
-    given = os.environ.get("SYMGRAD_TIME_LIMIT", "").strip()
-    if given:
-        try:
-            return _seconds(given)
-        except argparse.ArgumentTypeError as error:
-            raise SymgradError(f"SYMGRAD_TIME_LIMIT: {error}") from None
-    return DEFAULT_TIME_LIMIT
 
 
 def _model(args: argparse.Namespace) -> Model | None:

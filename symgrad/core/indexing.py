@@ -425,8 +425,8 @@ def index_tensor(index: object, message: str) -> Tensor:
     """``index`` checked to be an int64 (or int32) tensor, with torch's ``message`` when it is not."""
     if not is_tensor(index):
         raise TorchTypeError(f"index must be a Tensor, not {type(index).__name__}")
-    if index.dtype not in ("int64", "int32"):
-        raise TorchRuntimeError(message)
+    if index.dtype not in ("int64", "int32") and not (index.dtype.startswith(("int", "uint")) and index.numel() == 0):
+        raise TorchRuntimeError(message)  # torch lets an empty index of any integer dtype through
     return index
 
 

@@ -275,6 +275,11 @@ def codegen(
         buffers = {leaf.name: path for path, leaf in traced.buffers.items()}
         style = style if style in STYLES else "autograd_function"
         guards, updates, modes = traced.guards, traced.updates, traced.modes
+        if traced.updated_inputs:
+            raise SymgradError(
+                f"the traced code changes its input {traced.updated_inputs[0]} in place, which an emitted module "
+                "would not do: pass a copy, or make it a buffer of the model"
+            )
         buffer_names = {path: leaf.name for path, leaf in traced.buffers.items()}
     if wrt is None:
         raise SymgradError("codegen() needs wrt: the tensors to differentiate with respect to")

@@ -81,6 +81,7 @@ class Trace:
     updates: list[Any] = field(default_factory=list)
     # the training flag, at trace time, of each submodule whose computation depends on it (BatchNorm, Dropout, …)
     modes: dict[str, bool] = field(default_factory=dict)
+    updated_inputs: list[str] = field(default_factory=list)  # inputs the traced code changed in place
 
 
 def _user_line() -> str:
@@ -97,9 +98,19 @@ def _user_line() -> str:
     return "an unknown place"
 
 
+# torch functions whose name differs from the one symgrad gives them (the name torch's own binding has)
+_ALIASES = {
+    "log_sigmoid": "logsigmoid",
+    "_threshold": "threshold",
+    "max_pool1d_with_indices": "max_pool1d",
+    "max_pool2d_with_indices": "max_pool2d",
+}
+
+
 def _symbolic_function(func: Callable) -> tuple[str, Any]:
     """The :mod:`symgrad.torch` function (or Tensor method name) for a torch function, by its name."""
     name = getattr(func, "__name__", "")
+    name = _ALIASES.get(name, name)
     qualname = getattr(func, "__qualname__", "")
     module = getattr(func, "__module__", None) or ""
     if qualname.startswith(("TensorBase.", "Tensor.", "_TensorBase.")):
@@ -227,6 +238,12 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
     """One torch call under the trace: run it for real, and make the same call on the symbolic tensors."""
     kind, target = _symbolic_function(func)
     name = _name(func)
+    if "out" in kwargs:  # torch.norm(x, out=None) and friends: only a given out writes anywhere
+        if kwargs["out"] is not None:
+            raise UnsupportedError(f"{name} ({_user_line()}): out= writes into a tensor in place; use the result")
+        kwargs = {k: v for k, v in kwargs.items() if k != "out"}
+    if name in ("max_pool1d_with_indices", "max_pool2d_with_indices"):
+        kwargs = {**kwargs, "return_indices": True}
     if kind in ("attribute", "method") and target in VALUE_READS:
         check_value_read(f"{target}()", recorder.symbolic.get(id(args[0])), _user_line())
     if kind == "function" and name == "batch_norm" and _batch_norm_updates(args, kwargs):
@@ -334,15 +351,12 @@ def _batch_norm(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) 
         if given[key] is not None:
             paths[key] = recorder.buffer_paths.get(id(given[key]))
             recorder.record(given[key], new)
-    if any(path is None for path in paths.values()):
-        raise UnsupportedError(
-            f"batch_norm ({_user_line()}) updates running statistics that are not buffers of the traced model"
+    if all(path is not None for path in paths.values()):  # else inputs updated in place: see _run
+        recorder.effects.append(
+            BatchNormUpdate(
+                sym["input"], paths.get("running_mean"), paths.get("running_var"), given["momentum"], given["eps"]
+            )
         )
-    recorder.effects.append(
-        BatchNormUpdate(
-            sym["input"], paths.get("running_mean"), paths.get("running_var"), given["momentum"], given["eps"]
-        )
-    )
     recorder.record(real, result)
     recorder.sites[id(result)] = _user_line()
     return real
@@ -447,6 +461,7 @@ def trace(fn: Callable, *example_inputs: Any, dynamic_shapes: Mapping[str, Mappi
         guards=list(first.guards.items),
         updates=first.updates,
         modes=modes_that_matter(fn),
+        updated_inputs=first.updated_inputs,
     )
 
 
@@ -461,6 +476,7 @@ class _Run:
     guards: Guards
     sites: dict[int, str]
     updates: list[Any]
+    updated_inputs: list[str]
 
 
 def _run(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: dict) -> _Run:
@@ -485,6 +501,7 @@ def _run(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: 
     with guards.recording(), _mode(recorder):
         real_output = fn(*example_inputs)
     output = recorder.to_symbolic(real_output)
+    updated = [leaf.name for leaf, real in zip(inputs, example_inputs) if recorder.symbolic[id(real)] is not leaf]
     updates = list(recorder.effects)
     owned = list(fn.named_buffers()) if isinstance(fn, torch.nn.Module) else []
     by_kernel = {id(recorder.symbolic[id(real)]) for real in _updated_by_kernel(owned, recorder)}
@@ -492,7 +509,7 @@ def _run(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: 
         final = recorder.symbolic[id(real)]
         if final is not buffers[name] and id(final) not in by_kernel:
             updates.append(Assign(name, final))
-    return _Run(output, inputs, parameters, buffers, guards, recorder.sites, updates)
+    return _Run(output, inputs, parameters, buffers, guards, recorder.sites, updates, updated)
 
 
 def _updated_by_kernel(owned: list[tuple[str, Any]], recorder: _Recorder) -> list[Any]:

@@ -62,7 +62,11 @@ class Proof:
             sizes = ", ".join(f"{k}={v}" for k, v in e["sizes"].items())
             how = ", ".join(f"{n} {m}" for m, n in sorted(e.get("methods", {}).items()))
             rules = f"rule by rule, {e['rules']} rules; " if "rules" in e else ""
-            failed = f"; the rule of {e['failed_rule']} does not hold" if e.get("failed_rule") else ""
+            failed = (
+                f"; the rule of {e['failed_rule']} does not hold on fresh symbols, so the whole graph's entries decided"
+                if e.get("failed_rule")
+                else ""
+            )
             lines.append(
                 f"exact at {sizes or 'the given sizes'}: {'held' if e['held'] else 'FAILED'}"
                 f" ({rules}{e['entries']} entries{'; ' + how if how else ''}{failed})"
@@ -118,8 +122,8 @@ def _prove(outputs, wrt, grads, laws, sizes, torch_sizes, numeric, raise_on_fail
     for assignment in size_assignments(dims, floors=floors) if sizes is None else sizes:
         made = instantiate(roots + targets, assignment)
         result = _by_rules(nodes, laws, chain, made) if chain else None
-        if result is None:
-            result = _by_entries(outs, targets, vs, laws, made, assignment)
+        if result is None or "failed_rule" in result:  # the whole graph's entries decide
+            result = {**_by_entries(outs, targets, vs, laws, made, assignment), **(result or {})}
         proof.exact.append({"sizes": {str(k): v for k, v in assignment.items()}, **result})
     if numeric:
         big = torch_sizes or above_floors(dict(zip(dims, range(5, 5 + len(dims)))), floors, 3)
@@ -136,9 +140,8 @@ def _by_rules(nodes: list[Tensor], laws: list[Tensor], chain: list[Tensor], made
         rules = check_rules(nodes, made)
     except (ValuesUnknownError, UnsupportedError):
         return None
-    if not rules.held:
-        return {"held": False, "entries": rules.entries, "methods": rules.methods, "rules": rules.rules,
-                "failed_rule": rules.failed}  # fmt: skip
+    if not rules.held:  # on fresh symbols, outside the values the graph gives it (BCE's probabilities, say)
+        return {"failed_rule": rules.failed}
     held, count, methods = chain_equals(laws, chain, made)
     for method, n in rules.methods.items():
         methods[method] = methods.get(method, 0) + n

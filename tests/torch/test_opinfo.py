@@ -83,6 +83,12 @@ class Budget:
 CI = Budget(samples=4, max_numel=150, sample_seconds=1.5, entry_seconds=2.0, forward_rest=True)
 FULL = Budget(samples=None, max_numel=400, sample_seconds=60.0, entry_seconds=None, forward_rest=False)
 BUDGET = FULL if os.environ.get("SYMGRAD_OPINFO_FULL", "") == "1" else CI
+# Through sg.trace, in CI: two samples an entry with their VJPs (the namespace run above covers the rest)
+TRACED = (
+    FULL
+    if BUDGET is FULL
+    else Budget(samples=2, max_numel=150, sample_seconds=1.5, entry_seconds=2.0, forward_rest=False)
+)
 
 
 @dataclass(frozen=True)
@@ -428,6 +434,38 @@ def _same(a: Any, b: Any) -> bool:
     return True
 
 
+def _traced_call(torch_fn: Callable, args: list, kwargs: dict) -> tuple[Any, list] | Outcome:
+    """``torch_fn(*args, **kwargs)`` traced by sg.trace, its tensors the traced inputs: (the symbolic output,
+    [(torch tensor, symgrad leaf)] of the float inputs that require grad), or the Outcome of a failure."""
+    real = _tensors([args, kwargs])
+    for t in real:
+        if t.is_complex() or (t.is_floating_point() and t.dtype != torch.float64):
+            return Outcome("skipped", f"{t.dtype} tensor (the harness compares float64)")
+
+    def call(*tensors: Any) -> Any:
+        swap = {id(r): t for r, t in zip(real, tensors, strict=True)}
+        return torch_fn(*_swapped(args, swap), **_swapped(kwargs, swap))
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            traced = sg.trace(call, *real)
+    except Exception as error:
+        return _symgrad_error(error, "trace")
+    leaves = [(r, s) for r, s in zip(real, traced.inputs, strict=True) if r.requires_grad and r.is_floating_point()]
+    return traced.output, leaves
+
+
+def _swapped(obj: Any, swap: dict[int, Any]) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return swap.get(id(obj), obj)
+    if type(obj) in (list, tuple):
+        return type(obj)(_swapped(x, swap) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _swapped(v, swap) for k, v in obj.items()}
+    return obj
+
+
 def torch_reference(op: Any, torch_fn: Callable, sample: Any) -> Any:
     """torch's output for ``sample`` (processed by its output_process_fn_grad), after checking that the harness's
     spelling ``torch_fn`` of the op reproduces it exactly; an Outcome ("skipped" or "harness") if not."""
@@ -451,9 +489,18 @@ def torch_reference(op: Any, torch_fn: Callable, sample: Any) -> Any:
 
 
 def run_sample(
-    op: Any, entry: Entry, fn: Callable, torch_fn: Callable, sample: Any, seed: int, max_numel: int, vjp: bool = True
+    op: Any,
+    entry: Entry,
+    fn: Callable,
+    torch_fn: Callable,
+    sample: Any,
+    seed: int,
+    max_numel: int,
+    vjp: bool = True,
+    traced: bool = False,
 ) -> Outcome:
-    """Compare one sample: torch first (the reference), then symgrad, forward and (if ``vjp``) VJP.
+    """Compare one sample: torch first (the reference), then symgrad, forward and (if ``vjp``) VJP. With
+    ``traced``, symgrad runs torch's own spelling of the op through ``sg.trace`` instead of its own namespace.
 
     ``torch_fn`` is the spelling ``fn`` of symgrad, on real torch: it must give exactly the OpInfo's output, or
     the harness is calling symgrad differently from the OpInfo (an outcome "harness", which fails the test)."""
@@ -474,18 +521,24 @@ def run_sample(
 
     # symgrad, forward
     convert = Converter()
-    try:
-        s_args = convert(args)
-        s_kwargs = convert(dict(sample.kwargs))
-    except SampleSkipError as reason:
-        return Outcome("skipped", str(reason))
-    except Exception as error:
-        return _symgrad_error(error, "converting the inputs")
-    call = _hermitian(fn) if hermitian else fn
-    try:
-        s_out = call(*s_args, **s_kwargs)
-    except Exception as error:
-        return _symgrad_error(error, "forward")
+    if traced:  # the real torch call, run by sg.trace: what users do with their own code
+        traced_call = _traced_call(_hermitian(torch_fn) if hermitian else torch_fn, args, dict(sample.kwargs))
+        if isinstance(traced_call, Outcome):
+            return traced_call
+        s_out, convert.leaves = traced_call
+    else:
+        try:
+            s_args = convert(args)
+            s_kwargs = convert(dict(sample.kwargs))
+        except SampleSkipError as reason:
+            return Outcome("skipped", str(reason))
+        except Exception as error:
+            return _symgrad_error(error, "converting the inputs")
+        call = _hermitian(fn) if hermitian else fn
+        try:
+            s_out = call(*s_args, **s_kwargs)
+        except Exception as error:
+            return _symgrad_error(error, "forward")
     if not identity:
         try:
             s_out = process(s_out)
@@ -671,7 +724,7 @@ def selected_samples(op: Any, entry: Entry, budget: Budget) -> tuple[list, list,
     return _SELECTED[key]
 
 
-def run_entry(entry: Entry, budget: Budget = BUDGET) -> EntryResult:
+def run_entry(entry: Entry, budget: Budget = BUDGET, traced: bool = False) -> EntryResult:
     op = op_db_index()[(entry.name, entry.variant)]
     fn, spelling = entry_callable(entry, storch, sg.Tensor)
     if fn is None:
@@ -686,7 +739,9 @@ def run_entry(entry: Entry, budget: Budget = BUDGET) -> EntryResult:
         begin = time.perf_counter()
         try:
             with _time_limit(budget.sample_seconds):
-                outcome = run_sample(op, entry, fn, torch_fn, sample, _seed(entry) + index, budget.max_numel, vjp)
+                outcome = run_sample(
+                    op, entry, fn, torch_fn, sample, _seed(entry) + index, budget.max_numel, vjp, traced
+                )
         except SampleTimeout:
             outcome = Outcome("slow", f"abandoned after {budget.sample_seconds} s")
         outcome.seconds = time.perf_counter() - begin
@@ -768,15 +823,30 @@ def test_opinfo(entry: Entry) -> None:
         pytest.skip(result.note)
 
 
-# ── the table (python tests/torch/test_opinfo.py [--full] [ids...]) ─────────────────────────────────────────
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_opinfo_traced(entry: Entry) -> None:
+    """The same samples, with torch's own spelling of the op run through sg.trace, as users run their code."""
+    result = run_entry(entry, TRACED, traced=True)
+    if result.status == "harness":
+        pytest.fail(f"HARNESS BUG: {result.reason()}\n{result.details()}", pytrace=False)
+    if result.status in ("crash", "differs"):
+        pytest.fail(f"{result.status}: {result.reason()}\n{result.details()}", pytrace=False)
+    if result.status in ("missing", "refused", "partial"):
+        pytest.xfail(f"{result.status}: {result.reason()}")
+    if result.status == "skipped":
+        pytest.skip(result.note)
+
+
+# ── the table (python tests/torch/test_opinfo.py [--full] [--trace] [ids...]) ───────────────────────────────
 def main(argv: list[str]) -> int:
-    budget = FULL if "--full" in argv else BUDGET
+    traced = "--trace" in argv
+    budget = FULL if "--full" in argv else (TRACED if traced else BUDGET)
     wanted = [a for a in argv if not a.startswith("-")]
     entries = [e for e in ENTRIES if not wanted or e.id in wanted]
     start = time.perf_counter()
     results = []
     for entry in entries:
-        result = run_entry(entry, budget)
+        result = run_entry(entry, budget, traced=traced)
         results.append(result)
         reason = "" if result.status == "pass" else result.reason()
         print(f"| {entry.id} | {result.status} | {result.ran} | {result.seconds:.1f} | {reason} |", flush=True)
@@ -786,7 +856,8 @@ def main(argv: list[str]) -> int:
     for result in results:
         totals[result.status] = totals.get(result.status, 0) + 1
     print("totals:", ", ".join(f"{k} {v}" for k, v in sorted(totals.items())), f"({len(results)} entries)")
-    print(f"{time.perf_counter() - start:.1f} s ({'full' if budget is FULL else 'CI'} mode)")
+    mode = "full" if budget is FULL else "CI"
+    print(f"{time.perf_counter() - start:.1f} s ({mode} mode{', through sg.trace' if traced else ''})")
     return 0
 
 

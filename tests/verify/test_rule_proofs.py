@@ -44,7 +44,8 @@ def test_a_wrong_law_fails_against_the_chain():
 
 
 def test_a_wrong_rule_is_caught_and_named(monkeypatch):
-    """A VJP rule with its sign lost gives a law that equals its own chain: the rule check is what fails."""
+    """A VJP rule with its sign lost gives a law that equals its own chain: the rule check is what catches it, and
+    the whole graph's entries then show the law wrong."""
     tanh = registry.OPS["tanh"]
     wrong = dataclasses.replace(tanh, vjp=lambda g, out, a: (-(g * (1 - out * out)),))
     monkeypatch.setitem(registry.OPS, "tanh", wrong)
@@ -53,7 +54,17 @@ def test_a_wrong_rule_is_caught_and_named(monkeypatch):
     proof = sg.prove((x * 2).tanh().sum(), [x], numeric=False)
     assert not proof.held
     assert proof.exact[0]["failed_rule"] == "tanh"
-    assert "the rule of tanh does not hold" in str(proof)
+    assert "the rule of tanh does not hold on fresh symbols" in str(proof)
+
+
+def test_a_rule_right_only_inside_its_domain_falls_back_to_the_whole_graph():
+    """binary_cross_entropy's rule is torch's on probabilities; on fresh symbols (any real) it is not checked true,
+    and the entries of the whole graph, where the inputs are sigmoids, prove the law instead."""
+    (n,) = sg.dims("n")
+    x = sg.symbols("x", (n,), requires_grad=True)
+    F = st.nn.functional
+    proof = sg.prove(F.binary_cross_entropy(x.sigmoid(), (x * 0.5).sigmoid()), [x])
+    assert proof.held, str(proof)
 
 
 def test_a_proof_runs_against_its_time_limit():

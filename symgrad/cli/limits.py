@@ -1,0 +1,39 @@
+"""The command line's time limit: ``--time-limit SECONDS``, else the environment's ``SYMGRAD_TIME_LIMIT``, else
+:data:`DEFAULT_TIME_LIMIT` (see :func:`symgrad.core.budget.time_limit`).
+
+>>> seconds("2.5")
+2.5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..core.errors import SymgradError
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"a time limit must be a positive number of seconds, not {text}")
+    return value
+
+
+DEFAULT_TIME_LIMIT = 15.0  # seconds: a command gives its answer, or one line, within about this
+
+
+def time_limit_of(args: argparse.Namespace) -> float:
+    """--time-limit, else the environment's SYMGRAD_TIME_LIMIT, else :data:`DEFAULT_TIME_LIMIT`."""
+    if getattr(args, "time_limit", None) is not None:
+        return args.time_limit
+    given = os.environ.get("SYMGRAD_TIME_LIMIT", "").strip()
+    if given:
+        try:
+            return seconds(given)
+        except argparse.ArgumentTypeError as error:
+            raise SymgradError(f"SYMGRAD_TIME_LIMIT: {error}") from None
+    return DEFAULT_TIME_LIMIT
