@@ -17,6 +17,7 @@ import sympy
 from .arrays import as_object_array, numbers_only, object_array
 from .dims import as_shape, format_shape, is_concrete
 from .errors import AutogradError, SymgradError, UnsupportedError
+from .ieee import as_sympy_number
 from .tensor import Tensor, auto_name, check_name, constant
 
 
@@ -40,7 +41,8 @@ def tensor(
     """
     if isinstance(data, Tensor):
         data = data.tolist()
-    values = as_object_array(numbers_only(data))
+    raw = np.array(numbers_only(data), dtype=object)  # before SymPy, which has no -0.0
+    values = as_object_array(raw)
     bad = [v for v in values.reshape(-1) if not (isinstance(v, sympy.Basic) and v.is_Number)]
     if bad:
         raise SymgradError(f"tensor values must be numbers, not {bad[0]!r}")
@@ -51,7 +53,8 @@ def tensor(
         # Integer tensors (class targets, indices) cannot be differentiated: they are named constants.
         values = object_array([sympy.Integer(int(v)) for v in values.reshape(-1)], values.shape)
         return Tensor(shape=values.shape, name=check_name(name) if name else None, entries=values, dtype=kind)
-    values = object_array([sympy.Float(float(v)) for v in values.reshape(-1)], values.shape)
+    # as torch holds them: a -0.0 keeps its sign (1 / x is -inf there), as the numbers ops compute do (core.ieee)
+    values = object_array([as_sympy_number(float(v)) for v in raw.reshape(-1)], values.shape)
     out = Tensor(shape=values.shape, name=name, values=values, dtype=kind, distinct=distinct)
     if requires_grad:
         out.requires_grad_(True)

@@ -99,6 +99,14 @@ def _outer_batch(inputs: list, flags: list, nb: int) -> Any:
     return column * row
 
 
+def blas_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` with torch's signed zeros: its BLAS sums start from +0.0, so a sum of zeros is +0.0, except in a
+    matrix product over one term, which torch computes as that product (-0.0 · 1 is -0.0)."""
+    if a.ndim == 2 and b.ndim == 2 and a.shape[1] == 1:
+        return a * b  # torch's outer product: -0.0 · 1 is -0.0
+    return np.matmul(a, b) + 0.0
+
+
 register(
     Op(
         "mm",
@@ -111,7 +119,7 @@ register(
         precedence=5,
         vjp=_matmul_vjp,
         tags=frozenset({"bilinear"}),
-        float64=np.matmul,
+        float64=blas_matmul,
         cost=_product_cost,
         batch=matmul_batch,
     )
@@ -128,7 +136,7 @@ register(
         precedence=5,
         vjp=_matmul_vjp,
         tags=frozenset({"bilinear"}),
-        float64=np.matmul,
+        float64=blas_matmul,
         cost=_product_cost,
         batch=matmul_batch,
     )
