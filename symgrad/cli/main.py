@@ -13,7 +13,8 @@ environment variable ``SYMGRAD_DEBUG=1``) shows the traceback instead. Exit code
 - 1: the result disagrees with torch (a failed cross-check, proof or check of an emitted module, which is
   then not written); ``catalogue --check``: generated/ is out of date;
 - 2: bad input, an unwritable output, or the work budget exceeded (including running out of memory);
-- 3: an internal error, that is a bug in symgrad: please report it with the ``--debug`` traceback;
+- 2 as well for an internal error, a bug in symgrad (one line naming the op it was working on): please report it
+  with the ``--debug`` traceback;
 - 130: interrupted (Ctrl-C), quietly;
 - 141: stdout was closed before the output was complete (``symgrad ... | head -1``). As Python's documentation
   recommends for SIGPIPE, the rest of the output goes to ``os.devnull``, quietly; the code is the one a shell
@@ -30,6 +31,7 @@ import json
 import os
 import shlex
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -57,7 +59,6 @@ from .repl import run as run_repl
 
 EXIT_MISMATCH = 1
 EXIT_USAGE = 2
-EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 
@@ -75,8 +76,8 @@ exit codes:
   0    ok
   1    the result disagrees with torch (a failed check, proof or module check; a failed module is not
        written); catalogue --check: generated/ is out of date
-  2    bad input, an unwritable output, or the work budget exceeded
-  3    an internal error: a bug in symgrad, please report it (--debug shows the traceback)
+  2    bad input, an unwritable output, the work budget or time limit exceeded, or an internal error (a bug in
+       symgrad, please report it; --debug shows the traceback)
   130  interrupted (Ctrl-C)
   141  stdout was closed early (e.g. `symgrad ... | head -1`): the rest is dropped quietly
 
@@ -615,11 +616,35 @@ def report_error(error: Exception) -> int:
     if isinstance(error, ModuleNotFoundError) and error.name == "torch":
         say("symgrad: error: this needs torch (pip install torch==2.13.0), or pass --no-check")
         return EXIT_USAGE
-    if isinstance(error, BAD_INPUT):
-        say(f"symgrad: error: {one_line(error)}")
+    if isinstance(error, SymgradError) or (isinstance(error, BAD_INPUT) and not raised_inside_symgrad(error)):
+        say(f"symgrad: error: {one_line(error)}")  # torch's own error for the user's model is the user's to fix
         return EXIT_USAGE
-    say(f"symgrad: internal error: {type(error).__name__}: {one_line(error)} (run with --debug for the traceback)")
-    return EXIT_INTERNAL
+    where = f" in {blamed_op(error)}" if blamed_op(error) else ""
+    say(
+        f"symgrad: error: internal error{where}: {type(error).__name__}: {one_line(error)} (a bug in symgrad: please "
+        "report it; --debug shows the traceback)"
+    )
+    return EXIT_USAGE
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def raised_inside_symgrad(error: BaseException) -> bool:
+    """Whether the innermost frame of ``error``'s traceback is symgrad's own code (not torch's, not the user's)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    return bool(frames) and _PACKAGE in Path(frames[-1].filename).resolve().parents
+
+
+def blamed_op(error: BaseException) -> str | None:
+    """The op symgrad was working on when ``error`` escaped: a tensor node found in the innermost frames."""
+    tb, found = error.__traceback__, None
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            if isinstance(value, Tensor) and value.op is not None:
+                found = value.op.name
+        tb = tb.tb_next
+    return found
 
 
 def _debug_from_environment() -> bool:

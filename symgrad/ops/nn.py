@@ -443,6 +443,13 @@ register(
 )
 
 
+def _nll_loss_float64(lp: np.ndarray, y: np.ndarray, reduction: str) -> np.ndarray:
+    """torch's NLL kernel subtracts each picked entry from a total that starts at +0.0: a loss of zeros is +0.0
+    (negating their sum gives -0.0)."""
+    total = 0.0 - np.sum(lp[np.arange(lp.shape[0]), y.astype(int)])
+    return np.asarray(total / lp.shape[0] if reduction == "mean" else total)
+
+
 def _nll_loss(log_probabilities: np.ndarray, y: np.ndarray, reduction: str) -> np.ndarray:
     return _reduced([-row[c] for row, c in zip(log_probabilities, _class_indices(y))], reduction)
 
@@ -492,6 +499,7 @@ register(
         "NllLossBackward0",
         vjp=lambda g, out, lp, y, reduction: (_nll_loss_vjp(g, lp, y, reduction), None),
         indexes=lambda lp, y, reduction: [(lp.shape[1], y)],
+        float64=_nll_loss_float64,
     )
 )
 register(

@@ -36,7 +36,15 @@ from .. import torch as symbolic_torch
 from ..core.arrays import object_array
 from ..core.constructors import symbols, tensor
 from ..core.dims import as_shape, format_shape, is_concrete
-from ..core.errors import ParseError, ShapeError, SymbolicShapeError, SymgradError, UnknownNameError, UnsupportedError
+from ..core.errors import (
+    InternalError,
+    ParseError,
+    ShapeError,
+    SymbolicShapeError,
+    SymgradError,
+    UnknownNameError,
+    UnsupportedError,
+)
 from ..core.graph import topological
 from ..core.methods import TensorMethods
 from ..core.tensor import Tensor, check_name, constant
@@ -278,8 +286,15 @@ class _Builder:
         self._check_inputs(label, args, kwargs)
         try:
             return fn(*args, **kwargs)
-        except (TypeError, AttributeError) as exc:
+        except SymgradError:
+            raise
+        except (TypeError, AttributeError) as exc:  # an argument of the wrong kind, as Python says it
             raise ParseError(f"bad arguments to {label}(): {' '.join(str(exc).split())}") from exc
+        except Exception as exc:  # anything else from inside symgrad is a bug: one line naming the call
+            raise InternalError(
+                f"{label}(){where_text(node)}: symgrad failed with {type(exc).__name__}: "
+                f"{' '.join(str(exc).split())} (a bug in symgrad: please report it)"
+            ) from exc
 
     def _check_inputs(self, label: str, args: list, kwargs: dict) -> None:
         """Arithmetic takes tensors or numbers (``torch.add(2, x)``); other functions take a tensor first."""

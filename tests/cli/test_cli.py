@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import importlib
 import json
@@ -243,20 +244,34 @@ def test_help_documents_the_exit_codes(capsys):
     assert code == 0
     for doc in (out, CLI.__doc__):
         assert "exit code" in doc.lower()
-        for line in ("0", "1", "2", "3"):
+        for line in ("0", "1", "2"):
             assert re.search(rf"^\W*{line}\W", doc, re.M), (line, doc)
         assert "disagrees with torch" in doc and "internal error" in doc and "unwritable output" in doc
 
 
-def test_an_unexpected_error_is_one_line_and_exit_3(capsys, monkeypatch):
+def test_an_unexpected_error_is_one_line_and_exit_2(capsys, monkeypatch):
     monkeypatch.setattr(CLI, "derive", fail_with(AttributeError("'NoneType' object has no attribute 'shape'")))
     code, out, err = run(capsys, *SEED, "--grad-tensor", "ones")
-    assert code == 3 and out == ""
-    line = one_error_line(err, "symgrad: internal error: ")
+    assert code == 2 and out == ""
+    line = one_error_line(err, "symgrad: error: internal error in mm: ")  # the op of the graph it was deriving
     assert line == (
-        "symgrad: internal error: AttributeError: 'NoneType' object has no attribute 'shape' "
-        "(run with --debug for the traceback)"
+        "symgrad: error: internal error in mm: AttributeError: 'NoneType' object has no attribute 'shape' "
+        "(a bug in symgrad: please report it; --debug shows the traceback)"
     )
+
+
+def test_an_error_inside_symgrad_names_the_op_it_was_working_on(capsys, monkeypatch):
+    """An exception that is not a SymgradError, raised inside symgrad's own code, is a bug: one line that names the
+    op whose rule or meaning failed, exit 2."""
+    from symgrad.core import registry
+
+    tanh = registry.OPS["tanh"]
+    broken = dataclasses.replace(tanh, meaning=lambda a: {}["a bug"])
+    monkeypatch.setitem(registry.OPS, "tanh", broken)
+    code, _, err = run(capsys, "derive", "torch.tanh(x).sum()", "--value", "x=[1.0, 2.0]")
+    assert code == 2
+    line = one_error_line(err, "symgrad: error: ")
+    assert "tanh" in line and "KeyError" in line and "a bug in symgrad" in line
 
 
 @pytest.mark.parametrize("where", ["before the verb", "after the verb", "environment"])
@@ -264,7 +279,7 @@ def test_debug_shows_the_traceback(capsys, monkeypatch, where):
     monkeypatch.setattr(CLI, "derive", fail_with(AttributeError("boom")))
     argv = [*SEED, "--grad-tensor", "ones"]
     monkeypatch.setenv("SYMGRAD_DEBUG", "0")
-    assert main(argv) == 3  # without --debug: one line
+    assert main(argv) == 2  # without --debug: one line
     if where == "before the verb":
         argv = ["--debug", *argv]
     elif where == "after the verb":
