@@ -23,7 +23,7 @@ def seconds(text: str) -> float:
     return value
 
 
-DEFAULT_TIME_LIMIT = 15.0  # seconds: a command gives its answer, or one line, within about this
+DEFAULT_TIME_LIMIT = 12.0  # seconds of work: with start-up, a command answers or says why in about 15 s
 
 
 def time_limit_of(args: argparse.Namespace) -> float:
