@@ -100,7 +100,7 @@ register(
         vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim) / count(a.shape, dim),),
         tags=frozenset({"linear"}),
         float_result=True,
-        float64=lambda a, dim, keepdim: np.mean(a, axis=present_axes(a, dim), keepdims=keepdim),
+        float64=lambda a, dim, keepdim: _mean_float64(a, present_axes(a, dim), keepdim),
         batch="dims",
     )
 )
@@ -424,6 +424,14 @@ def _var_spelling(attrs: dict, inputs: tuple) -> dict:
     return _dim_spelled_out(attrs, inputs)
 
 
+def _mean_float64(a: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray:
+    """Σ x / N in float64: the mean of no entries is 0/0 = nan, as torch's, without NumPy's warning."""
+    count = math.prod(a.shape[d] for d in axes)
+    return (
+        np.sum(a, axis=axes, keepdims=keepdims) / count if count else np.sum(a, axis=axes, keepdims=keepdims) * np.nan
+    )
+
+
 def _torch_spread(torch, name: str, a, dim: tuple, keepdim: bool, correction, whole: bool):
     dims = None if whole and len(dim) == a.dim() else list(dim)
     return getattr(torch, name)(a, dim=dims, correction=correction, keepdim=keepdim)
@@ -434,7 +442,7 @@ def _var_float64(a: np.ndarray, dim: tuple, keepdim: bool, correction) -> np.nda
     would cancel x − x to 0 first), and a divisor of 0 gives inf or nan."""
     axes = present_axes(a, dim)
     n = math.prod(a.shape[d] for d in axes)
-    deviations = a - np.mean(a, axis=axes, keepdims=True)
+    deviations = a - _mean_float64(a, axes, True)
     return np.sum(deviations**2, axis=axes, keepdims=keepdim) / max(n - correction, 0)
 
 

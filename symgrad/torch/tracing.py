@@ -531,7 +531,8 @@ def _state_kept(fn: Callable) -> Iterator[None]:
         torch.random.set_rng_state(random_state)
         with torch.no_grad():
             for buffer, saved in buffers:
-                buffer.copy_(saved)
+                if not torch.equal(buffer, saved):  # only what changed: a copy bumps the buffer's version counter,
+                    buffer.copy_(saved)  # and a graph of the user's that saved it could not go backward any more
 
 
 def _probe(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: dict, first: _Run) -> None:

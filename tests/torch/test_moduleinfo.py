@@ -160,7 +160,8 @@ def run_sample(info: Any, sample: Any) -> Outcome:
         generator = torch.Generator().manual_seed(1)
         vs = [torch.randn(expected[k].shape, generator=generator, dtype=torch.float64) for k in picked]
         theirs = torch.autograd.grad([expected[k] for k in picked], wrt_torch, vs, allow_unused=True)
-        grads = sg.vjp([ours[k] for k in picked], wrt_ours, [sg.tensor(v.tolist(), dtype="float64") for v in vs])
+        given = [sg.tensor(v.numpy() if v.numel() else np.zeros(tuple(v.shape)), dtype="float64") for v in vs]
+        grads = sg.vjp([ours[k] for k in picked], wrt_ours, given)
         grads = (grads,) if isinstance(grads, sg.Tensor) else grads
         for k, (mine, real, target) in enumerate(zip(grads, theirs, wrt_torch)):
             real = torch.zeros_like(target) if real is None else real
