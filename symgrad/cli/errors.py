@@ -1,7 +1,7 @@
 """How the command line fails: one line on stderr per failure, and its exit code.
 
->>> one_line(ValueError("two\n  lines"))
-'two lines'
+>>> one_line(ValueError("a message   on  one line"))
+'a message on one line'
 """
 
 from __future__ import annotations
