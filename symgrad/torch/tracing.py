@@ -529,10 +529,11 @@ def _state_kept(fn: Callable) -> Iterator[None]:
         yield
     finally:
         torch.random.set_rng_state(random_state)
-        with torch.no_grad():
-            for buffer, saved in buffers:
-                if not torch.equal(buffer, saved):  # only what changed: a copy bumps the buffer's version counter,
-                    buffer.copy_(saved)  # and a graph of the user's that saved it could not go backward any more
+        for buffer, saved in buffers:
+            if not torch.equal(buffer, saved):
+                # through .data, which has a version counter of its own: the values are the ones a graph of the
+                # user's saved before the trace, and that graph can still go backward
+                buffer.data.copy_(saved)
 
 
 def _probe(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: dict, first: _Run) -> None:

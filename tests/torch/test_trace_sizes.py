@@ -103,3 +103,15 @@ def test_tracing_leaves_the_model_and_the_random_state_as_they_were(dynamic):
     for name, buffer in model.named_buffers():
         assert torch.equal(buffer, before[name]), name
     assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_a_graph_made_before_the_trace_still_goes_backward():
+    """Restoring the running statistics after the trace must not bump their version counters: batch norm's
+    backward reads them, and a loss computed before sg.trace is still differentiated afterwards."""
+    torch.manual_seed(0)
+    model = torch.nn.BatchNorm1d(3).double().train()
+    x = torch.randn(4, 3, dtype=F64, requires_grad=True)
+    loss = (model(x) ** 3).sum()
+    sg.trace(model, x)
+    loss.backward()
+    assert x.grad is not None and model.weight.grad is not None
