@@ -236,7 +236,9 @@ def main(argv: list[str]) -> int:
         result = run_module(info, budget)
         totals[result.status] = totals.get(result.status, 0) + 1
         reason = "" if result.status == "pass" else result.reason()
-        print(f"| {info.name} | {result.status} | {len(result.outcomes)} | {result.seconds:.1f} | {reason} |", flush=True)
+        print(
+            f"| {info.name} | {result.status} | {len(result.outcomes)} | {result.seconds:.1f} | {reason} |", flush=True
+        )
     print("totals:", ", ".join(f"{k} {v}" for k, v in sorted(totals.items())))
     print(f"{time.perf_counter() - start:.1f} s ({'full' if budget is FULL else 'CI'} mode)")
     return 0

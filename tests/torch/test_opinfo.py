@@ -83,7 +83,7 @@ class Budget:
 CI = Budget(samples=4, max_numel=150, sample_seconds=1.5, entry_seconds=2.0, forward_rest=True)
 FULL = Budget(samples=None, max_numel=400, sample_seconds=60.0, entry_seconds=None, forward_rest=False)
 BUDGET = FULL if os.environ.get("SYMGRAD_OPINFO_FULL", "") == "1" else CI
-# Through sg.trace, in CI: two samples an entry with their VJPs (the namespace run above covers the rest)
+# Through sg.trace, in CI: one sample an entry (and the tiny ones) with their VJPs (the namespace run above covers the rest)
 TRACED = (
     FULL
     if BUDGET is FULL
@@ -747,7 +747,11 @@ def run_entry(entry: Entry, budget: Budget = BUDGET, traced: bool = False) -> En
         outcome.seconds = time.perf_counter() - begin
         result.outcomes.append((index, outcome))
 
-    picks, rest, result.note = selected_samples(op, entry, budget)
+    if traced and budget is TRACED and budget is not BUDGET:  # the namespace run's choice (made once), cut short
+        picks, rest, result.note = selected_samples(op, entry, BUDGET)
+        picks, rest = picks[: budget.samples], []
+    else:
+        picks, rest, result.note = selected_samples(op, entry, budget)
     with _seeded(_seed(entry)):
         # CI: the forward values of the samples that are not picked (cheap: no VJP), in the entry's time budget
         if budget.forward_rest:
