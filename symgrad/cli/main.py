@@ -38,7 +38,7 @@ from typing import Any
 from ..core.budget import PROGRESS_AFTER, time_limit
 from ..core.constructors import fresh_name
 from ..core.dims import is_concrete
-from ..core.errors import SymgradError
+from ..core.errors import SymgradError, WorkBudgetError
 from ..core.files import check_writable, write_file
 from ..core.tensor import Tensor
 from ..emit import codegen, load_source
@@ -430,6 +430,8 @@ def _graph_drawing(output: Tensor, wrt: list[Tensor], grad_tensor: Any, kind: st
     try:
         return graph(output, wrt or None, grad_tensor=grad_tensor).draw(kind)
     except SymgradError as error:
+        if isinstance(error, WorkBudgetError):
+            raise
         say(f"symgrad: note: the document has no graph picture: {error}")
         return None
 

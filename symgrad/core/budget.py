@@ -83,7 +83,14 @@ class _Clock:
     status_args: tuple = ()
 
 
-_CLOCKS: list[_Clock] = []
+class _Running(threading.local):
+    """The clocks running in this thread (each thread's work has its own limits)."""
+
+    def __init__(self) -> None:
+        self.clocks: list[_Clock] = []
+
+
+_RUNNING = _Running()
 
 
 def _stderr(line: str) -> None:
@@ -107,18 +114,18 @@ def time_limit(
     symgrad.WorkBudgetError: a slow proof did not finish within 0 s (at entry 1 of 9): pass --no-check
     """
     clock = _Clock(seconds, what, way_out, report or (lambda line: None))
-    _CLOCKS.append(clock)
+    _RUNNING.clocks.append(clock)
     alarm = _arm()
     try:
         yield
     finally:
-        _CLOCKS.remove(clock)
+        _RUNNING.clocks.remove(clock)
         if alarm:
             _arm()
 
 
 def _expired(now: float) -> _Clock | None:
-    return next((c for c in _CLOCKS if c.seconds is not None and now - c.start > c.seconds), None)
+    return next((c for c in _RUNNING.clocks if c.seconds is not None and now - c.start > c.seconds), None)
 
 
 def _refuse(clock: _Clock, status: str) -> WorkBudgetError:
@@ -134,8 +141,8 @@ def _on_alarm(signum: int, frame: object) -> None:
     if clock is not None:
         signal.setitimer(signal.ITIMER_REAL, 0.5)  # again, should some code catch the error and carry on
         raise _refuse(clock, clock.status.format(*clock.status_args))
-    if _CLOCKS:
-        _progress(_CLOCKS[0], now, _CLOCKS[0].status.format(*_CLOCKS[0].status_args))
+    if _RUNNING.clocks:
+        _progress(_RUNNING.clocks[0], now, _RUNNING.clocks[0].status.format(*_RUNNING.clocks[0].status_args))
     _arm()
 
 
@@ -156,9 +163,9 @@ def _arm() -> bool:
     current = signal.getsignal(signal.SIGALRM)
     if current not in (signal.SIG_DFL, _on_alarm, None):
         return False
-    deadlines = [c.start + c.seconds for c in _CLOCKS if c.seconds is not None]
-    if _CLOCKS:  # the next progress line, too
-        outer = _CLOCKS[0]
+    deadlines = [c.start + c.seconds for c in _RUNNING.clocks if c.seconds is not None]
+    if _RUNNING.clocks:  # the next progress line, too
+        outer = _RUNNING.clocks[0]
         deadlines.append(max(outer.start + PROGRESS_AFTER, outer.reported + PROGRESS_EVERY))
     if not deadlines:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -172,15 +179,15 @@ def _arm() -> bool:
 def tick(status: str = "", *args: object) -> None:
     """Where long work checks its clocks (see :func:`time_limit`); ``status`` says how far it is, formatted with
     ``args`` (``str.format``) only when a line is written. Costs a clock read when no limit is running."""
-    if not _CLOCKS:
+    if not _RUNNING.clocks:
         return
     now = time.monotonic()
     expired = _expired(now)
     if expired is not None:
         raise _refuse(expired, status.format(*args))
     if status:
-        for running in _CLOCKS:
+        for running in _RUNNING.clocks:
             running.status, running.status_args = status, args
-    clock = _CLOCKS[0]  # the outermost clock speaks for the whole command
+    clock = _RUNNING.clocks[0]  # the outermost clock speaks for the whole command
     if now - clock.start >= PROGRESS_AFTER and now - clock.reported >= PROGRESS_EVERY:
         _progress(clock, now, status.format(*args))

@@ -16,6 +16,7 @@ import sympy
 
 from .arrays import as_object_array, numbers_only, object_array
 from .dims import as_shape, format_shape, is_concrete
+from .dtypes import is_floating
 from .errors import AutogradError, SymgradError, UnsupportedError
 from .ieee import as_sympy_number
 from .tensor import Tensor, auto_name, check_name, constant
@@ -47,7 +48,7 @@ def tensor(
     if bad:
         raise SymgradError(f"tensor values must be numbers, not {bad[0]!r}")
     kind = dtype_name(dtype) or _infer_dtype(values, None)
-    if not kind.startswith("float"):
+    if not is_floating(kind):
         if requires_grad:
             raise AutogradError("Only Tensors of floating point and complex dtype can require gradients")
         # Integer tensors (class targets, indices) cannot be differentiated: they are named constants.

@@ -28,9 +28,10 @@ MAX_FORMULA_ENTRIES = 36
 
 def to_number(value: Any, *, integer: bool = False) -> float | int:
     """One number as a Python float (int for integer tensors): ``oo`` is inf, anything undefined
-    or not real (``zoo``, ``nan``, ``I``) is nan, as in torch's real tensors; zero has no sign."""
+    or not real (``zoo``, ``nan``, ``I``) is nan, as in torch's real tensors; zero is shown without a sign."""
     if isinstance(value, (float, int)) and not isinstance(value, bool):
-        # a negative zero is kept while computing (1 / -0.0 is -inf) and shown as 0.0
+        # a negative zero is kept while computing (1 / -0.0 is -inf) and shown as 0.0: where torch's kernels and
+        # symgrad's formulas reach a zero by different routes its sign can differ, and only 1 / x would tell
         return int(value) if integer and float(value).is_integer() else float(value) + 0.0
     number = sympy.sympify(value)
     if isinstance(number, sympy.logic.boolalg.BooleanAtom):

@@ -32,6 +32,7 @@ class Operand(NamedTuple):
 
 
 def is_floating(dtype: str) -> bool:
+    """Whether ``dtype`` is a floating dtype (bfloat16 included)."""
     return dtype in _FLOAT_WIDTH
 
 
@@ -43,20 +44,59 @@ def promote_floats(dtypes: Sequence[str]) -> str:
     return widest
 
 
+_INT_WIDTH = {"uint8": 8, "int8": 8, "int16": 16, "int32": 32, "int64": 64}
+
+
+def _category(dtype: str) -> int:
+    return 2 if is_floating(dtype) else (0 if dtype == "bool" else 1)
+
+
+def promote_types(a: str, b: str) -> str:
+    """torch.promote_types: bool < integers < floating; uint8 with int8 is int16."""
+    if a == b:
+        return a
+    if is_floating(a) or is_floating(b):
+        return promote_floats([d for d in (a, b) if is_floating(d)])
+    if a == "bool" or b == "bool":
+        return b if a == "bool" else a
+    if {a, b} == {"uint8", "int8"}:
+        return "int16"
+    return max((a, b), key=lambda d: (_INT_WIDTH.get(d, 64), d != "uint8"))
+
+
+def _promoted(dtypes: Sequence[str]) -> str | None:
+    result = None
+    for dtype in dtypes:
+        result = dtype if result is None else promote_types(result, dtype)
+    return result
+
+
+def _combine(higher: str | None, lower: str | None) -> str | None:
+    """torch's combine_categories: a later group counts only when it is of a higher category."""
+    if higher is None or lower is None:
+        return higher or lower
+    if is_floating(higher):
+        return higher
+    if higher == "bool" or _category(lower) > _category(higher):
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type(operands: Sequence[Operand]) -> str:
+    """torch.result_type of the operands (see the module docstring)."""
+    dims = _promoted([o.dtype for o in operands if not o.python_scalar and not o.zero_dim])
+    zero = _promoted([o.dtype for o in operands if not o.python_scalar and o.zero_dim])
+    wrapped = _promoted(
+        [DEFAULT_FLOAT if is_floating(o.dtype) else ("int64" if o.dtype != "bool" else "bool") for o in operands
+         if o.python_scalar]
+    )  # fmt: skip
+    return _combine(dims, _combine(zero, wrapped)) or DEFAULT_FLOAT
+
+
 def floating_result_type(operands: Sequence[Operand]) -> str:
-    """The result type of operands of which one at least is floating (see the module's docstring)."""
-    groups = (
-        [o.dtype for o in operands if not o.python_scalar and not o.zero_dim],
-        [o.dtype for o in operands if not o.python_scalar and o.zero_dim],
-        [DEFAULT_FLOAT if is_floating(o.dtype) else o.dtype for o in operands if o.python_scalar],
-    )
-    result: str | None = None
-    for group in groups:
-        floats = [d for d in group if is_floating(d)]
-        if not group or (result is not None and (is_floating(result) or not floats)):
-            continue
-        result = promote_floats(floats) if floats else group[0]
-    return result if result is not None and is_floating(result) else DEFAULT_FLOAT
+    """The result type of operands of which one at least is floating (see the module docstring)."""
+    result = result_type(operands)
+    return result if is_floating(result) else DEFAULT_FLOAT
 
 
 def result_dtype(op: Op, operands: Sequence[Operand]) -> str:
@@ -76,4 +116,6 @@ def result_dtype(op: Op, operands: Sequence[Operand]) -> str:
         return DEFAULT_FLOAT
     if op.name in _INT64_ACCUMULATORS:
         return "int64"  # torch sums and multiplies bool and integer tensors in int64
+    if op.has("broadcasting") or op.name == "where":  # arithmetic: torch's promotion (int32 + int64 is int64)
+        return result_type(operands)
     return tensors[0].dtype

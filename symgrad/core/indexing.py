@@ -51,6 +51,11 @@ def normalize_index(index: object) -> tuple:
             out.append(item)
         elif isinstance(item, slice):
             for part in (item.start, item.stop, item.step):
+                if isinstance(part, sympy.Expr) and part.free_symbols:
+                    raise UnsupportedError(
+                        f"a slice bound made of a symbolic size ({part}) is not supported; slice at fixed bounds, "
+                        "or leave the size out of dynamic_shapes"
+                    )
                 if part is not None and not isinstance(part, int):
                     raise TorchIndexError(f"slice bounds must be integers, not {part!r}")
             if item.step == 0:

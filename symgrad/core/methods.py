@@ -20,7 +20,9 @@ import numpy as np
 
 from . import indexing
 from .arrays import object_array, topk_positions
+from .conversions import ConversionMethods
 from .dims import as_shape, format_shape, normalize_dim, normalize_dims, numel, reshape_target
+from .dtypes import is_floating
 from .errors import ShapeError, TorchRuntimeError, TorchTypeError, TorchValueError, UnsupportedError
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ def relabel(t: Any, dtype: Any) -> Any:
     return t
 
 
-class TensorMethods:
+class TensorMethods(ConversionMethods):
     """The torch methods of a symbolic tensor (arithmetic, reductions, layout, functions)."""
 
     shape: tuple
@@ -99,11 +101,11 @@ class TensorMethods:
     def __pos__(self) -> Tensor:
         return self
 
-    def add(self, other: Any) -> Tensor:
-        return self + other
+    def add(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self + (other if alpha == 1 else alpha * other)
 
-    def sub(self, other: Any) -> Tensor:
-        return self - other
+    def sub(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self - (other if alpha == 1 else alpha * other)
 
     def mul(self, other: Any) -> Tensor:
         return self * other
@@ -170,7 +172,7 @@ class TensorMethods:
         return self.apply_op("sum", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim))
 
     def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        if not self.dtype.startswith("float"):
+        if not is_floating(self.dtype):
             raise TorchRuntimeError(
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
                 f"Got: {self.dtype.capitalize()}"
@@ -453,7 +455,10 @@ class TensorMethods:
             if min is None:
                 return self.apply_op("clamp_max", self, max)
             return self.apply_op("clamp_between", self, min, max)
-        return self.apply_op("clamp", self, min=min, max=max)
+        source = self
+        if not is_floating(self.dtype) and any(isinstance(b, float) for b in (min, max)):
+            source = self.float()  # torch promotes an integer tensor clamped by a float to its default float dtype
+        return self.apply_op("clamp", source, min=min, max=max)
 
     def clamp_min(self, min: Any) -> Tensor:  # noqa: A002 - torch's spelling
         return self.clamp(min=min)

@@ -21,6 +21,7 @@ import numpy as np
 import sympy
 
 from .arrays import object_array
+from .dtypes import is_floating
 from .graph import topological
 from .ieee import as_sympy_number, float64_values
 from .symbols import value_symbols
@@ -35,7 +36,7 @@ def as_numbers(flat: list[float], shape: tuple, dtype: str) -> np.ndarray:
     """Float64 results as an object array of SymPy numbers of the tensor's dtype."""
     if dtype == "bool":
         return object_array([sympy.true if v else sympy.false for v in flat], shape)
-    integer = not dtype.startswith("float")
+    integer = not is_floating(dtype)
     return object_array([as_sympy_number(v, integer=integer) for v in flat], shape)
 
 
@@ -53,7 +54,7 @@ def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
                 continue
             point.update(zip(leaf.entries().reshape(-1), (float(v) for v in numbers_of(leaf).reshape(-1))))
         return as_numbers(float64_values(entries.reshape(-1), point), entries.shape, node.dtype)
-    floats = [part.dtype.startswith("float") for part in node.inputs]
+    floats = [is_floating(part.dtype) for part in node.inputs]
     # a bool or an integer next to a float is promoted to a float, as in torch (and must meet nan as one:
     # SymPy's exact 0 * x is 0 before x's nan arrives)
     promoted = any(floats) and all(f or part.dtype == "bool" or part.dtype.startswith("int")
@@ -66,7 +67,7 @@ def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
     args, point = [], {}
     for position, part in enumerate(node.inputs):
         values = numbers_of(part)
-        if part.dtype.startswith("float") and values.size:  # integers and booleans stay exact
+        if is_floating(part.dtype) and values.size:  # integers and booleans stay exact
             holders = value_symbols(position, values.shape)
             point.update(zip(holders.reshape(-1), (float(v) for v in values.reshape(-1))))
             args.append(holders)

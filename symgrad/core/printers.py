@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import sympy
 
+from .dtypes import is_floating
 from .graph import topological, uniform_constant
 from .indexing import index_shape
 from .latex import latex_name
@@ -246,7 +247,7 @@ def first_float_input(t: Tensor, names: dict[int, str] | None = None) -> str | N
     """How the printer names the first floating-point input ``t`` reads (a tensor whose dtype new tensors can
     take): its name in ``names`` if it has one there, else its own."""
     for node in topological(t):
-        if node.op is None and node.dtype.startswith("float") and uniform_constant(node) is None:
+        if node.op is None and is_floating(node.dtype) and uniform_constant(node) is None:
             name = (names or {}).get(id(node), node.name)
             if unicodedata.normalize("NFKC", name).isidentifier():
                 return name

@@ -27,7 +27,7 @@ from . import display
 from .arrays import as_object_array, numbers_only
 from .budget import check_budget, tick
 from .dims import Shape, as_shape, format_shape, is_concrete, normalize_dim, numel, require_concrete
-from .dtypes import Operand, result_dtype
+from .dtypes import Operand, is_floating, result_dtype
 from .errors import (
     AutogradError,
     ShapeError,
@@ -196,12 +196,7 @@ class Tensor(TensorMethods):
     @property
     def is_named_constant(self) -> bool:
         """An integer tensor with a name and known entries (class targets given as values)."""
-        return (
-            self._kind == "formula"
-            and self._name is not None
-            and not self._sources
-            and not self.dtype.startswith("float")
-        )
+        return self._kind == "formula" and self._name is not None and not self._sources and not is_floating(self.dtype)
 
     @property
     def is_leaf(self) -> bool:
@@ -221,7 +216,7 @@ class Tensor(TensorMethods):
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed variable "
                 "in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
             )
-        if flag and not self.dtype.startswith("float"):
+        if flag and not is_floating(self.dtype):
             raise AutogradError("Only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = bool(flag)
         return self
@@ -444,7 +439,7 @@ def wrap(value: Any, like: Tensor | None = None) -> Tensor:
     if isinstance(value, (bool, int, float, sympy.Number, np.number)) and not isinstance(value, np.bool_):
         number = sympy.Integer(int(value)) if isinstance(value, bool) else sympy.sympify(value)
         floating = number.is_Float or isinstance(value, float) or not number.is_finite  # nan and inf are floats
-        dtype = "float32" if (floating or (like is not None and like.dtype.startswith("float"))) else "int64"
+        dtype = "float32" if (floating or (like is not None and is_floating(like.dtype))) else "int64"
         return constant(number, dtype=dtype, python_scalar=True)
     if isinstance(value, sympy.Expr) and value.free_symbols and all(s.is_integer for s in value.free_symbols):
         # a number made of symbolic sizes, such as N or 1/sqrt(d)

@@ -24,7 +24,7 @@ from ..core.arrays import object_array
 from ..core.budget import tick
 from ..core.constructors import formula, fresh_name, tensor
 from ..core.dims import is_concrete, numel, require_concrete
-from ..core.errors import ShapeError, SymgradError, UnsupportedError
+from ..core.errors import ShapeError, SymgradError, UnsupportedError, WorkBudgetError
 from ..core.tensor import Tensor, constant, wrap
 from ..ops import functions
 from .reverse import law
@@ -364,5 +364,7 @@ def backward_graphs(outputs: Sequence[Tensor], targets: Sequence[Tensor], grads:
     """
     try:
         return list(law(list(outputs), list(targets), list(grads), simplified=False))
-    except SymgradError:
+    except SymgradError as error:
+        if isinstance(error, WorkBudgetError):
+            raise
         return [None] * len(targets)

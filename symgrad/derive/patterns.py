@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sympy
 
+from ..core.dtypes import is_floating
 from ..core.graph import uniform_constant
 from ..core.tensor import Tensor
 
@@ -84,5 +85,5 @@ def _is_row_softmax(t: Tensor, shape: tuple) -> bool:
         and t.attrs["dim"] % 2 == 1
         and len(t.shape) == 2
         and tuple(t.shape) == tuple(shape)
-        and t.dtype.startswith("float")
+        and is_floating(t.dtype)
     )

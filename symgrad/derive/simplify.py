@@ -22,6 +22,7 @@ import sympy
 
 from ..core.budget import tick
 from ..core.dims import broadcast_shapes, same_dim
+from ..core.dtypes import is_floating
 from ..core.graph import is_size, topological, uniform_constant
 from ..core.registry import lookup
 from ..core.tensor import Tensor, apply, constant, with_inputs
@@ -81,7 +82,7 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple, exact: 
     if name == "mul":
         a, b = inputs
         ca, cb = consts
-        finite = (ca == 0 and not b.dtype.startswith("float")) or (cb == 0 and not a.dtype.startswith("float"))
+        finite = (ca == 0 and not is_floating(b.dtype)) or (cb == 0 and not is_floating(a.dtype))
         if (ca == 0 or cb == 0) and (not exact or finite):  # 0 · x is nan for an infinite x, which no bool or
             return _fill(sympy.S.Zero, shape)  # integer tensor holds
         if ca == 1 and _same_shape(b.shape, shape):
@@ -238,7 +239,7 @@ def _is_identity_mask(t: Tensor) -> bool:
 
 
 def _scalar(value: sympy.Expr, dtype: str) -> Tensor:
-    return constant(float(value) if dtype.startswith("float") else int(value), dtype=dtype, python_scalar=True)
+    return constant(float(value) if is_floating(dtype) else int(value), dtype=dtype, python_scalar=True)
 
 
 def _strip_broadcasts(inputs: list[Tensor], shape: tuple) -> list[Tensor] | None:

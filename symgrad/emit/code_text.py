@@ -22,6 +22,7 @@ import numpy as np
 import sympy
 
 from ..core.dims import format_shape
+from ..core.dtypes import is_floating
 from ..core.errors import SymgradError
 from ..core.graph import topological, uniform_constant
 from ..core.printers import TorchPrinter, number_precedence, size_source, tuple_text
@@ -100,7 +101,7 @@ class CodePrinter(TorchPrinter):
         if not all(n.is_Number and n.is_finite for n in numbers):
             raise SymgradError(f"cannot write {t.name} as torch code: it is not an input, nor a tensor of numbers")
         shape = shape_tuple(entries.shape)
-        if t.dtype.startswith("float"):
+        if is_floating(t.dtype):
             value = uniform_constant(t)
             if value is not None:
                 return f"{self.like}.new_full({shape}, {float(value)!r})"
@@ -178,7 +179,7 @@ class CodePrinter(TorchPrinter):
         )
         if not self.derivatives:
             return text, 9
-        if not all(_exact_in_float32(part) for part in t.inputs[1:]) or (numbers and t.dtype.startswith("float")):
+        if not all(_exact_in_float32(part) for part in t.inputs[1:]) or (numbers and is_floating(t.dtype)):
             return f"{text}.to({self.like}.dtype)", 9  # two numbers make a float32 tensor, or an int64 one (0 and 0)
         return text, 9
 
@@ -192,7 +193,7 @@ class CodePrinter(TorchPrinter):
         value = uniform_constant(threshold)
         if threshold.shape or value is None or not value.is_Number:
             return None
-        if not all(p.dtype.startswith("float") and tuple(p.shape) == tuple(t.shape) for p in (z, grad)):
+        if not all(is_floating(p.dtype) and tuple(p.shape) == tuple(t.shape) for p in (z, grad)):
             return None
         if grad.op is None and uniform_constant(grad) is not None:  # a number: the kernel takes tensors only
             return None
@@ -209,7 +210,7 @@ class CodePrinter(TorchPrinter):
         one_hot = condition.inputs[0]
         if one_hot.op is None or one_hot.op.name != "one_hot" or not self._inline(one_hot):
             return None
-        if not _constant(condition.inputs[1], 1) or len(t.shape) != 2 or not value.dtype.startswith("float"):
+        if not _constant(condition.inputs[1], 1) or len(t.shape) != 2 or not is_floating(value.dtype):
             return None
         self.helpers.add("_at_targets")
         self.fused_parts[id(t)] = [value, one_hot.inputs[0]]
@@ -229,7 +230,7 @@ class CodePrinter(TorchPrinter):
         """``y * (g - (g * y).sum(dim, keepdim=True))``, ``y = softmax(z, dim)``, as torch's own softmax backward
         kernel, ``_softmax_backward_data(g, y, dim, dtype)``, which computes that formula: one kernel, not four."""
         for y, difference in (t.inputs, t.inputs[::-1]):
-            if y.op is None or y.op.name != "softmax" or not y.dtype.startswith("float") or not y.shape:
+            if y.op is None or y.op.name != "softmax" or not is_floating(y.dtype) or not y.shape:
                 continue
             dim = y.attrs["dim"] % len(y.shape)
             if difference.op is None or difference.op.name != "sub" or not self._inline(difference):
@@ -244,7 +245,7 @@ class CodePrinter(TorchPrinter):
                 continue
             if not any(a is g and b is y for a, b in (product.inputs, product.inputs[::-1])):
                 continue
-            if not g.dtype.startswith("float") or not tuple(g.shape) == tuple(y.shape) == tuple(t.shape):
+            if not is_floating(g.dtype) or not tuple(g.shape) == tuple(y.shape) == tuple(t.shape):
                 continue
             return self._softmax_kernel("_softmax_backward_data", t, g, y, dim)
         return None
@@ -263,14 +264,14 @@ class CodePrinter(TorchPrinter):
             if power.op is None or power.op.name != "exp" or not self._inline(power):
                 continue
             (y,) = power.inputs
-            if y.op is None or y.op.name != "log_softmax" or not y.shape or not y.dtype.startswith("float"):
+            if y.op is None or y.op.name != "log_softmax" or not y.shape or not is_floating(y.dtype):
                 continue
             dim = y.attrs["dim"] % len(y.shape)
             if total.op is None or total.op.name != "sum" or not self._inline(total) or not total.attrs.get("keepdim"):
                 continue
             if total.inputs[0] is not g or tuple(d % len(y.shape) for d in total.attrs.get("dim", ())) != (dim,):
                 continue
-            if not g.dtype.startswith("float") or not tuple(g.shape) == tuple(y.shape) == tuple(t.shape):
+            if not is_floating(g.dtype) or not tuple(g.shape) == tuple(y.shape) == tuple(t.shape):
                 continue
             return self._softmax_kernel("_log_softmax_backward_data", t, g, y, dim)
         return None
@@ -303,7 +304,7 @@ class CodePrinter(TorchPrinter):
         operator namespace ``torch.ops.aten`` (there is no ``torch.*`` spelling of them); torch differentiates
         each of them twice and in forward mode (the tests check double backward and torch.func.hessian
         through every emitted Function)."""
-        if not all(p.dtype.startswith("float") and tuple(p.shape) == tuple(t.shape) for p in t.inputs):
+        if not all(is_floating(p.dtype) and tuple(p.shape) == tuple(t.shape) for p in t.inputs):
             return None
         for grad, factor in (t.inputs, t.inputs[::-1]):
             if not self._inline(factor) or (grad.op is None and uniform_constant(grad) is not None):
@@ -322,7 +323,7 @@ class CodePrinter(TorchPrinter):
         a, b = t.inputs
         if b.op is None or b.op.name != "one_hot" or not self._inline(b) or tuple(a.shape) != tuple(b.shape):
             return None
-        if not a.dtype.startswith("float"):
+        if not is_floating(a.dtype):
             return None
         self.helpers.add("_minus_one_hot")
         self.fused_parts[id(t)] = [a, b.inputs[0]]
@@ -343,7 +344,7 @@ class CodePrinter(TorchPrinter):
         z, target = operands
         if target.op is None and uniform_constant(target) is not None:
             return None
-        if tuple(target.shape) != tuple(z.shape) or not target.dtype.startswith("float"):
+        if tuple(target.shape) != tuple(z.shape) or not is_floating(target.dtype):
             return None
         self.fused_parts[id(t)] = [z, target]
         arguments = f"{self._print(z)[0]}, {self._print(target)[0]}"
@@ -397,7 +398,7 @@ def _backward_kernel(factor: Tensor, inline) -> tuple[str, Tensor, list[str]] | 
         square = factor.inputs[1]
         if square.op is not None and square.op.name == "pow" and inline(square) and _constant(square.inputs[1], 2):
             y = square.inputs[0]
-            if y.dtype.startswith("float") and tuple(y.shape) == tuple(factor.shape):
+            if is_floating(y.dtype) and tuple(y.shape) == tuple(factor.shape):
                 return "tanh_backward", y, []
     if op == "mul":
         for s, rest in (factor.inputs, factor.inputs[::-1]):
@@ -406,7 +407,7 @@ def _backward_kernel(factor: Tensor, inline) -> tuple[str, Tensor, list[str]] | 
                     return "sigmoid_backward", s, []
     if op == "step" and factor.attrs.get("at_zero") == 0:
         (z,) = factor.inputs
-        if z.dtype.startswith("float") and tuple(z.shape) == tuple(factor.shape):
+        if is_floating(z.dtype) and tuple(z.shape) == tuple(factor.shape):
             return "threshold_backward", z, ["0"]
     return None
 

@@ -24,7 +24,8 @@ from typing import Any
 
 from ..core.constructors import symbols_like
 from ..core.dims import format_shape
-from ..core.errors import SymgradError
+from ..core.dtypes import is_floating
+from ..core.errors import SymgradError, WorkBudgetError
 from ..core.graph import dims_of, topological, uniform_constant
 from ..core.listing import listing
 from ..core.printers import LatexPrinter, TorchPrinter
@@ -123,6 +124,7 @@ def plan(
             continue
         frontier |= {id(part) for part in node.inputs if id(part) in forward_nodes}
     frontier |= {id(g) for g in laws if id(g) in forward_nodes}
+    frontier |= {key for key, node in forward_nodes.items() if _is_draw(node)}  # noise is saved, never drawn again
     checks, sources = shape_checks(inputs, guards)
     like = names[0]
 
@@ -158,7 +160,7 @@ def plan(
     fitted, counter = fit_statement(output, "output", 8, names_map, printer, counter)
     forward_lines += fitted
     forward_result = printer.doprint(output)
-    update_lines = [_update_statement(u, printer, buffer_names or {}) for u in updates]
+    update_lines, counter = _update_lines(updates, printer, buffer_names or {}, counter)
     names_map[id(output)] = "output"
 
     printer.like = "grad_output"  # new tensors in the backward follow the incoming gradient's dtype and device
@@ -179,7 +181,8 @@ def plan(
         backward_lines.append((f"grad_{x.name}", text))
         results.append(f"grad_{x.name}")
     saved_inputs = [names_map[id(t)] for t in inputs if id(t) in frontier]
-    moving, jvp_dims, jvp_lines, jvp_printer = _forward_mode(expression, inputs, sources, counter)
+    drawn = {key: names_map[key] for key, node in forward_nodes.items() if _is_draw(node) and key in frontier}
+    moving, jvp_dims, jvp_lines, jvp_printer = _forward_mode(expression, inputs, sources, counter, drawn)
     gradients_text = _readable_lines(readable, wrt, [*names, *sizes])
     return Plan(
         inputs=names,
@@ -196,29 +199,51 @@ def plan(
         jvp_dims=jvp_dims,
         jvp=jvp_lines,
         tangents=[t.name for t in moving],
-        uses_math=printer.uses_math or jvp_printer.uses_math,
+        uses_math=printer.uses_math or jvp_printer.uses_math or any("math." in check for check in checks),
         helpers=sorted(printer.helpers | jvp_printer.helpers),
         aten_kernels=sorted(printer.aten_kernels | jvp_printer.aten_kernels),
         gradients_text=gradients_text,
     )
 
 
-def _update_statement(update: Any, printer: CodePrinter, buffer_names: Mapping[str, str]) -> str:
-    """One buffer update as a statement: torch's batch_norm kernel for running statistics (with no weight and
-    bias it only updates them, bit for bit as the model's own call does), else ``buffer.copy_(new value)``."""
-    if isinstance(update, BatchNormUpdate):
-        stats = [buffer_names[p] if p is not None else "None" for p in (update.running_mean, update.running_var)]
-        source = printer.doprint(update.input)
-        return (
-            f"torch.batch_norm({source}, None, None, {stats[0]}, {stats[1]}, True, {update.momentum!r}, "
-            f"{update.eps!r}, False)"
+def _update_lines(
+    updates: Sequence[Any], printer: CodePrinter, buffer_names: Mapping[str, str], counter: int
+) -> tuple[list[str], int]:
+    """What the forward does to the model's buffers, as statements: each new value computed first from the old
+    ones (as the model computed it), then torch's batch_norm kernel for running statistics (with no weight and
+    bias it only updates them, bit for bit as the model's own call does), then the other buffers written."""
+    assigns = [u for u in updates if not isinstance(u, BatchNormUpdate)]
+    by_kernel = {p for u in updates if isinstance(u, BatchNormUpdate) for p in (u.running_mean, u.running_var)}
+    values, kernels, writes = [], [], []
+    for update in updates:
+        if isinstance(update, BatchNormUpdate):
+            stats = [buffer_names[p] if p is not None else "None" for p in (update.running_mean, update.running_var)]
+            kernels.append(
+                f"torch.batch_norm({printer.doprint(update.input)}, None, None, {stats[0]}, {stats[1]}, True, "
+                f"{update.momentum!r}, {update.eps!r}, False)"
+            )
+            continue
+        name = buffer_names[update.buffer]
+        read_elsewhere = update.buffer in by_kernel or any(
+            name in other.value.leaves() for other in assigns if other is not update
         )
-    name, value = buffer_names[update.buffer], update.value
+        in_place = None if read_elsewhere else _in_place_spelling(name, update.value, printer)
+        if in_place is not None:
+            writes.append(in_place)
+            continue
+        counter += 1
+        values.append(f"t_{counter} = {printer.doprint(update.value)}")
+        writes.append(f"{name}.copy_(t_{counter})")
+    return values + kernels + writes, counter
+
+
+def _in_place_spelling(name: str, value: Tensor, printer: CodePrinter) -> str | None:
+    """``buffer.add_(c)`` or ``buffer.mul_(c)`` for ``buffer + c`` and ``buffer * c`` (torch's own spelling)."""
     if value.op is not None and value.op.name in ("add", "mul") and value.inputs[0].name == name:
-        step = value.inputs[1]  # buffer += step, buffer *= step: torch's in-place spelling
+        step = value.inputs[1]
         if step.op is None and not step.shape and uniform_constant(step) is not None:
             return f"{name}.{value.op.name}_({printer.doprint(step)})"
-    return f"{name}.copy_({printer.doprint(value)})"
+    return None
 
 
 def _readable_lines(laws: Sequence[Tensor], wrt: Sequence[Tensor], taken: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -275,6 +300,11 @@ def codegen(
         buffers = {leaf.name: path for path, leaf in traced.buffers.items()}
         style = style if style in STYLES else "autograd_function"
         guards, updates, modes = traced.guards, traced.updates, traced.modes
+        if traced.random_draws:
+            raise SymgradError(
+                f"the traced code draws random numbers ({traced.random_draws[0]}), which an emitted module would "
+                "repeat as constants: pass them as an input"
+            )
         if traced.updated_inputs:
             raise SymgradError(
                 f"the traced code changes its input {traced.updated_inputs[0]} in place, which an emitted module "
@@ -381,20 +411,26 @@ def _unused_results_as_underscores(source: str, tree: ast.Module) -> str:
 
 
 def _forward_mode(
-    output: Tensor, inputs: Sequence[Tensor], sources: dict, counter: int = 0
+    output: Tensor, inputs: Sequence[Tensor], sources: dict, counter: int = 0, drawn: Mapping[int, str] | None = None
 ) -> tuple[list[Tensor], list[tuple[str, str]], list[tuple[str, str]], CodePrinter]:
     """The Function's ``jvp``: J·t from the inputs and a tangent per floating input (``tangent_<x>``), so
     that forward-mode AD and ``torch.func.jacfwd``/``hessian`` work through it, whichever inputs move.
     Its statements are numbered after ``counter``, the last number the forward and backward used, so that no
-    ``t_<n>`` of its own shadows a saved one. Returns the inputs with tangents, the sizes it reads, its
-    statements (the last ``output_tangent``) and its printer."""
-    moving = [x for x in inputs if x.dtype.startswith("float")]
+    ``t_<n>`` of its own shadows a saved one. Random draws are never drawn again: the jvp reads the noise the forward
+    saved (``drawn``: their saved names), and a graph with a draw not saved gets no jvp. Returns the inputs with
+    tangents, the sizes it reads, its statements (the last ``output_tangent``) and its printer."""
+    moving = [x for x in inputs if is_floating(x.dtype)]
     tangents = [symbols_like(x, f"tangent_{x.name}", distinct=True) for x in moving]
     names = {id(t): t.name for t in [*inputs, *tangents]}
+    names.update(drawn or {})
     printer = CodePrinter(names, tangents[0].name if tangents else "output", fused=True)
     try:
         moved = jvp([output], moving, tangents, exact=True)[0]
-    except SymgradError:  # no forward-mode rule for some op: the Function gets no jvp (torch then says so)
+    except SymgradError as error:  # no forward-mode rule for some op: the Function gets no jvp (torch then says so)
+        if isinstance(error, WorkBudgetError):
+            raise
+        return [], [], [], printer
+    if any(_is_draw(node) and id(node) not in names for node in topological(moved)):
         return [], [], [], printer
     lines, counter = name_statements(topological(moved), names, printer, count_uses([moved]), counter, {id(moved)})
     lines += fit_statement(moved, "output_tangent", 8, names, printer, counter)[0]
@@ -406,7 +442,7 @@ def _function_saved_inputs(p: Plan, needed: list[tuple[str, str]]) -> list[str]:
     """The inputs the Function saves: those its backward reads, those from which a backward under
     ``create_graph=True`` recomputes the forward values it needs (``needed``, so that autograd can
     differentiate it), and those its jvp reads (forward mode reads the same saved tensors)."""
-    text = " ".join(body for _, body in needed)
+    text = " ".join(body for _, body in [*needed, *p.backward])  # a gradient cast to its input's dtype reads it
     text += " " + " ".join([body for _, body in p.jvp] + [where for _, where in p.jvp_dims])
     if p.jvp:  # a missing tangent becomes zeros_like(<input>)
         text += " " + " ".join(p.tangents)
@@ -433,6 +469,10 @@ def _dims_for(p: Plan, statements: list[tuple[str, str]]) -> list[tuple[str, str
     known = dict(p.forward_dims + p.backward_dims)
     text = " ".join(body for _, body in statements)
     return [(d, where) for d, where in sorted(known.items()) if re.search(rf"\b{d}\b", text)]
+
+
+def _is_draw(node: Tensor) -> bool:
+    return node.op is not None and node.op.name == "dropout_noise"
 
 
 def _draws(body: str) -> bool:

@@ -54,6 +54,8 @@ def run_dtype(
                 known[id(node)] = node.dtype
         elif _selects_numbers(node):
             known[id(node)] = DEFAULT_FLOAT if in_forward else like_backward
+        elif node.op.has("creation"):  # printed as <like>.new_full(...): the dtype of the tensor it is made like
+            known[id(node)] = dtype if in_forward else like_backward
         else:
             operands = [Operand(known[id(p)], not p.shape, p.is_python_scalar) for p in node.inputs]
             known[id(node)] = result_dtype(node.op, operands)

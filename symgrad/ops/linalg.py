@@ -101,9 +101,10 @@ def _outer_batch(inputs: list, flags: list, nb: int) -> Any:
 
 def blas_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` with torch's signed zeros: its BLAS sums start from +0.0, so a sum of zeros is +0.0, except in a
-    matrix product over one term, which torch computes as that product (-0.0 · 1 is -0.0)."""
-    if a.ndim == 2 and b.ndim == 2 and a.shape[1] == 1:
-        return a * b  # torch's outer product: -0.0 · 1 is -0.0
+    matrix product over one term with more than one row and column, which torch computes as an outer product
+    (-1 · 0 is -0.0)."""
+    if a.ndim == 2 and b.ndim == 2 and a.shape[1] == 1 and a.shape[0] > 1 and b.shape[1] > 1:
+        return a * b  # torch's outer product: -1 · 0 is -0.0
     return np.matmul(a, b) + 0.0
 
 

@@ -18,13 +18,17 @@ from typing import Any
 import numpy as np
 import sympy
 
+from ..core.arrays import elementwise
 from ..core.dims import Dim, Shape, as_dim, broadcast_shapes, format_shape, reshape_target, same_dim
+from ..core.dtypes import is_floating
 from ..core.errors import ShapeError, UnsupportedError
 from ..core.indexing import apply_index, index_grad_fn, index_shape
 from ..core.registry import Op, register
 from ..core.tensor import apply
+from . import functions
 from .batched import lift, shift, shift_index
 from .calculus import unbroadcast
+from .rows import same_shape
 
 
 # ── shape and layout ───────────────────────────────────────────────────────
@@ -542,5 +546,73 @@ register(
         tags=frozenset({"linear"}),
         spell=_diagonal_backward_text,
         float64=lambda g, shape, offset, dim1, dim2: _diagonal_backward(g, shape, offset, dim1, dim2, 0.0),
+    )
+)
+
+
+# ── dtype conversions (x.float(), x.double(), x.to(torch.float32), x.long()) ──────────────────────────────────
+def _as_number(entry: Any) -> Any:
+    """A bool entry as the integer torch gives it (True is 1); anything else as it is."""
+    if entry in (sympy.true, True):
+        return sympy.S.One
+    if entry in (sympy.false, False):
+        return sympy.S.Zero
+    return entry
+
+
+def _to_integer(entry: Any, dtype: str) -> Any:
+    entry = _as_number(entry)
+    if dtype == "bool":
+        return functions.compare(sympy.Ne, entry, sympy.S.Zero)
+    return functions.trunc(entry)  # torch truncates toward zero
+
+
+register(
+    Op(
+        name="to_float",
+        shape=same_shape,
+        meaning=lambda a, dtype: elementwise(_as_number, a),
+        torch=lambda torch, a, dtype: a.to(getattr(torch, dtype)),
+        code="{0}.to(torch.{dtype})",
+        latex="{0}",
+        grad_fn="ToCopyBackward0",
+        saves=False,
+        vjp=lambda g, out, a, dtype: (apply("to_float", g, dtype=a.dtype) if is_floating(a.dtype) else None,),
+        tags=frozenset({"linear"}),
+        float64=lambda a, dtype: np.asarray(a, dtype=float),
+        batch="pointwise",
+    )
+)
+register(
+    Op(
+        name="to_integer",
+        shape=same_shape,
+        meaning=lambda a, dtype: elementwise(lambda e: _to_integer(e, dtype), a),
+        torch=lambda torch, a, dtype: a.to(getattr(torch, dtype)),
+        code="{0}.to(torch.{dtype})",
+        latex=r"\operatorname{{{dtype}}}\left({0}\right)",
+        grad_fn="none",
+        saves=False,
+        differentiable=False,
+        vjp=lambda g, out, a, dtype: (None,),
+        batch="pointwise",
+    )
+)
+
+
+register(
+    Op(
+        name="clone",
+        shape=same_shape,
+        meaning=lambda a: a.copy(),
+        torch=lambda torch, a: a.clone(),
+        code="{0}.clone()",
+        latex="{0}",
+        grad_fn="CloneBackward0",
+        saves=False,
+        vjp=lambda g, out, a: (g,),
+        tags=frozenset({"linear", "layout"}),
+        float64=lambda a: np.array(a, copy=True),
+        batch="pointwise",
     )
 )

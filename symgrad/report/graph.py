@@ -36,7 +36,8 @@ import graphviz
 
 from ..core.constructors import fresh_name
 from ..core.dims import Shape, format_shape, same_dim
-from ..core.errors import SymgradError
+from ..core.dtypes import is_floating
+from ..core.errors import SymgradError, WorkBudgetError
 from ..core.files import write_file
 from ..core.graph import topological, uniform_constant
 from ..core.printers import TorchPrinter
@@ -348,12 +349,14 @@ def _rules(node: Tensor, out: Tensor, parts: list[Tensor], names: ChainMap[int, 
     assert node.op is not None
     if node.op.vjp is None:
         return [("none", "no gradient rule" if node.op.differentiable else "no gradient")] * len(parts)
-    dtype = node.dtype if node.dtype.startswith("float") else "float32"
+    dtype = node.dtype if is_floating(node.dtype) else "float32"
     g = Tensor(shape=node.shape, name=fresh_name("grad_output", out.leaves()), dtype=dtype, distinct=True)
     printer = TorchPrinter(names.new_child({id(out): names[id(node)], id(g): bar(names[id(node)])}))
     try:
         pieces = list(node.op.vjp(g, out, *parts, **node.attrs))
     except SymgradError as error:
+        if isinstance(error, WorkBudgetError):  # out of time is not "no rule"
+            raise
         return [("none", f"no gradient rule here ({error})")] * len(parts)
     texts = []
     for piece in pieces + [None] * (len(parts) - len(pieces)):

@@ -22,6 +22,7 @@ import sympy
 from ..core.constructors import dtype_name, tensor
 from ..core.dims import as_shape, is_concrete
 from ..core.dims import require_concrete as _require_concrete
+from ..core.dtypes import is_floating
 from ..core.errors import TorchRuntimeError, TorchTypeError, UnsupportedError
 from ..core.methods import relabel
 from ..core.tensor import Tensor, apply, constant
@@ -116,13 +117,15 @@ def arange(
     _placement(placement, "arange")
     if end is None:
         start, end = 0, start
+    if any(not isinstance(v, (int, float)) and getattr(v, "free_symbols", None) for v in (start, end, step)):
+        raise UnsupportedError("arange() to a symbolic size is not supported: its entries are numbers to list")
     if step == 0:
         raise TorchRuntimeError("step must be nonzero")
     if (end - start) * step < 0:
         raise TorchRuntimeError("upper bound and larger bound inconsistent with step sign")
     kind = dtype_name(dtype) or ("int64" if all(isinstance(v, int) for v in (start, end, step)) else "float32")
     count = max(0, math.ceil((end - start) / step))
-    if not kind.startswith("float"):
+    if not is_floating(kind):
         values: list = [int(start + i * step) for i in range(count)]
     else:
         values = _vectorised_range(float(start), float(step), count)
@@ -226,7 +229,7 @@ def _drawn(draw: str, shape: tuple, kind: str, requires_grad: bool, generator: A
     values = drawn.tolist() if drawn.numel() else np.zeros(shape)
     if requires_grad:
         return tensor(values, requires_grad=True, dtype=kind)
-    if not kind.startswith("float"):
+    if not is_floating(kind):
         return constant(np.asarray(values, dtype=int).tolist(), shape=shape, dtype=kind)
     return constant(np.asarray(values, dtype=float).tolist(), shape=shape, dtype=kind)
 
@@ -239,7 +242,7 @@ def bernoulli_noise(shape: tuple, dtype: str, p: float) -> Any:
 
     if not is_concrete(shape):
         return None
-    kind = getattr(torch, dtype if dtype.startswith("float") else "float32")
+    kind = getattr(torch, dtype if is_floating(dtype) else "float32")
     noise = torch.empty(tuple(int(d) for d in shape), dtype=kind).bernoulli_(1 - p, generator=random_generator())
     return noise.div_(1 - p).double().numpy()
 

@@ -166,6 +166,8 @@ _SUPPORTED = (
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
     """``torch.nn.functional.pad``: ``pad`` is (left, right) of the last dim, then of the one before, ...;
     negative widths crop. Modes ``constant`` (with ``value``), ``reflect``, ``replicate`` and ``circular``."""
+    if any(not isinstance(w, int) and getattr(w, "free_symbols", None) for w in pad):
+        raise UnsupportedError("pad() by a symbolic size is not supported; pad by fixed widths")
     widths = [int(w) for w in pad]
     shape, ndim = list(input.shape), len(input.shape)
     if len(widths) % 2:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import operator
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,11 +48,11 @@ class Guards:
 
     @contextlib.contextmanager
     def recording(self) -> Iterator[Guards]:
-        _ACTIVE.append(self)
+        _ACTIVE.traces.append(self)
         try:
             yield self
         finally:
-            _ACTIVE.remove(self)
+            _ACTIVE.traces.remove(self)
 
     def add(self, relation: sympy.Basic) -> None:
         if not any(g.relation == relation for g in self.items):
@@ -69,7 +70,12 @@ class Guards:
                 )
 
 
-_ACTIVE: list[Guards] = []  # the traces recording now (innermost last)
+class _Recording(threading.local):
+    def __init__(self) -> None:
+        self.traces: list[Guards] = []  # the traces recording now in this thread (innermost last)
+
+
+_ACTIVE = _Recording()
 _RELATIONS: dict[Callable, Callable] = {
     operator.lt: sympy.Lt,
     operator.le: sympy.Le,
@@ -82,10 +88,10 @@ _RELATIONS: dict[Callable, Callable] = {
 
 def _decide(relation: sympy.Basic, answer: bool) -> None:
     """Record ``relation`` (or its negation, whichever held) unless SymPy decides it for every size."""
-    if relation in (sympy.true, sympy.false) or not _ACTIVE:
+    if relation in (sympy.true, sympy.false) or not _ACTIVE.traces:
         return
     held = relation if answer else relation.negated
-    _ACTIVE[-1].add(held.canonical)
+    _ACTIVE.traces[-1].add(held.canonical)
 
 
 class SizeInt(int):
@@ -121,11 +127,49 @@ class SizeInt(int):
     def __floordiv__(self, other: Any) -> Any:
         return self._both(other, lambda a, b: a // b)
 
+    def __rfloordiv__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: b // a)
+
+    def __mod__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a % b)
+
+    def __rmod__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: b % a)
+
+    def __neg__(self) -> Any:
+        return SizeInt(-int(self), -self.symbolic)
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        return self  # a size is positive
+
+    def __pow__(self, other: Any) -> Any:
+        if isinstance(other, int) and not isinstance(other, (bool, SizeInt)) and other >= 0:
+            return SizeInt(int(self) ** other, self.symbolic**other)
+        return self._as_number("raises it to a power", int(self) ** other)
+
+    def __truediv__(self, other: Any) -> Any:
+        return self._as_number("divides it", int(self) / other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return self._as_number("divides by it", other / int(self))
+
+    def _as_number(self, what: str, value: Any) -> Any:
+        """The code uses the size's value as a plain number (a float, say): the graph holds at this size only, a
+        decision recorded as ``size == value`` (refused at the end of the trace, where it names the line)."""
+        _decide(sympy.Eq(self.symbolic, int(self)), True)
+        return value
+
     def _compare(self, other: Any, compare: Callable[[Any, Any], Any]) -> Any:
         answer = compare(int(self), other)
-        if isinstance(other, bool) or not isinstance(other, int) or not isinstance(answer, bool):
+        if isinstance(other, bool) or not isinstance(other, (int, float)) or not isinstance(answer, bool):
             return answer
-        theirs = other.symbolic if isinstance(other, SizeInt) else sympy.Integer(int(other))
+        if isinstance(other, SizeInt):
+            theirs = other.symbolic
+        else:
+            theirs = sympy.Integer(other) if isinstance(other, int) else sympy.nsimplify(other, rational=True)
         _decide(_RELATIONS[compare](self.symbolic, theirs), answer)
         return answer
 
@@ -165,8 +209,14 @@ def sizes_answer(real: Any, symbolic: Any, what: str, args: tuple, kwargs: dict)
     """``x.shape`` / ``x.size(...)``: the real sizes, carrying the symbolic dimensions of a traced tensor."""
     import torch
 
-    if symbolic is None or what not in ("shape", "size") or all(isinstance(d, int) for d in symbolic.shape):
+    if (
+        symbolic is None
+        or what not in ("shape", "size", "numel", "nelement")
+        or all(isinstance(d, int) for d in symbolic.shape)
+    ):
         return real
+    if what in ("numel", "nelement"):  # a product of sizes, some symbolic
+        return SizeInt(int(real), sympy.Mul(*symbolic.shape))
     sizes = [
         SizeInt(int(n), d) if not isinstance(d, int) else int(n) for n, d in zip(tuple(args[0].shape), symbolic.shape)
     ]

@@ -38,7 +38,22 @@ _OPERATORS = {
     "__iand__": "__and__",
     "__ior__": "__or__",
 }
-VALUE_READS = frozenset({"item", "tolist", "__bool__", "__float__", "__int__", "__index__", "__complex__"})
+VALUE_READS = frozenset(
+    {"item", "tolist", "__bool__", "__float__", "__int__", "__index__", "__complex__", "numpy", "__array__"}
+)
+# torch's random functions and methods besides dropout (whose noise symgrad draws itself, see ops.draws)
+_RANDOM = frozenset(
+    {
+        "rand", "randn", "randint", "rand_like", "randn_like", "randint_like", "normal", "bernoulli", "multinomial",
+        "poisson", "randperm", "normal_", "uniform_", "bernoulli_", "exponential_", "geometric_", "cauchy_",
+        "log_normal_", "random_",
+    }
+)  # fmt: skip
+
+
+def draws_random(kind: str, name: str, target: Any) -> bool:
+    """Whether a torch call draws random numbers (other than dropout's)."""
+    return (target if kind == "method" else name) in _RANDOM
 
 
 @dataclass(frozen=True)
@@ -96,34 +111,37 @@ def without_inplace(kwargs: dict) -> dict:
     return {**kwargs, "inplace": False} if kwargs.get("inplace") else kwargs
 
 
-# torch.nn modules whose computation depends on their training flag (by class name, so that no torch import is
-# needed here): batch and instance norms with running statistics, dropouts, and modules with a dropout inside.
-_MODE_DEPENDENT = frozenset(
-    {
-        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d", "LazyBatchNorm2d",
-        "LazyBatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "Dropout", "Dropout1d", "Dropout2d",
-        "Dropout3d", "AlphaDropout", "FeatureAlphaDropout", "MultiheadAttention", "TransformerEncoderLayer",
-        "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder", "Transformer", "RNN", "GRU", "LSTM",
-        "RReLU",
-    }
-)  # fmt: skip
+def _mode_dependent_classes() -> tuple:
+    """torch.nn's modules whose computation depends on their training flag: batch and instance norms (running
+    statistics), dropouts, RReLU, and the modules with a dropout inside (attention, transformers, RNNs)."""
+    import torch.nn as nn
+    from torch.nn.modules.batchnorm import _BatchNorm
+    from torch.nn.modules.dropout import _DropoutNd
+    from torch.nn.modules.instancenorm import _InstanceNorm
+    from torch.nn.modules.rnn import RNNBase
+
+    transformers = (nn.Transformer, nn.TransformerEncoder, nn.TransformerDecoder)
+    layers = (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer, nn.MultiheadAttention)
+    return (_BatchNorm, _InstanceNorm, _DropoutNd, nn.RReLU, RNNBase, *transformers, *layers)
 
 
 def modes_that_matter(model: Any) -> dict[str, bool]:
-    """The training flag of each submodule whose computation may depend on it: torch's mode-dependent modules,
-    and modules of the user's own classes whose code mentions ``training`` (or cannot be read)."""
+    """The training flag of each submodule whose computation may depend on it: torch's mode-dependent modules
+    (and their subclasses), and modules of the user's own classes whose code mentions ``training`` (or cannot be
+    read)."""
     import inspect
 
     import torch
 
     if not isinstance(model, torch.nn.Module):
         return {}
+    dependent = _mode_dependent_classes()
     found = {}
     for path, module in model.named_modules():
-        cls = type(module)
-        if cls.__module__.startswith("torch.nn."):
-            matters = cls.__name__ in _MODE_DEPENDENT
-        else:
+        matters = isinstance(module, dependent)
+        for cls in type(module).__mro__:
+            if matters or cls.__module__.startswith("torch."):
+                break
             try:
                 matters = "training" in inspect.getsource(cls)
             except (OSError, TypeError):

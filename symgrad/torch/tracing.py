@@ -53,6 +53,7 @@ from .trace_effects import (
     BatchNormUpdate,
     check_update,
     check_value_read,
+    draws_random,
     modes_that_matter,
     out_of_place,
     without_inplace,
@@ -82,6 +83,7 @@ class Trace:
     # the training flag, at trace time, of each submodule whose computation depends on it (BatchNorm, Dropout, …)
     modes: dict[str, bool] = field(default_factory=dict)
     updated_inputs: list[str] = field(default_factory=list)  # inputs the traced code changed in place
+    random_draws: list[str] = field(default_factory=list)  # random numbers drawn (not dropout's): where
 
 
 def _user_line() -> str:
@@ -139,6 +141,14 @@ class _Recorder:
         self.buffer_paths: dict[int, str] = {}  # id of a real buffer -> its path in the model
         self.effects: list[Any] = []  # running statistics' updates (trace_effects.BatchNormUpdate)
         self.draws = 0  # dropouts drawn so far in this run: their noise is numbered in this order
+        self.random_sites: list[str] = []  # other random draws: their numbers are constants of the graph
+        self.leaves: set[int] = set()  # ids of the symbolic leaves of the inputs and parameters
+
+    def differentiable(self, real: Any) -> bool:
+        """Whether the tensor's symbolic value depends on an input or a parameter (torch.func's view: every input
+        can be differentiated by)."""
+        symbolic = self.symbolic.get(id(real))
+        return isinstance(symbolic, Tensor) and any(id(leaf) in self.leaves for leaf in symbolic.leaves().values())
 
     def note_views(self, real: Any) -> None:
         """Remember the storage a view shares, so that an in-place update of either is refused."""
@@ -170,6 +180,8 @@ class _Recorder:
             return str(value).replace("torch.", "")
         if isinstance(value, SizeInt):
             return value.symbolic
+        if isinstance(value, slice):  # x[: x.shape[0] // 2]: the bounds of a slice may be sizes too
+            return slice(*(self.to_symbolic(v) for v in (value.start, value.stop, value.step)))
         return value
 
     def record(self, real: Any, symbolic: Any) -> None:
@@ -236,6 +248,8 @@ def _mode(recorder: _Recorder) -> Any:
 
 def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any:
     """One torch call under the trace: run it for real, and make the same call on the symbolic tensors."""
+    import torch
+
     kind, target = _symbolic_function(func)
     name = _name(func)
     if "out" in kwargs:  # torch.norm(x, out=None) and friends: only a given out writes anywhere
@@ -246,10 +260,14 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
         kwargs = {**kwargs, "return_indices": True}
     if kind in ("attribute", "method") and target in VALUE_READS:
         check_value_read(f"{target}()", recorder.symbolic.get(id(args[0])), _user_line())
+    if kind in ("attribute", "method") and target == "__len__":
+        _check_len(recorder.symbolic.get(id(args[0])))
     if kind == "function" and name == "batch_norm" and _batch_norm_updates(args, kwargs):
         return _batch_norm(recorder, func, args, kwargs)
     if kind == "function" and name == "dropout" and _draws_noise(args, kwargs):
         return _dropout(recorder, func, args, kwargs)
+    if draws_random(kind, name, target):
+        return _random(recorder, func, args, kwargs)
     updated = out_of_place(kind, target if kind != "function" else name)
     if kind == "method" and target == "__setitem__":
         raise UnsupportedError(
@@ -260,26 +278,69 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
         target = _symbolic_function_named(func, updated)
     if updated is not None and kind == "method":
         target = updated
+    destination = None
     if updated is not None or kwargs.get("inplace"):
-        check_update(args[0], recorder.viewed, name, _user_line())
+        destination = args[0]
+        check_update(destination, recorder.viewed, name, _user_line())
+        if not torch.is_grad_enabled() and recorder.differentiable(destination):
+            raise UnsupportedError(
+                f"{name} ({_user_line()}) changes a tensor that requires grad in place under torch.no_grad(): torch "
+                "then keeps its gradient as if its values had not changed, which a formula cannot say"
+            )
         symbolic = (
             recorder.to_symbolic(args),
             {k: recorder.to_symbolic(v) for k, v in without_inplace(kwargs).items()},
         )
     else:
         symbolic = None
+    grad_enabled = torch.is_grad_enabled()
     real = func(*args, **kwargs)
     recorder.note_views(real)
-    if kind in ("attribute", "method") and (target in _PLAIN or (real is not None and not _holds_tensor(real))):
+    if kind in ("attribute", "method") and not _holds_tensor(real) and (target in _PLAIN or real is not None):
         # what a tensor says of itself (x.is_nested, x.dim()): the real answer is the answer
         return sizes_answer(real, recorder.symbolic.get(id(args[0])), target, args, kwargs)
     if kind == "function" and not _holds_tensor((args, kwargs)):
         if target is None or not holds_size((args, kwargs)):
             return real  # made from numbers alone (torch.zeros(2, 3)): a constant when it is used
     result = _symbolic_call(recorder, func, kind, target, args, kwargs, symbolic)
+    if destination is not None and isinstance(result, Tensor):
+        result = _as_dtype(result, str(destination.dtype).replace("torch.", ""))  # x += y keeps x's dtype
+    if not grad_enabled:  # computed under torch.no_grad(): no gradient flows through it, as in torch
+        result = _detached(result)
     recorder.record(real, result)
     if isinstance(result, Tensor):
         recorder.sites[id(result)] = _user_line()
+    return real
+
+
+def _as_dtype(t: Tensor, dtype: str) -> Tensor:
+    return t if t.dtype == dtype else t.to(dtype)
+
+
+def _detached(value: Any) -> Any:
+    if isinstance(value, Tensor):  # whatever it was computed from: vjp differentiates by any leaf, as torch.func does
+        return value.detach() if value.leaves() else value
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_detached(v) for v in value)
+    return value
+
+
+def _check_len(symbolic: Any) -> None:
+    """len(x) is a plain number for Python: at a symbolic first size, the graph would hold at this size only."""
+    if isinstance(symbolic, Tensor) and symbolic.shape and not isinstance(symbolic.shape[0], int):
+        raise UnsupportedError(
+            f"len() ({_user_line()}) reads the symbolic size {symbolic.shape[0]} as a plain number, so the graph "
+            f"would hold at this size only: use x.shape[0], or leave {symbolic.shape[0]} out of dynamic_shapes"
+        )
+
+
+def _random(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any:
+    """A random draw other than dropout's (torch.randn_like, x.normal_(), …): its numbers are torch's, held as a
+    constant of the graph, and the trace notes the draw (an emitted module would repeat these numbers)."""
+    real = func(*args, **kwargs)
+    result = _constant_of(real if not isinstance(real, (tuple, list)) else real[0])
+    recorder.random_sites.append(f"{_name(func)} ({_user_line()})")
+    recorder.record(real, result)
     return real
 
 
@@ -462,6 +523,7 @@ def trace(fn: Callable, *example_inputs: Any, dynamic_shapes: Mapping[str, Mappi
         updates=first.updates,
         modes=modes_that_matter(fn),
         updated_inputs=first.updated_inputs,
+        random_draws=first.random_draws,
     )
 
 
@@ -477,6 +539,7 @@ class _Run:
     sites: dict[int, str]
     updates: list[Any]
     updated_inputs: list[str]
+    random_draws: list[str]
 
 
 def _run(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: dict) -> _Run:
@@ -487,12 +550,14 @@ def _run(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: 
     for name, real in zip(names, example_inputs, strict=False):
         leaf = _leaf(real, name, shapes.get(name), requires_grad=real.requires_grad)
         recorder.bind(real, leaf)
+        recorder.leaves.add(id(leaf))
         inputs.append(leaf)
     parameters, buffers = {}, {}
     if isinstance(fn, torch.nn.Module):
         for name, real in fn.named_parameters():
             parameters[name] = _leaf(real, leaf_name(name), None, requires_grad=True)
             recorder.bind(real, parameters[name])
+            recorder.leaves.add(id(parameters[name]))
         for name, real in fn.named_buffers():
             buffers[name] = _leaf(real, leaf_name(name), None, requires_grad=False)
             recorder.bind(real, buffers[name])
@@ -509,7 +574,7 @@ def _run(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: 
         final = recorder.symbolic[id(real)]
         if final is not buffers[name] and id(final) not in by_kernel:
             updates.append(Assign(name, final))
-    return _Run(output, inputs, parameters, buffers, guards, recorder.sites, updates, updated)
+    return _Run(output, inputs, parameters, buffers, guards, recorder.sites, updates, updated, recorder.random_sites)
 
 
 def _updated_by_kernel(owned: list[tuple[str, Any]], recorder: _Recorder) -> list[Any]:
@@ -520,20 +585,34 @@ def _updated_by_kernel(owned: list[tuple[str, Any]], recorder: _Recorder) -> lis
 
 @contextlib.contextmanager
 def _state_kept(fn: Callable) -> Iterator[None]:
-    """Run the traced code without a trace on the model: its buffers and torch's random state as they were."""
+    """Run the traced code without a trace on the model: its buffers and parameters (values, gradients, and the
+    tensors its attributes hold), its modules' other attributes (a Python counter), and torch's random state, as
+    they were."""
     import torch
 
-    buffers = [(b, b.detach().clone()) for b in fn.buffers()] if isinstance(fn, torch.nn.Module) else []
+    modules = list(fn.modules()) if isinstance(fn, torch.nn.Module) else []
+    attributes = [(m, dict(m.__dict__), dict(m._buffers), dict(m._parameters)) for m in modules]
+    tensors = {id(t): (t, t.detach().clone(), t.grad) for m in modules for t in (*m._buffers.values(),
+               *m._parameters.values()) if t is not None}  # fmt: skip
     random_state = torch.random.get_rng_state()
     try:
         yield
     finally:
         torch.random.set_rng_state(random_state)
-        for buffer, saved in buffers:
-            if not torch.equal(buffer, saved):
+        for module, saved, buffers, parameters in attributes:
+            module.__dict__.clear()
+            module.__dict__.update(saved)
+            module._buffers.clear()
+            module._buffers.update(buffers)
+            module._parameters.clear()
+            module._parameters.update(parameters)
+        for tensor, values, grad in tensors.values():
+            if not torch.equal(tensor, values):
                 # through .data, which has a version counter of its own: the values are the ones a graph of the
                 # user's saved before the trace, and that graph can still go backward
-                buffer.data.copy_(saved)
+                tensor.data.copy_(values)
+            if tensor.grad is not grad:
+                tensor.grad = grad
 
 
 def _probe(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: dict, first: _Run) -> None:

@@ -26,7 +26,7 @@ import sympy
 
 from ..core.budget import tick
 from ..core.budget import time_limit as bounded_time
-from ..core.errors import CheckError, SymgradError, UnsupportedError, ValuesUnknownError
+from ..core.errors import CheckError, SymgradError, UnsupportedError, ValuesUnknownError, WorkBudgetError
 from ..core.graph import dims_of, topological
 from ..core.tensor import Tensor, constant
 from ..derive.entrywise import as_grad_tensor, vjp_entries
@@ -110,9 +110,13 @@ def _prove(outputs, wrt, grads, laws, sizes, torch_sizes, numeric, raise_on_fail
     vs = [grads] if isinstance(grads, Tensor) else (list(grads) if grads is not None else [None] * len(outs))
     try:  # the chain of VJP rules: the laws are proved against it, and it rule by rule
         chain = list(law(outs, targets, vs if grads is not None else None, simplified=False))
-    except SymgradError:  # an op without a rule: the whole graph's entries are compared instead
+    except SymgradError as error:  # an op without a rule: the whole graph's entries are compared instead
+        if isinstance(error, WorkBudgetError):
+            raise
         chain = []
     laws = list(laws) if laws is not None else list(law(outs, targets, vs if grads is not None else None))
+    if len(laws) != len(targets):
+        raise SymgradError(f"prove() got {len(laws)} laws for {len(targets)} tensors to differentiate by")
     vs_given = [v for v in vs if v is not None]
     roots = outs + vs_given + laws + chain
     dims = dims_of(roots + targets)

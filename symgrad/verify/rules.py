@@ -25,10 +25,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import sympy
 
 from ..core.budget import tick
 from ..core.constructors import symbols, symbols_like
+from ..core.dtypes import is_floating
 from ..core.graph import topological_all
 from ..core.tensor import Tensor, apply
 from ..derive.entrywise import vjp_entries
@@ -82,33 +84,45 @@ def check_rules(nodes: Sequence[Tensor], made: dict[int, Tensor]) -> RuleCheck:
     return result
 
 
+def _fresh(part: Tensor) -> bool:
+    """Whether a rule check gives this input fresh symbols (a floating tensor), or keeps it as it is (integer
+    targets and indices, and Python numbers, whose values the op reads)."""
+    return is_floating(part.dtype) and not part.is_python_scalar
+
+
 def _signature(node: Tensor) -> tuple:
-    """What a rule check depends on: the op, its attributes, and its inputs' shapes and dtypes (and the very
-    tensor, for inputs that keep their own entries: integer targets and indices)."""
+    """What a rule check depends on: the op, its attributes, its inputs' shapes and dtypes, and the inputs it keeps
+    as they are (the very tensor, or the Python number's value)."""
     parts = tuple(
-        (tuple(str(d) for d in part.shape), part.dtype, id(part) if not part.dtype.startswith("float") else None)
+        (tuple(str(d) for d in part.shape), part.dtype)
+        if _fresh(part)
+        else (tuple(str(d) for d in part.shape), part.dtype, part.is_python_scalar, _kept(part))
         for part in node.inputs
     )
     return (node.op.name, tuple(sorted((k, repr(v)) for k, v in node.attrs.items())), parts)
 
 
+def _kept(part: Tensor) -> Any:
+    return str(part.entries().tolist()) if part.is_python_scalar else id(part)
+
+
 def _rule_holds(node: Tensor, methods: dict[str, int]) -> tuple[bool, int]:
     """One op's rule on fresh symbols against the entrywise VJP of that op alone."""
     fresh = [
-        symbols(f"in{k}", part.shape, requires_grad=True, dtype=part.dtype)
-        if part.dtype.startswith("float") and not part.is_python_scalar
-        else part
+        symbols(f"in{k}", part.shape, requires_grad=True, dtype=part.dtype) if _fresh(part) else part
         for k, part in enumerate(node.inputs)
     ]
     out = apply(node.op.name, *fresh, **node.attrs)
     g = symbols_like(out, "g", distinct=True)
-    pieces = node.op.vjp(g, out, *fresh, **node.attrs)
+    pieces = list(node.op.vjp(g, out, *fresh, **node.attrs))
+    pieces += [None] * (len(fresh) - len(pieces))  # a rule that gives fewer pieces says nothing of the rest
     count = 0
     for piece, part, original in zip(pieces, fresh, node.inputs):
-        if piece is None or part is original:
+        if part is original:
             continue
         expected = vjp_entries([out], part, [g])
-        actual = piece.entries()
+        # no piece: the rule says this input gets no gradient, which must then be 0
+        actual = np.zeros(expected.shape, dtype=object) if piece is None else piece.entries()
         if actual.shape != expected.shape:
             return False, count
         for a, e in zip(actual.reshape(-1), expected.reshape(-1)):

@@ -83,7 +83,7 @@ class Budget:
 CI = Budget(samples=4, max_numel=150, sample_seconds=1.5, entry_seconds=2.0, forward_rest=True)
 FULL = Budget(samples=None, max_numel=400, sample_seconds=60.0, entry_seconds=None, forward_rest=False)
 BUDGET = FULL if os.environ.get("SYMGRAD_OPINFO_FULL", "") == "1" else CI
-# Through sg.trace, in CI: one sample an entry (and the tiny ones) with their VJPs (the namespace run above covers the rest)
+# Through sg.trace, in CI: one sample an entry with its VJP (the namespace run above covers the rest)
 TRACED = (
     FULL
     if BUDGET is FULL

@@ -1045,6 +1045,24 @@ for _op in ("floor", "ceil", "trunc", "round"):
     spec(_op, _op, law=True)(unary_make(_op, "method T"))
 
 
+@spec("to_float", "to_float", law=True)
+def _to_float(c: Builder, x: str) -> str:
+    """A round trip through another float dtype's label (float64 inputs: the numbers stay float64's)."""
+    return c.pick((f"{x}.float().double()", f"{x}.to(T.float32).to(T.float64)", f"{x}.half().double()"))
+
+
+@spec("to_integer", "to_integer to_float mul", law=True)
+def _to_integer(c: Builder, x: str) -> str:
+    """An integer or bool view of x's values, back as floats, times x: truncation toward zero, nonzero as 1."""
+    cast = c.pick(("long()", "int()", "bool()", "to(T.int64)"))
+    return f"{x}.{cast}.double() * {x}"
+
+
+@spec("clone", "clone", law=True)
+def _clone(c: Builder, x: str) -> str:
+    return c.pick((f"{x}.clone()", f"T.clone({x})"))
+
+
 @spec("round_decimals", "round mul div", law=True)
 def _round_decimals(c: Builder, x: str) -> str:
     return f"T.round({x}, decimals={c.pick((1, 2, -1))})"

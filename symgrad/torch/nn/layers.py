@@ -16,6 +16,7 @@ import numpy as np
 import sympy
 
 from ...core.constructors import tensor
+from ...core.dtypes import is_floating
 from ...core.errors import TorchAssertionError, TorchRuntimeError, UnsupportedError
 from ...core.tensor import Tensor, apply
 
@@ -46,7 +47,7 @@ def embedding(
         raise UnsupportedError("embedding(scale_grad_by_freq=True) is not supported; scale the gradient yourself")
     if weight.ndim != 2:
         raise TorchRuntimeError("'weight' must be 2-D")
-    if input.dtype.startswith("float") or input.dtype == "bool":
+    if is_floating(input.dtype) or input.dtype == "bool":
         raise TorchRuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; but got "
             f"torch.{'DoubleTensor' if input.dtype == 'float64' else 'FloatTensor'} instead (while checking "

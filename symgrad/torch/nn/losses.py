@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...core.constructors import tensor
+from ...core.dtypes import is_floating
 from ...core.errors import ShapeError, TorchRuntimeError, TorchValueError, UnsupportedError
 from ...core.tensor import Tensor, apply, wrap
 from .targets import class_targets, known_classes
@@ -323,7 +324,7 @@ def cross_entropy(
     class_dim = _class_dim(input, "cross_entropy")
     classes = input.shape[class_dim]
     _check_weight(weight, classes)
-    if isinstance(target, Tensor) and target.dtype.startswith("float") and tuple(target.shape) == tuple(input.shape):
+    if isinstance(target, Tensor) and is_floating(target.dtype) and tuple(target.shape) == tuple(input.shape):
         return _probability_cross_entropy(input, target, weight, reduction, label_smoothing, class_dim)
     y = class_targets(target, "cross_entropy", classes=classes)
     _check_target_shape(input, y)

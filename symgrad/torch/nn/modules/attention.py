@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ....core.dtypes import is_floating
 from ....core.errors import TorchAssertionError, TorchRuntimeError, UnsupportedError
 from ....core.tensor import Tensor
 from ... import creation, pointwise, shape
@@ -30,7 +31,7 @@ from .parameter import Parameter
 
 def _float_mask(mask: Any, name: str) -> Any:
     """torch's ``_canonical_mask``: a boolean mask as 0 / −inf (True: blocked), a float mask as it is."""
-    if mask is None or mask.dtype.startswith("float"):
+    if mask is None or is_floating(mask.dtype):
         return mask
     if mask.dtype != "bool":
         raise TorchAssertionError(f"only bool and floating types of {name} are supported")

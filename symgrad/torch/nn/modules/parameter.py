@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ....core.constructors import symbols, tensor
+from ....core.dtypes import is_floating
 from ....core.errors import SymgradError
 from ....core.tensor import Tensor, auto_name
 
@@ -36,7 +37,7 @@ def leaf_of(data: Any, name: str, requires_grad: bool, dtype: str | None = None)
         data = []
     if is_real_tensor(data):
         kind = dtype or real_dtype(data)
-        values = data.detach().cpu().double().tolist() if kind.startswith("float") else data.detach().cpu().tolist()
+        values = data.detach().cpu().double().tolist() if is_floating(kind) else data.detach().cpu().tolist()
         return tensor(values, name=name, requires_grad=requires_grad, dtype=kind)
     if isinstance(data, Tensor):
         kind = dtype or data.dtype
@@ -103,7 +104,7 @@ def placed(t: Tensor, name: str) -> Tensor:
 
 def recast(t: Tensor, dtype: str) -> Tensor:
     """``t`` as a float tensor of ``dtype`` (float32 rounds the numbers as torch's cast does); others unchanged."""
-    if not t.dtype.startswith("float") or t.dtype == dtype:
+    if not is_floating(t.dtype) or t.dtype == dtype:
         return t
     if dtype == "float32" and t.kind == "symbol" and t.symbol_values is not None:
         rounded = np.asarray(t.symbol_values, dtype=float).astype(np.float32).astype(float).tolist()
