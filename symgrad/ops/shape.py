@@ -560,6 +560,19 @@ def _as_number(entry: Any) -> Any:
     return entry
 
 
+def rounded_to(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 numbers rounded to ``dtype``'s precision (to nearest, ties to even), as a cast rounds them; numbers
+    stay float64 otherwise (symgrad computes in float64 whatever the label)."""
+    if dtype in ("float32", "float16"):
+        return values.astype(dtype).astype(float)
+    if dtype == "bfloat16":  # float32's upper 16 bits, rounded to nearest even (nan and inf pass)
+        bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        out = rounded.astype(np.uint32).view(np.float32).astype(float)
+        return np.where(np.isfinite(values), out, values)
+    return values
+
+
 def _to_integer(entry: Any, dtype: str) -> Any:
     entry = _as_number(entry)
     if dtype == "bool":
@@ -579,7 +592,7 @@ register(
         saves=False,
         vjp=lambda g, out, a, dtype: (apply("to_float", g, dtype=a.dtype) if is_floating(a.dtype) else None,),
         tags=frozenset({"linear"}),
-        float64=lambda a, dtype: np.asarray(a, dtype=float),
+        float64=lambda a, dtype: rounded_to(np.asarray(a, dtype=float), dtype),
         batch="pointwise",
     )
 )

@@ -159,3 +159,69 @@ def test_an_in_place_update_of_a_view_is_refused():
 
     with pytest.raises(sg.UnsupportedError, match="shares storage with another"):
         sg.trace(fn, torch.randn(2, 3, dtype=F64))
+
+
+class TwoBuffers(torch.nn.Module):
+    """b is updated from a before a changes: the emitted forward must read a's old value, as the model does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("a", torch.tensor([1.0, 2.0], dtype=F64))
+        self.register_buffer("b", torch.zeros(2, dtype=F64))
+        self.w = torch.nn.Parameter(torch.ones(2, dtype=F64))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.b.mul_(0.5).add_(self.a)
+        self.a.add_(1)
+        return (x * self.w).sum()
+
+
+def test_buffer_updates_read_the_values_before_any_is_written():
+    model = TwoBuffers()
+    x = torch.randn(2, dtype=F64)
+    drop_in = sg.compile(sg.trace(model, x), name="Two").TwoModule(ours := copy.deepcopy(model))
+    theirs = copy.deepcopy(model)
+    for _ in range(3):
+        drop_in(x), theirs(x)
+    assert ours.a.tolist() == theirs.a.tolist() and ours.b.tolist() == theirs.b.tolist()
+
+
+class DropThenLinear(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.3)
+        self.fc = torch.nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.drop(x)).tanh().sum()
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # forward_ad's import
+def test_forward_mode_through_the_drop_in_reads_the_noise_it_drew():
+    import torch.autograd.forward_ad as forward_ad
+
+    torch.manual_seed(0)
+    model = DropThenLinear().double()
+    traced = sg.trace(model, torch.randn(4, 3, dtype=F64), dynamic_shapes={"x": {0: "m"}})
+    drop_in = sg.compile(traced, name="Drop").DropModule(model)
+    x, tangent = torch.randn(5, 3, dtype=F64), torch.randn(5, 3, dtype=F64)
+    results = []
+    for net in (drop_in, model):
+        with forward_ad.dual_level():
+            torch.manual_seed(7)
+            primal, derivative = forward_ad.unpack_dual(net(forward_ad.make_dual(x, tangent)))
+            results.append((primal.item(), derivative.item(), torch.rand(()).item()))
+    assert results[0] == pytest.approx(results[1], rel=1e-12)
+
+
+class MyDropout(torch.nn.Dropout):
+    """A subclass of torch's Dropout: still a module whose computation depends on its mode."""
+
+
+def test_mode_checks_cover_subclasses_of_torchs_modules():
+    model = torch.nn.Sequential(MyDropout(0.5), torch.nn.Linear(3, 1)).double()
+    traced = sg.trace(model, torch.randn(4, 3, dtype=F64))
+    assert traced.modes == {"0": True}
+    drop_in = sg.compile(traced, name="Sub").SubModule(model)
+    with pytest.raises(RuntimeError, match="eval mode"):
+        drop_in.eval()(torch.randn(4, 3, dtype=F64))

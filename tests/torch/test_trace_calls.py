@@ -97,3 +97,107 @@ def test_an_exception_inside_symgrad_is_one_internal_error_naming_the_call_and_t
     assert "\n" not in message
     assert message.startswith("tanh (") and "test_trace_calls.py, line" in message
     assert "KeyError: 'a bug'" in message and "a bug in symgrad" in message
+
+
+def test_code_under_no_grad_carries_no_gradient():
+    def fn(x):
+        with torch.no_grad():
+            s = x * 2
+        return (s * x).sum()
+
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=F64)
+    traced = sg.trace(fn, x)
+    (grad,) = sg.vjp(traced.output, traced.inputs)
+    assert grad.tolist() == [2.0, 4.0, 6.0]  # torch: s is a constant to autograd
+
+
+def test_an_in_place_update_under_no_grad_of_a_differentiable_tensor_is_refused():
+    """torch keeps y's gradient as if y had not changed, with clamped values: no formula says both."""
+
+    def fn(x):
+        y = x * 1
+        with torch.no_grad():
+            y.clamp_(max=1.5)
+        return (y * x).sum()
+
+    with pytest.raises(sg.UnsupportedError, match="in place under torch.no_grad"):
+        sg.trace(fn, torch.tensor([1.0, 2.0, 3.0], dtype=F64))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_an_in_place_op_keeps_its_destinations_dtype(dtype):
+    def fn(x):
+        y = torch.zeros(3, dtype=dtype)
+        y += x
+        return y
+
+    traced = sg.trace(fn, torch.randn(3, dtype=F64))
+    assert traced.output.dtype == str(dtype).removeprefix("torch.")
+
+
+class Stateful(torch.nn.Module):
+    """A forward that changes its model: a parameter under no_grad, a reassigned buffer, a Python counter."""
+
+    def __init__(self, touch_parameter: bool) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([0.5, 2.0, -3.0], dtype=F64))
+        self.register_buffer("steps", torch.zeros((), dtype=F64))
+        self.calls = 0
+        self.touch_parameter = touch_parameter
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        self.steps = self.steps + 1
+        if self.touch_parameter:
+            with torch.no_grad():
+                self.w.clamp_(-1, 1)
+        return (x * self.w).sum()
+
+
+def test_tracing_leaves_reassigned_buffers_and_attributes_as_they_were():
+    model = Stateful(touch_parameter=False)
+    steps = model.steps
+    sg.trace(model, torch.randn(2, 3, dtype=F64), dynamic_shapes={"x": {0: "m"}})  # runs forward twice
+    assert model.calls == 0 and model.steps is steps and float(model.steps) == 0.0
+
+
+def test_a_parameter_changed_in_place_is_refused_and_restored():
+    model = Stateful(touch_parameter=True)
+    with pytest.raises(sg.UnsupportedError, match="in place under torch.no_grad"):
+        sg.trace(model, torch.randn(3, dtype=F64))
+    assert model.w.tolist() == [0.5, 2.0, -3.0] and model.w.grad is None
+
+
+@pytest.mark.parametrize(
+    "read", [lambda x: x.detach().numpy().max(), lambda x: np.asarray(x.detach()).max()], ids=["numpy()", "asarray"]
+)
+def test_a_number_read_through_numpy_is_refused(read):
+    with pytest.raises(sg.UnsupportedError, match="reads a number out of a tensor"):
+        sg.trace(lambda x: x * float(read(x)), torch.randn(3, dtype=F64))
+
+
+def test_other_random_draws_are_constants_an_emitted_module_refuses():
+    def noisy(x):
+        return (x + 0.1 * torch.randn_like(x)).sum()
+
+    traced = sg.trace(noisy, torch.randn(3, dtype=F64))
+    assert traced.random_draws and "randn_like" in traced.random_draws[0]
+    with pytest.raises(sg.SymgradError, match="draws random numbers"):
+        sg.compile(traced, name="Noisy")
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [
+        lambda x: x.float().double(),
+        lambda x: x.to(torch.float32).to(x.dtype),
+        lambda x: x.long().double() * x,
+        lambda x: x.bool().double() * x,
+        lambda x: x.type_as(x).clone().contiguous().cpu(),
+        lambda x: x.data * x,
+        lambda x: x + x.new_zeros(x.shape) + x.new_ones((3,)),
+    ],
+    ids=["float double", "to", "long", "bool", "type_as clone", "data", "new_zeros new_ones"],
+)
+def test_conversions_and_copies_give_torchs_gradients(convert):
+    _same_gradients(lambda x: convert(x).sin().sum(), torch.tensor([-1.5, 0.25, 2.75], dtype=F64))

@@ -115,3 +115,39 @@ def test_a_graph_made_before_the_trace_still_goes_backward():
     sg.trace(model, x)
     loss.backward()
     assert x.grad is not None and model.weight.grad is not None
+
+
+@pytest.mark.parametrize(
+    ("fn", "match"),
+    [
+        (lambda x: x.sum() * (2 if len(x) >= 5 else 1), r"len\(\) .* reads the symbolic size m"),
+        (lambda x: x.sum() * (2 if x.shape[0] / 2 >= 2.5 else 1), r"decides on the symbolic size m by its value"),
+        (lambda x: x[: x.shape[0] // 2].sum(), r"a slice bound made of a symbolic size"),
+        (lambda x: torch.nn.functional.pad(x, (0, x.shape[0])).sum(), r"pad\(\) by a symbolic size"),
+    ],
+    ids=["len", "a size as a float", "a slice at a size", "pad by a size"],
+)
+def test_uses_of_a_size_that_a_graph_cannot_follow_are_refused(fn, match):
+    with pytest.raises(sg.UnsupportedError, match=match):
+        sg.trace(fn, torch.randn(4, 3, dtype=F64), dynamic_shapes={"x": {0: "m"}})
+
+
+@pytest.mark.parametrize(
+    ("fn", "guard", "refused_at"),
+    [
+        (lambda x: x.sum() * (2 if x.shape[0] % 3 == 0 else 1), "Ne(Mod(m, 3), 0)", 6),
+        (lambda x: x.sum() * (2 if x.shape[0] > 2.5 else 1), "m > 5/2", 2),
+        (lambda x: x.sum() * (2 if -x.shape[0] < -3 else 1), "m > 3", 3),
+    ],
+    ids=["m % 3", "a float bound", "-m"],
+)
+def test_decisions_through_size_arithmetic_are_guards(fn, guard, refused_at):
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return fn(x)
+
+    traced = sg.trace(Model(), torch.randn(4, 3, dtype=F64), dynamic_shapes={"x": {0: "m"}})
+    assert [str(g.relation) for g in traced.guards] == [guard]
+    emitted = sg.compile(traced, name="Guarded")
+    with pytest.raises(ValueError, match="the traced code holds only where"):
+        emitted.forward(torch.randn(refused_at, 3, dtype=F64))

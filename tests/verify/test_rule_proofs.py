@@ -71,3 +71,34 @@ def test_a_proof_runs_against_its_time_limit():
     out, wrt = _layer_norm_mlp()
     with pytest.raises(sg.WorkBudgetError, match=r"the proof did not finish within 0.01 s .*time_limit=None"):
         sg.prove(out, wrt, time_limit=0.01)
+
+
+def test_a_rule_that_drops_an_inputs_gradient_is_caught(monkeypatch):
+    """A rule returning None for a float input says its gradient is 0; the check holds it to that."""
+    mul = registry.OPS["mul"]
+    monkeypatch.setitem(registry.OPS, "mul", dataclasses.replace(mul, vjp=lambda g, out, a, b: (g * b, None)))
+    (n,) = sg.dims("n")
+    x, y = sg.symbols("x", (n,), requires_grad=True), sg.symbols("y", (n,), requires_grad=True)
+    assert not sg.prove((x * y).sum(), [x, y], numeric=False).held
+
+
+def test_rules_that_read_different_numbers_are_checked_apart(monkeypatch):
+    """pow's rule, wrong only for the exponent 3, must not pass because the exponent 2 was checked first."""
+    power = registry.OPS["pow"]
+
+    def wrong_for_three(g, out, a, b):
+        pieces = power.vjp(g, out, a, b)
+        three = not b.shape and b.op is None and float(b.entries().reshape(-1)[0]) == 3.0
+        return (pieces[0] * 2, *pieces[1:]) if three else pieces
+
+    monkeypatch.setitem(registry.OPS, "pow", dataclasses.replace(power, vjp=wrong_for_three))
+    (n,) = sg.dims("n")
+    x = sg.symbols("x", (n,), requires_grad=True)
+    assert not sg.prove((x**2.0).sum() + (x**3.0).sum(), [x], numeric=False).held
+
+
+def test_fewer_laws_than_tensors_is_one_clear_error():
+    (n,) = sg.dims("n")
+    x, y = sg.symbols("x", (n,), requires_grad=True), sg.symbols("y", (n,), requires_grad=True)
+    with pytest.raises(sg.SymgradError, match="got 1 laws for 2 tensors"):
+        sg.prove((x * y).sum(), [x, y], laws=[y])
