@@ -115,14 +115,13 @@ def _mode_dependent_classes() -> tuple:
     """torch.nn's modules whose computation depends on their training flag: batch and instance norms (running
     statistics), dropouts, RReLU, and the modules with a dropout inside (attention, transformers, RNNs)."""
     import torch.nn as nn
-    from torch.nn.modules.batchnorm import _BatchNorm
-    from torch.nn.modules.dropout import _DropoutNd
-    from torch.nn.modules.instancenorm import _InstanceNorm
-    from torch.nn.modules.rnn import RNNBase
 
+    norms = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm, nn.InstanceNorm1d, nn.InstanceNorm2d,
+             nn.InstanceNorm3d)  # fmt: skip
+    dropouts = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
     transformers = (nn.Transformer, nn.TransformerEncoder, nn.TransformerDecoder)
     layers = (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer, nn.MultiheadAttention)
-    return (_BatchNorm, _InstanceNorm, _DropoutNd, nn.RReLU, RNNBase, *transformers, *layers)
+    return (*norms, *dropouts, nn.RReLU, nn.RNN, nn.GRU, nn.LSTM, *transformers, *layers)
 
 
 def modes_that_matter(model: Any) -> dict[str, bool]:

@@ -19,10 +19,9 @@ values, exactly as it would without symgrad; the symbolic graph records what hap
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ from ..core.errors import (
     ValuesUnknownError,
     WorkBudgetError,
 )
-from ..core.graph import dims_of, topological_all
+from ..core.graph import dims_of
 from ..core.tensor import Tensor, constant
 from .nn.activations import dropout_noise
 from .nn.modules.module import leaf_name
@@ -58,6 +57,7 @@ from .trace_effects import (
     out_of_place,
     without_inplace,
 )
+from .trace_runs import example_sizes, first_difference, flat, resized, state_kept, within
 
 # Tensor attributes and methods whose result is not a tensor: the real answer is the answer.
 _PLAIN = {
@@ -154,7 +154,7 @@ class _Recorder:
         """Remember the storage a view shares, so that an in-place update of either is refused."""
         import torch
 
-        for value in _flat(real):
+        for value in flat(real):
             if isinstance(value, torch.Tensor) and value._is_view():
                 self.viewed.add(id(value._base))
                 self.kept.append(value._base)
@@ -228,7 +228,7 @@ REFUSALS = (UnsupportedError, WorkBudgetError, SymbolicShapeError, ValuesUnknown
 
 def _dims_in(value: Any, recorder: _Recorder) -> list[str]:
     """The symbolic dims of the traced tensors among a call's arguments, by name."""
-    found = {str(s) for t in _flat(recorder.to_symbolic(value)) if isinstance(t, Tensor) for s in dims_of([t])}
+    found = {str(s) for t in flat(recorder.to_symbolic(value)) if isinstance(t, Tensor) for s in dims_of([t])}
     return sorted(found)
 
 
@@ -509,7 +509,7 @@ def trace(fn: Callable, *example_inputs: Any, dynamic_shapes: Mapping[str, Mappi
     unknown = sorted(set(shapes) - set(names[: len(example_inputs)]))
     if unknown:
         raise SymgradError(f"dynamic_shapes names {unknown[0]!r}, which is not an input of the traced function")
-    with _state_kept(fn):
+    with state_kept(fn):
         first = _run(fn, example_inputs, names, shapes)
     first.guards.check_symbolic()
     if any(shapes.values()):
@@ -583,58 +583,26 @@ def _updated_by_kernel(owned: list[tuple[str, Any]], recorder: _Recorder) -> lis
     return [real for name, real in owned if name in paths]
 
 
-@contextlib.contextmanager
-def _state_kept(fn: Callable) -> Iterator[None]:
-    """Run the traced code without a trace on the model: its buffers and parameters (values, gradients, and the
-    tensors its attributes hold), its modules' other attributes (a Python counter), and torch's random state, as
-    they were."""
-    import torch
-
-    modules = list(fn.modules()) if isinstance(fn, torch.nn.Module) else []
-    attributes = [(m, dict(m.__dict__), dict(m._buffers), dict(m._parameters)) for m in modules]
-    tensors = {id(t): (t, t.detach().clone(), t.grad) for m in modules for t in (*m._buffers.values(),
-               *m._parameters.values()) if t is not None}  # fmt: skip
-    random_state = torch.random.get_rng_state()
-    try:
-        yield
-    finally:
-        torch.random.set_rng_state(random_state)
-        for module, saved, buffers, parameters in attributes:
-            module.__dict__.clear()
-            module.__dict__.update(saved)
-            module._buffers.clear()
-            module._buffers.update(buffers)
-            module._parameters.clear()
-            module._parameters.update(parameters)
-        for tensor, values, grad in tensors.values():
-            if not torch.equal(tensor, values):
-                # through .data, which has a version counter of its own: the values are the ones a graph of the
-                # user's saved before the trace, and that graph can still go backward
-                tensor.data.copy_(values)
-            if tensor.grad is not grad:
-                tensor.grad = grad
-
-
 def _probe(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: dict, first: _Run) -> None:
     """Run the code again with each symbolic dim at another size (one more, else one fewer, within the guards)
     and refuse the trace if it made other calls there: then its graph holds at the example's sizes only."""
-    sizes = _example_sizes(example_inputs, names, shapes)
+    sizes = example_sizes(example_inputs, names, shapes)
     for dim in sorted(sizes):
         failures = []
         for step in (1, -1):
             other = {**sizes, dim: sizes[dim] + step}
-            if other[dim] < 1 or not _within(first.guards.items, other):
+            if other[dim] < 1 or not within(first.guards.items, other):
                 continue
-            resized = [_resized(x, shapes.get(n, {}), other) for n, x in zip(names, example_inputs, strict=False)]
+            inputs = [resized(x, shapes.get(n, {}), other) for n, x in zip(names, example_inputs, strict=False)]
             try:
-                with _state_kept(fn):
-                    second = _run(fn, resized, names, shapes)
+                with state_kept(fn):
+                    second = _run(fn, inputs, names, shapes)
             except SymgradError:
                 raise
             except Exception as error:  # the code itself rejects this size: try the other one
                 failures.append(f"at {dim} = {other[dim]}: {type(error).__name__}: {' '.join(str(error).split())}")
                 continue
-            difference = _first_difference(first, second)
+            difference = first_difference(first.output, second.output, first.sites)
             if difference is not None:
                 raise UnsupportedError(
                     f"the traced code makes other calls at {dim} = {other[dim]} than at {dim} = {sizes[dim]} "
@@ -648,76 +616,3 @@ def _probe(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes
                 f"the traced code runs only at {dim} = {sizes[dim]} ({reason}), so its graph cannot be symbolic "
                 f"in {dim}: leave it out of dynamic_shapes"
             )
-
-
-def _example_sizes(example_inputs: Sequence[Any], names: list[str], shapes: dict) -> dict[str, int]:
-    sizes: dict[str, int] = {}
-    for name, x in zip(names, example_inputs, strict=False):
-        for axis, dim in shapes.get(name, {}).items():
-            size = int(x.shape[axis])
-            if sizes.setdefault(dim, size) != size:
-                raise SymgradError(f"dynamic_shapes gives {dim} two sizes in the example: {sizes[dim]} and {size}")
-    return sizes
-
-
-def _within(guards: Sequence[Guard], sizes: Mapping[str, int]) -> bool:
-    values = {symbol: sizes.get(str(symbol), 0) for g in guards for symbol in g.relation.free_symbols}
-    return all(bool(g.relation.subs(values)) for g in guards)
-
-
-def _resized(x: Any, axes: Mapping[int, str], sizes: Mapping[str, int]) -> Any:
-    """``x`` with each symbolic axis grown (its first slices repeated) or cut to the size in ``sizes``: values
-    stay of the kinds the example has (class targets stay within their classes)."""
-    import torch
-
-    out = x.detach()
-    for axis, dim in axes.items():
-        now, wanted = out.shape[axis], sizes[dim]
-        if wanted <= now:
-            out = out.narrow(axis, 0, wanted)
-        elif now == 0:
-            out = out.new_zeros((*out.shape[:axis], wanted, *out.shape[axis + 1 :]))
-        else:
-            repeats = -(-wanted // now)
-            out = torch.cat([out] * repeats, axis).narrow(axis, 0, wanted)
-    return out.clone().requires_grad_(x.requires_grad)
-
-
-def _first_difference(first: _Run, second: _Run) -> str | None:
-    """Where two runs' graphs first differ (the call and the user's line), or None when they are the same."""
-    a, b = _signature(first.output), _signature(second.output)
-    for (key_a, node_a), (key_b, _) in zip(a, b):
-        if key_a != key_b:
-            return f"the first difference: {_call_name(node_a)} at {first.sites.get(id(node_a), 'an unknown place')}"
-    if len(a) != len(b):
-        return f"{len(a)} operations against {len(b)}"
-    return None
-
-
-def _call_name(node: Tensor) -> str:
-    return node.op.name if node.op is not None else f"the tensor {node.name}"
-
-
-def _signature(output: Any) -> list[tuple[tuple, Tensor]]:
-    """Each node of the graph below ``output`` as a key: its op, attributes, shape, dtype and inputs (by their
-    position), in the graph's order; leaves by name, constants by their numbers."""
-    roots = [t for t in _flat(output) if isinstance(t, Tensor)]
-    position: dict[int, int] = {}
-    keys = []
-    for node in topological_all(roots):
-        if node.op is None:
-            what = ("leaf", node.name) if node.kind == "symbol" else ("constant", str(node.entries().tolist()))
-        else:
-            attrs = tuple(sorted((k, str(v)) for k, v in node.attrs.items()))
-            what = (node.op.name, attrs, tuple(position[id(i)] for i in node.inputs))
-        position[id(node)] = len(keys)
-        keys.append(((*what, str(node.shape), node.dtype), node))
-    return keys
-
-
-def _flat(value: Any) -> list[Any]:
-    if isinstance(value, (list, tuple)):
-        return [y for x in value for y in _flat(x)]
-    if isinstance(value, dict):
-        return [y for x in value.values() for y in _flat(x)]
-    return [value]

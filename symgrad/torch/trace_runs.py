@@ -1,0 +1,128 @@
+"""Runs of traced code: the model's state kept across runs, and what a second run at other sizes is compared by.
+
+>>> [key[0] for key, _ in graph_signature(_demo())]
+['leaf', 'leaf', 'mul']
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from ..core.errors import SymgradError
+from ..core.graph import topological_all
+from ..core.tensor import Tensor
+from .sizes import Guard
+
+
+@contextlib.contextmanager
+def state_kept(fn: Callable) -> Iterator[None]:
+    """Run the traced code without a trace on the model: its buffers and parameters (values, gradients, and the
+    tensors its attributes hold), its modules' other attributes (a Python counter), and torch's random state, as
+    they were."""
+    import torch
+
+    modules = list(fn.modules()) if isinstance(fn, torch.nn.Module) else []
+    attributes = [(m, dict(m.__dict__), dict(m._buffers), dict(m._parameters)) for m in modules]
+    tensors = {id(t): (t, t.detach().clone(), t.grad) for m in modules for t in (*m._buffers.values(),
+               *m._parameters.values()) if t is not None}  # fmt: skip
+    random_state = torch.random.get_rng_state()
+    try:
+        yield
+    finally:
+        torch.random.set_rng_state(random_state)
+        for module, saved, buffers, parameters in attributes:
+            module.__dict__.clear()
+            module.__dict__.update(saved)
+            module._buffers.clear()
+            module._buffers.update(buffers)
+            module._parameters.clear()
+            module._parameters.update(parameters)
+        for tensor, values, grad in tensors.values():
+            if not torch.equal(tensor, values):
+                # through .data, which has a version counter of its own: the values are the ones a graph of the
+                # user's saved before the trace, and that graph can still go backward
+                tensor.data.copy_(values)
+            if tensor.grad is not grad:
+                tensor.grad = grad
+
+
+def example_sizes(example_inputs: Sequence[Any], names: list[str], shapes: dict) -> dict[str, int]:
+    sizes: dict[str, int] = {}
+    for name, x in zip(names, example_inputs, strict=False):
+        for axis, dim in shapes.get(name, {}).items():
+            size = int(x.shape[axis])
+            if sizes.setdefault(dim, size) != size:
+                raise SymgradError(f"dynamic_shapes gives {dim} two sizes in the example: {sizes[dim]} and {size}")
+    return sizes
+
+
+def within(guards: Sequence[Guard], sizes: Mapping[str, int]) -> bool:
+    values = {symbol: sizes.get(str(symbol), 0) for g in guards for symbol in g.relation.free_symbols}
+    return all(bool(g.relation.subs(values)) for g in guards)
+
+
+def resized(x: Any, axes: Mapping[int, str], sizes: Mapping[str, int]) -> Any:
+    """``x`` with each symbolic axis grown (its first slices repeated) or cut to the size in ``sizes``: values
+    stay of the kinds the example has (class targets stay within their classes)."""
+    import torch
+
+    out = x.detach()
+    for axis, dim in axes.items():
+        now, wanted = out.shape[axis], sizes[dim]
+        if wanted <= now:
+            out = out.narrow(axis, 0, wanted)
+        elif now == 0:
+            out = out.new_zeros((*out.shape[:axis], wanted, *out.shape[axis + 1 :]))
+        else:
+            repeats = -(-wanted // now)
+            out = torch.cat([out] * repeats, axis).narrow(axis, 0, wanted)
+    return out.clone().requires_grad_(x.requires_grad)
+
+
+def first_difference(first: Any, second: Any, sites: Mapping[int, str]) -> str | None:
+    """Where two runs' outputs' graphs first differ (the call and the user's line, from the first run's ``sites``),
+    or None when they are the same."""
+    a, b = graph_signature(first), graph_signature(second)
+    for (key_a, node_a), (key_b, _) in zip(a, b):
+        if key_a != key_b:
+            return f"the first difference: {call_name(node_a)} at {sites.get(id(node_a), 'an unknown place')}"
+    if len(a) != len(b):
+        return f"{len(a)} operations against {len(b)}"
+    return None
+
+
+def call_name(node: Tensor) -> str:
+    return node.op.name if node.op is not None else f"the tensor {node.name}"
+
+
+def graph_signature(output: Any) -> list[tuple[tuple, Tensor]]:
+    """Each node of the graph below ``output`` as a key: its op, attributes, shape, dtype and inputs (by their
+    position), in the graph's order; leaves by name, constants by their numbers."""
+    roots = [t for t in flat(output) if isinstance(t, Tensor)]
+    position: dict[int, int] = {}
+    keys = []
+    for node in topological_all(roots):
+        if node.op is None:
+            what = ("leaf", node.name) if node.kind == "symbol" else ("constant", str(node.entries().tolist()))
+        else:
+            attrs = tuple(sorted((k, str(v)) for k, v in node.attrs.items()))
+            what = (node.op.name, attrs, tuple(position[id(i)] for i in node.inputs))
+        position[id(node)] = len(keys)
+        keys.append(((*what, str(node.shape), node.dtype), node))
+    return keys
+
+
+def flat(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [y for x in value for y in flat(x)]
+    if isinstance(value, dict):
+        return [y for x in value.values() for y in flat(x)]
+    return [value]
+
+
+def _demo() -> Tensor:
+    from ..core.constructors import symbols
+
+    return symbols("x", (2,)) * symbols("y", (2,))
