@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .dims import as_shape, is_concrete
+from .dims import as_shape
 from .dtypes import DEFAULT_FLOAT, is_floating
 from .errors import TorchTypeError, UnsupportedError
 
@@ -122,14 +122,8 @@ class ConversionMethods:
         )
 
     def _new(self, size: tuple, value: Any, dtype: Any) -> Tensor:
-        from .tensor import apply, constant
-
         if len(size) == 1 and isinstance(size[0], (tuple, list)):
             size = tuple(size[0])
-        shape = as_shape(size)
-        kind = dtype_of(dtype) if dtype is not None else self.dtype
-        if is_concrete(shape):
-            return constant(value, shape=shape, dtype=kind or DEFAULT_FLOAT)
-        node = apply("full", shape=shape, value=value)
-        node.dtype = kind or DEFAULT_FLOAT
+        node = self.apply_op("full", shape=as_shape(size), value=value)  # type: ignore[attr-defined]
+        node.dtype = (dtype_of(dtype) if dtype is not None else self.dtype) or DEFAULT_FLOAT  # a node of its own
         return node
