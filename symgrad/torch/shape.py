@@ -287,8 +287,13 @@ def _mapped(mode: str, x: Tensor, axis: int, low: int, high: int) -> Tensor:
 
 _EDGES = {"reflect": _reflect, "replicate": _replicate, "circular": _circular}
 
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy of ``input``: the same numbers, the gradient passing through."""
+    return input.clone()
+
+
 __all__ = [
-    "cat", "chunk", "concat", "concatenate", "diag", "diagonal", "flatten", "flip", "gather", "index_select",
+    "cat", "chunk", "clone", "concat", "concatenate", "diag", "diagonal", "flatten", "flip", "gather", "index_select",
     "masked_fill", "narrow", "permute", "reshape", "scatter", "scatter_add", "select", "split", "squeeze", "stack",
     "t", "take_along_dim", "transpose", "tril", "triu", "unbind", "unflatten", "unsqueeze",
 ]  # fmt: skip
