@@ -24,7 +24,7 @@ from ..core.dtypes import is_floating
 from ..core.errors import ShapeError, UnsupportedError
 from ..core.indexing import apply_index, index_grad_fn, index_shape
 from ..core.registry import Op, register
-from ..core.tensor import apply
+from ..core.tensor import Tensor, apply
 from . import functions
 from .batched import lift, shift, shift_index
 from .calculus import unbroadcast
@@ -590,12 +590,37 @@ register(
         latex="{0}",
         grad_fn="ToCopyBackward0",
         saves=False,
-        vjp=lambda g, out, a, dtype: (apply("to_float", g, dtype=a.dtype) if is_floating(a.dtype) else None,),
+        vjp=lambda g, out, a, dtype: (_cast_like(g, a) if is_floating(a.dtype) else None,),
         tags=frozenset({"linear"}),
         float64=lambda a, dtype: rounded_to(np.asarray(a, dtype=float), dtype),
         batch="pointwise",
     )
 )
+register(
+    Op(
+        name="to_like",
+        shape=lambda a, like: a,
+        meaning=lambda a, like: a.copy(),
+        torch=lambda torch, a, like: a.to(like.dtype),
+        code="{0}.to({1}.dtype)",
+        latex="{0}",
+        grad_fn="ToCopyBackward0",
+        saves=False,
+        vjp=lambda g, out, a, like: (_cast_like(g, a), None),
+        tags=frozenset({"linear"}),
+        batch="pointwise",
+    )
+)
+
+
+def _cast_like(g: Tensor, like: Tensor) -> Tensor:
+    """``g.to(like.dtype)``: a conversion's gradient goes back to its input's dtype, whatever it is when the
+    emitted code runs (a literal dtype would hold only for the traced one)."""
+    node = apply("to_like", g, like)
+    node.dtype = like.dtype
+    return node
+
+
 register(
     Op(
         name="to_integer",

@@ -1531,6 +1531,8 @@ def _conv1d(c: Builder, x: str) -> str | None:
 
 # Ops of sg.core.OPS no spec reaches, and why.
 UNREACHABLE = {
+    "to_like": "internal: the VJP of a dtype conversion (back to the input's dtype at run time); fuzzed through "
+    "the to_float spec",
     "dropout_noise": "random: torch draws it from its own generator state; tests/emit/test_drop_in.py compares seeded "
     "runs through symgrad.torch, sg.trace and emitted modules",
     "index_backward": "internal: the VJP of index (scatters a gradient back into the indexed shape)",
