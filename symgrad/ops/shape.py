@@ -599,15 +599,18 @@ register(
 register(
     Op(
         name="to_like",
-        shape=lambda a, like: a,
-        meaning=lambda a, like: a.copy(),
-        torch=lambda torch, a, like: a.to(like.dtype),
+        shape=lambda a, like, dtype: a,
+        meaning=lambda a, like, dtype: a.copy(),
+        torch=lambda torch, a, like, dtype: a.to(like.dtype),
         code="{0}.to({1}.dtype)",
         latex="{0}",
         grad_fn="ToCopyBackward0",
         saves=False,
-        vjp=lambda g, out, a, like: (_cast_like(g, a), None),
+        vjp=lambda g, out, a, like, dtype: (_cast_like(g, a), None),
         tags=frozenset({"linear"}),
+        # ``dtype`` is the traced one: the numbers round through it as torch's do (a float16 input's gradient
+        # is a float16); the emitted code reads ``like.dtype`` at run time
+        float64=lambda a, like, dtype: rounded_to(np.asarray(a, dtype=float), dtype),
         batch="pointwise",
     )
 )
@@ -616,7 +619,7 @@ register(
 def _cast_like(g: Tensor, like: Tensor) -> Tensor:
     """``g.to(like.dtype)``: a conversion's gradient goes back to its input's dtype, whatever it is when the
     emitted code runs (a literal dtype would hold only for the traced one)."""
-    node = apply("to_like", g, like)
+    node = apply("to_like", g, like, dtype=like.dtype)
     node.dtype = like.dtype
     return node
 
