@@ -564,3 +564,39 @@ class TensorMethods(ConversionMethods):
 
     def __le__(self, other: Any) -> Tensor:
         return self.apply_op("le", self, other)
+
+    def logical_and(self, other: Any) -> Tensor:
+        return self.apply_op("logical_and", self, other)
+
+    def logical_or(self, other: Any) -> Tensor:
+        return self.apply_op("logical_or", self, other)
+
+    def logical_xor(self, other: Any) -> Tensor:
+        return self.apply_op("logical_xor", self, other)
+
+    def logical_not(self) -> Tensor:
+        return self.apply_op("logical_not", self)
+
+    def _bitwise(self, name: str, *operands: Any) -> Tensor:
+        """``&``, ``|``, ``^`` and ``~`` of boolean tensors (masks); bit operations on integers are refused."""
+        dtypes = [getattr(t, "dtype", "bool" if isinstance(t, bool) else "int64") for t in (self, *operands)]
+        if any(d != "bool" for d in dtypes):
+            raise UnsupportedError(f"symgrad follows {name} of boolean tensors only (masks), not of {'/'.join(dtypes)}")
+        return self.apply_op(f"logical_{name}", self, *operands)
+
+    def __and__(self, other: Any) -> Tensor:
+        return self._bitwise("and", other)
+
+    def __or__(self, other: Any) -> Tensor:
+        return self._bitwise("or", other)
+
+    def __xor__(self, other: Any) -> Tensor:
+        return self._bitwise("xor", other)
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __invert__(self) -> Tensor:
+        return self._bitwise("not")
+
+    def bitwise_not(self) -> Tensor:
+        return self._bitwise("not")

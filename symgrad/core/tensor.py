@@ -363,14 +363,19 @@ class Tensor(TensorMethods):
         )
 
     def detach(self) -> Tensor:
-        """The same formulas, cut from the graph (no grad_fn, no requires_grad); at symbolic sizes, where there
-        are no formulas to copy, the ``stop_gradient`` op (torch spells both ``x.detach()``)."""
+        """The same formulas, cut from the graph (no grad_fn, no requires_grad), each entry marked ``detached``
+        so that a derivative of a formula that reads it takes it as a constant, as torch does (the gradient of
+        ``x * x.detach()`` is ``x.detach()``, not ``2 x``); at symbolic sizes, where there are no formulas to
+        copy, the ``stop_gradient`` op (torch spells both ``x.detach()``)."""
         if not is_concrete(self.shape):
             return apply("stop_gradient", self)
+        entries = self.entries()
+        if self._leaves:
+            entries = lookup("stop_gradient").meaning(entries)
         return Tensor(
             shape=self.shape,
             name=auto_name(f"{self.name}_detached"),
-            entries=self.entries(),
+            entries=entries,
             sources=tuple(self._leaves.values()),
             dtype=self.dtype,
             numeric=self,

@@ -52,6 +52,8 @@ def run_dtype(
                 known[id(node)] = node.dtype if node.is_python_scalar else (dtype if in_forward else like_backward)
             else:
                 known[id(node)] = node.dtype
+        elif _selects_numbers(node) and not is_floating(node.dtype):  # where(c, 1, 0): int64, and printed so
+            known[id(node)] = node.dtype
         elif _selects_numbers(node):
             known[id(node)] = DEFAULT_FLOAT if in_forward else like_backward
         elif node.op.has("creation"):  # printed as <like>.new_full(...): the dtype of the tensor it is made like

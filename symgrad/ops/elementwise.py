@@ -253,6 +253,51 @@ for _name, _relation, _symbol, _tex, _ufunc in (
     )
 
 
+def _truth(entry: Any) -> Any:
+    """An entry as a truth value, as torch's logical ops read it: a boolean as it is, a number as ``!= 0``."""
+    if entry in (sympy.true, sympy.false, True, False) or isinstance(entry, sympy.logic.boolalg.Boolean):
+        return sympy.true if entry is True else sympy.false if entry is False else entry
+    return functions.compare(sympy.Ne, entry, 0)
+
+
+for _name, _logic, _tex, _ufunc in (
+    ("logical_and", sympy.And, r"\wedge", np.logical_and),
+    ("logical_or", sympy.Or, r"\vee", np.logical_or),
+    ("logical_xor", sympy.Xor, r"\oplus", np.logical_xor),
+):
+    binary(
+        _name,
+        (lambda logic: lambda a, b: logic(_truth(a), _truth(b)))(_logic),
+        (lambda fn: lambda torch, a, b: getattr(torch, fn)(a, b))(_name),
+        f"torch.{_name}({{0}}, {{1}})",
+        f"{{0}} {_tex} {{1}}",
+        "none",
+        saves=False,
+        precedence=9,
+        vjp=lambda g, out, a, b: (None, None),
+        differentiable=False,
+        tags=("comparison",),
+        float64=_ufunc,
+    )
+register(
+    Op(
+        "logical_not",
+        same_shape,
+        lambda a: elementwise(lambda e: sympy.Not(_truth(e)), a),
+        lambda torch, a: torch.logical_not(a),
+        "torch.logical_not({0})",
+        r"\neg {0}",
+        "none",
+        saves=False,
+        differentiable=False,
+        vjp=lambda g, out, a: (None,),
+        tags=frozenset({"comparison"}),
+        float64=np.logical_not,
+        batch="pointwise",
+    )
+)
+
+
 def _where(c: Any, a: Any, b: Any) -> sympy.Expr:
     if c in (sympy.true, True):
         return a

@@ -261,9 +261,27 @@ def isnan(input: Tensor) -> Tensor:
     return apply("isnan", input)
 
 
+def logical_and(input: Any, other: Any) -> Tensor:
+    """True where both are nonzero (torch's logical ops read numbers as ``!= 0``); no gradient."""
+    return apply("logical_and", input, other)
+
+
+def logical_or(input: Any, other: Any) -> Tensor:
+    return apply("logical_or", input, other)
+
+
+def logical_xor(input: Any, other: Any) -> Tensor:
+    return apply("logical_xor", input, other)
+
+
+def logical_not(input: Any) -> Tensor:
+    return apply("logical_not", input)
+
+
 __all__ = [
     "abs", "add", "addcdiv", "addcmul", "atan2", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "div",
     "divide", "eq", "erf", "exp", "float_power", "floor", "floor_divide", "ge", "gt", "hypot", "isnan", "le", "lerp",
-    "log", "log1p", "logaddexp", "lt", "maximum", "minimum", "mul", "ne", "neg", "pow", "reciprocal", "relu", "round",
-    "rsqrt", "sigmoid", "sign", "sin", "sqrt", "sub", "tanh", "true_divide", "trunc", "where", "xlogy",
+    "log", "log1p", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "lt", "maximum",
+    "minimum", "mul", "ne", "neg", "pow", "reciprocal", "relu", "round", "rsqrt", "sigmoid", "sign", "sin", "sqrt",
+    "sub", "tanh", "true_divide", "trunc", "where", "xlogy",
 ]  # fmt: skip

@@ -287,6 +287,7 @@ def _mapped(mode: str, x: Tensor, axis: int, low: int, high: int) -> Tensor:
 
 _EDGES = {"reflect": _reflect, "replicate": _replicate, "circular": _circular}
 
+
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     """A copy of ``input``: the same numbers, the gradient passing through."""
     return input.clone()

@@ -19,11 +19,10 @@ values, exactly as it would without symgrad; the symbolic graph records what hap
 
 from __future__ import annotations
 
+import functools
 import inspect
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,10 +41,12 @@ from ..core.errors import (
 )
 from ..core.graph import dims_of
 from ..core.tensor import Tensor, constant
+from .builtin_arguments import as_functional
 from .nn.activations import dropout_noise
 from .nn.modules.module import leaf_name
 from .nn.normalization import running_statistics
 from .sizes import Guard, Guards, SizeInt, holds_size, sizes_answer
+from .trace_decomposed import decomposed
 from .trace_effects import (
     VALUE_READS,
     Assign,
@@ -57,16 +58,16 @@ from .trace_effects import (
     out_of_place,
     without_inplace,
 )
+from .trace_lookup import (
+    PLAIN,
+    function_name,
+    holds_tensor,
+    returns_indices,
+    symbolic_function,
+    symbolic_function_named,
+    user_line,
+)
 from .trace_runs import example_sizes, first_difference, flat, resized, state_kept, within
-
-# Tensor attributes and methods whose result is not a tensor: the real answer is the answer.
-_PLAIN = {
-    "shape", "dtype", "device", "requires_grad", "is_leaf", "ndim", "grad_fn", "layout", "is_cuda", "names",
-    "size", "dim", "numel", "item", "tolist", "__len__", "__bool__", "__format__", "__repr__", "__str__",
-    "__hash__", "__index__", "__int__", "__float__", "is_floating_point", "is_contiguous", "stride",
-    "element_size", "data_ptr", "__iter__", "type", "untyped_storage", "storage_offset", "nelement",
-}  # fmt: skip
-_HERE = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -86,50 +87,6 @@ class Trace:
     random_draws: list[str] = field(default_factory=list)  # random numbers drawn (not dropout's): where
 
 
-def _user_line() -> str:
-    """Where in the user's code the current torch call was made."""
-    import torch
-
-    torch_root = Path(torch.__file__).resolve().parent
-    for frame in reversed(traceback.extract_stack()):
-        path = Path(frame.filename).resolve()
-        if _HERE in path.parents or torch_root in path.parents or frame.filename.startswith("<frozen"):
-            continue
-        code = (frame.line or "").strip()
-        return f"{frame.filename}, line {frame.lineno}" + (f": {code}" if code else "")
-    return "an unknown place"
-
-
-# torch functions whose name differs from the one symgrad gives them (the name torch's own binding has)
-_ALIASES = {
-    "log_sigmoid": "logsigmoid",
-    "_threshold": "threshold",
-    "max_pool1d_with_indices": "max_pool1d",
-    "max_pool2d_with_indices": "max_pool2d",
-}
-
-
-def _symbolic_function(func: Callable) -> tuple[str, Any]:
-    """The :mod:`symgrad.torch` function (or Tensor method name) for a torch function, by its name."""
-    name = getattr(func, "__name__", "")
-    name = _ALIASES.get(name, name)
-    qualname = getattr(func, "__qualname__", "")
-    module = getattr(func, "__module__", None) or ""
-    if qualname.startswith(("TensorBase.", "Tensor.", "_TensorBase.")):
-        return "method", name
-    if qualname.endswith("__get__") and hasattr(func, "__self__"):
-        return "attribute", func.__self__.__name__
-    if module in ("torch.nn.functional", "torch._C._nn"):
-        return "function", getattr(symbolic_torch.nn.functional, name, None)
-    if module == "torch.linalg" or "linalg" in module:
-        return "function", getattr(symbolic_torch.linalg, name.removeprefix("linalg_"), None)
-    if module in ("torch", "torch.functional") or qualname.startswith("_VariableFunctionsClass."):
-        # F.conv2d, F.max_pool2d, … are torch.conv2d, torch.max_pool2d, … themselves
-        found = getattr(symbolic_torch, name, None) or getattr(symbolic_torch.nn.functional, name, None)
-        return "function", found
-    return "function", None
-
-
 class _Recorder:
     """Maps real tensors to the symbolic tensors that stand for them, call by call."""
 
@@ -143,6 +100,9 @@ class _Recorder:
         self.draws = 0  # dropouts drawn so far in this run: their noise is numbered in this order
         self.random_sites: list[str] = []  # other random draws: their numbers are constants of the graph
         self.leaves: set[int] = set()  # ids of the symbolic leaves of the inputs and parameters
+        self.mode: Any = None  # the TorchFunctionMode that calls _call: torch's decompositions run under it
+        # the calls (name, torch function) whose decompositions are running, outermost first
+        self.decomposing: list[tuple[str, Any]] = []
 
     def differentiable(self, real: Any) -> bool:
         """Whether the tensor's symbolic value depends on an input or a parameter (torch.func's view: every input
@@ -194,18 +154,6 @@ class _Recorder:
                 self.record(r, s)
 
 
-def _holds_tensor(value: Any) -> bool:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return True
-    if isinstance(value, dict):
-        return any(_holds_tensor(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_tensor(v) for v in value)
-    return False
-
-
 def _constant_of(value: Any) -> Tensor:
     import torch
 
@@ -232,10 +180,6 @@ def _dims_in(value: Any, recorder: _Recorder) -> list[str]:
     return sorted(found)
 
 
-def _name(func: Callable) -> str:
-    return getattr(func, "__name__", None) or str(func)
-
-
 def _mode(recorder: _Recorder) -> Any:
     from torch.overrides import TorchFunctionMode
 
@@ -243,74 +187,99 @@ def _mode(recorder: _Recorder) -> Any:
         def __torch_function__(self, func: Callable, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
             return _call(recorder, func, args, kwargs or {})
 
-    return SymbolicMode()
+    recorder.mode = SymbolicMode()
+    return recorder.mode
 
 
 def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any:
     """One torch call under the trace: run it for real, and make the same call on the symbolic tensors."""
     import torch
 
-    kind, target = _symbolic_function(func)
-    name = _name(func)
+    kind, target = symbolic_function(func)
+    name = function_name(func)
     if "out" in kwargs:  # torch.norm(x, out=None) and friends: only a given out writes anywhere
         if kwargs["out"] is not None:
-            raise UnsupportedError(f"{name} ({_user_line()}): out= writes into a tensor in place; use the result")
+            raise UnsupportedError(f"{name} ({user_line()}): out= writes into a tensor in place; use the result")
         kwargs = {k: v for k, v in kwargs.items() if k != "out"}
-    if name in ("max_pool1d_with_indices", "max_pool2d_with_indices"):
-        kwargs = {**kwargs, "return_indices": True}
     if kind in ("attribute", "method") and target in VALUE_READS:
-        check_value_read(f"{target}()", recorder.symbolic.get(id(args[0])), _user_line())
+        check_value_read(f"{target}()", recorder.symbolic.get(id(args[0])), user_line())
     if kind in ("attribute", "method") and target == "__len__":
         _check_len(recorder.symbolic.get(id(args[0])))
-    if kind == "function" and name == "batch_norm" and _batch_norm_updates(args, kwargs):
-        return _batch_norm(recorder, func, args, kwargs)
-    if kind == "function" and name == "dropout" and _draws_noise(args, kwargs):
-        return _dropout(recorder, func, args, kwargs)
+    # the arguments as torch.nn.functional takes them (torch.batch_norm takes them in another order); the real
+    # call keeps torch's own
+    named = as_functional(name, args, kwargs) if kind == "function" and not inspect.isfunction(func) else (args, kwargs)
+    if kind == "function" and name == "batch_norm" and _batch_norm_updates(*named):
+        return _batch_norm(recorder, functools.partial(func, *args, **kwargs), *named)
+    if kind == "function" and name == "dropout" and _draws_noise(*named):
+        return _dropout(recorder, functools.partial(func, *args, **kwargs), *named)
     if draws_random(kind, name, target):
         return _random(recorder, func, args, kwargs)
     updated = out_of_place(kind, target if kind != "function" else name)
     if kind == "method" and target == "__setitem__":
         raise UnsupportedError(
-            f"__setitem__ ({_user_line()}): x[...] = value assigns into a tensor in place, which symgrad does not "
+            f"__setitem__ ({user_line()}): x[...] = value assigns into a tensor in place, which symgrad does not "
             "follow; build the tensor with torch.cat, torch.where or index_put instead"
         )
     if updated is not None and kind == "function" and target is None:
-        target = _symbolic_function_named(func, updated)
+        target = symbolic_function_named(func, updated)
     if updated is not None and kind == "method":
         target = updated
+    if updated == "copy":  # x.copy_(src): src's values, in x's shape and dtype
+        kind, target = "function", _copied
     destination = None
     if updated is not None or kwargs.get("inplace"):
         destination = args[0]
-        check_update(destination, recorder.viewed, name, _user_line())
+        check_update(destination, recorder.viewed, name, user_line())
         if not torch.is_grad_enabled() and recorder.differentiable(destination):
             raise UnsupportedError(
-                f"{name} ({_user_line()}) changes a tensor that requires grad in place under torch.no_grad(): torch "
+                f"{name} ({user_line()}) changes a tensor that requires grad in place under torch.no_grad(): torch "
                 "then keeps its gradient as if its values had not changed, which a formula cannot say"
             )
         symbolic = (
-            recorder.to_symbolic(args),
-            {k: recorder.to_symbolic(v) for k, v in without_inplace(kwargs).items()},
+            recorder.to_symbolic(named[0]),
+            {k: recorder.to_symbolic(v) for k, v in without_inplace(named[1]).items()},
         )
     else:
         symbolic = None
     grad_enabled = torch.is_grad_enabled()
-    real = func(*args, **kwargs)
+    if destination is None and _lacks_rule(kind, target) and holds_tensor((args, kwargs)):
+        real, result = decomposed(recorder, func, target if kind == "method" else name, args, kwargs)
+        if result is None:  # a plain answer (x.is_complex()): the real answer is the answer
+            return real
+    else:
+        real = func(*args, **kwargs)
+        if kind in ("attribute", "method") and not holds_tensor(real) and (target in PLAIN or real is not None):
+            # what a tensor says of itself (x.is_nested, x.dim()): the real answer is the answer
+            return sizes_answer(real, recorder.symbolic.get(id(args[0])), target, args, kwargs)
+        if kind == "function" and not holds_tensor((args, kwargs)):
+            if target is None or not holds_size((args, kwargs)):
+                return real  # made from numbers alone (torch.zeros(2, 3)): a constant when it is used
+        result = _symbolic_call(recorder, func, kind, target, *named, symbolic, returns_indices(func, name))
     recorder.note_views(real)
-    if kind in ("attribute", "method") and not _holds_tensor(real) and (target in _PLAIN or real is not None):
-        # what a tensor says of itself (x.is_nested, x.dim()): the real answer is the answer
-        return sizes_answer(real, recorder.symbolic.get(id(args[0])), target, args, kwargs)
-    if kind == "function" and not _holds_tensor((args, kwargs)):
-        if target is None or not holds_size((args, kwargs)):
-            return real  # made from numbers alone (torch.zeros(2, 3)): a constant when it is used
-    result = _symbolic_call(recorder, func, kind, target, args, kwargs, symbolic)
     if destination is not None and isinstance(result, Tensor):
         result = _as_dtype(result, str(destination.dtype).replace("torch.", ""))  # x += y keeps x's dtype
     if not grad_enabled:  # computed under torch.no_grad(): no gradient flows through it, as in torch
         result = _detached(result)
     recorder.record(real, result)
     if isinstance(result, Tensor):
-        recorder.sites[id(result)] = _user_line()
+        recorder.sites[id(result)] = user_line()
     return real
+
+
+def _lacks_rule(kind: str, target: Any) -> bool:
+    if kind == "function":
+        return target is None
+    return kind == "method" and target not in PLAIN and getattr(Tensor, target, None) is None
+
+
+def _copied(destination: Tensor, source: Any, non_blocking: bool = False) -> Tensor:
+    """What ``destination.copy_(source)`` leaves in ``destination``."""
+    from ..core.tensor import wrap
+
+    source = wrap(source)
+    if tuple(source.shape) != tuple(destination.shape):
+        source = source.expand(*destination.shape)
+    return _as_dtype(source, destination.dtype)
 
 
 def _as_dtype(t: Tensor, dtype: str) -> Tensor:
@@ -329,7 +298,7 @@ def _check_len(symbolic: Any) -> None:
     """len(x) is a plain number for Python: at a symbolic first size, the graph would hold at this size only."""
     if isinstance(symbolic, Tensor) and symbolic.shape and not isinstance(symbolic.shape[0], int):
         raise UnsupportedError(
-            f"len() ({_user_line()}) reads the symbolic size {symbolic.shape[0]} as a plain number, so the graph "
+            f"len() ({user_line()}) reads the symbolic size {symbolic.shape[0]} as a plain number, so the graph "
             f"would hold at this size only: use x.shape[0], or leave {symbolic.shape[0]} out of dynamic_shapes"
         )
 
@@ -339,20 +308,32 @@ def _random(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> A
     constant of the graph, and the trace notes the draw (an emitted module would repeat these numbers)."""
     real = func(*args, **kwargs)
     result = _constant_of(real if not isinstance(real, (tuple, list)) else real[0])
-    recorder.random_sites.append(f"{_name(func)} ({_user_line()})")
+    recorder.random_sites.append(f"{function_name(func)} ({user_line()})")
     recorder.record(real, result)
     return real
 
 
 def _symbolic_call(
-    recorder: _Recorder, func: Callable, kind: str, target: Any, args: tuple, kwargs: dict, symbolic: tuple | None
+    recorder: _Recorder,
+    func: Callable,
+    kind: str,
+    target: Any,
+    args: tuple,
+    kwargs: dict,
+    symbolic: tuple | None,
+    indices: bool = False,
 ) -> Any:
-    """The call on the symbolic tensors (``symbolic``: the arguments, converted before an in-place call ran)."""
+    """The call on the symbolic tensors (``symbolic``: the arguments, converted before an in-place call ran;
+    ``indices``: torch's function returns a pooling's indices, whatever its ``return_indices`` says)."""
     try:
         sym_args, sym_kwargs = symbolic or (
             recorder.to_symbolic(args),
             {k: recorder.to_symbolic(v) for k, v in kwargs.items()},
         )
+        if indices and target is not None:
+            bound = inspect.signature(target).bind_partial(*sym_args, **sym_kwargs)
+            bound.arguments["return_indices"] = True
+            sym_args, sym_kwargs = bound.args, bound.kwargs
         if kind == "attribute":
             return getattr(sym_args[0], target)
         if kind == "method":
@@ -361,24 +342,24 @@ def _symbolic_call(
                 raise UnsupportedError(f"symgrad has no Tensor.{target}")
             return method(*sym_args, **sym_kwargs)
         if target is None:
-            raise UnsupportedError(f"symgrad has no {_name(func)}")
+            raise UnsupportedError(f"symgrad has no {function_name(func)}")
         return target(*sym_args, **sym_kwargs)
     except REFUSALS as error:
-        raise UnsupportedError(f"{_name(func)} ({_user_line()}): {error}") from None
+        raise UnsupportedError(f"{function_name(func)} ({user_line()}): {error}") from None
     except ShapeError as error:
         symbolic_dims = _dims_in((args, kwargs), recorder)
         if not symbolic_dims:
             raise InternalError(
-                f"{_name(func)} ({_user_line()}): symgrad failed where torch did not, with {error} "
+                f"{function_name(func)} ({user_line()}): symgrad failed where torch did not, with {error} "
                 "(a bug in symgrad: please report it)"
             ) from error
         raise UnsupportedError(
-            f"{_name(func)} ({_user_line()}): torch runs it at the example's sizes, but not for every "
+            f"{function_name(func)} ({user_line()}): torch runs it at the example's sizes, but not for every "
             f"{', '.join(symbolic_dims)} ({error}); leave {', '.join(symbolic_dims)} out of dynamic_shapes"
         ) from None
     except Exception as error:  # torch ran this call: any other error of symgrad's is a bug of symgrad's
         raise InternalError(
-            f"{_name(func)} ({_user_line()}): symgrad failed where torch did not, with "
+            f"{function_name(func)} ({user_line()}): symgrad failed where torch did not, with "
             f"{type(error).__name__}: {' '.join(str(error).split())} (a bug in symgrad: please report it)"
         ) from error
 
@@ -398,14 +379,15 @@ def _batch_norm_updates(args: tuple, kwargs: dict) -> bool:
     return bool(given["training"]) and (given["running_mean"] is not None or given["running_var"] is not None)
 
 
-def _batch_norm(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any:
+def _batch_norm(recorder: _Recorder, call: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
     """F.batch_norm in training mode: the output from the batch's statistics, and the running statistics'
-    update, recorded for emitted code (torch's own kernel does it there) and followed by the buffers."""
+    update, recorded for emitted code (torch's own kernel does it there) and followed by the buffers.
+    ``call`` makes the real call; ``args`` and ``kwargs`` are F.batch_norm's."""
     given = _batch_norm_arguments(args, kwargs)
     sym = {key: recorder.to_symbolic(value) for key, value in given.items()}
-    real = func(*args, **kwargs)
+    real = call()
     plain = {**sym, "running_mean": None, "running_var": None}
-    result = _symbolic_call(recorder, func, "function", symbolic_torch.nn.functional.batch_norm, (), {}, ((), plain))
+    result = _symbolic_call(recorder, call, "function", symbolic_torch.nn.functional.batch_norm, (), {}, ((), plain))
     new_mean, new_var = running_statistics(sym["input"], sym["running_mean"], sym["running_var"], given["momentum"])
     paths = {}
     for key, new in (("running_mean", new_mean), ("running_var", new_var)):
@@ -419,7 +401,7 @@ def _batch_norm(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) 
             )
         )
     recorder.record(real, result)
-    recorder.sites[id(result)] = _user_line()
+    recorder.sites[id(result)] = user_line()
     return real
 
 
@@ -435,7 +417,7 @@ def _draws_noise(args: tuple, kwargs: dict) -> bool:
     return bool(given["training"]) and 0 < given["p"] < 1
 
 
-def _dropout(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any:
+def _dropout(recorder: _Recorder, call: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
     """F.dropout in training mode: torch draws the noise; the tracer draws it again from the same random state
     (as torch's CPU kernel does: ``empty_like(x).bernoulli_(1 - p).div_(1 - p)``), checks that the output is
     ``x * noise``, and the symbolic output multiplies by a noise node holding those numbers."""
@@ -444,10 +426,10 @@ def _dropout(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> 
     given = _dropout_arguments(args, kwargs)
     x, p = given["input"], float(given["p"])
     if given["inplace"]:
-        check_update(x, recorder.viewed, "dropout", _user_line())
+        check_update(x, recorder.viewed, "dropout", user_line())
     symbolic_x = recorder.to_symbolic(x)
     before, original = torch.random.get_rng_state(), x.detach().clone()
-    real = func(*args, **kwargs)
+    real = call()
     after = torch.random.get_rng_state()
     torch.random.set_rng_state(before)
     noise = torch.empty_like(original).bernoulli_(1 - p).div_(1 - p)
@@ -455,23 +437,15 @@ def _dropout(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> 
     expected = original * noise
     if not bool(((real == expected) | (real.isnan() & expected.isnan())).all()):
         raise UnsupportedError(
-            f"dropout ({_user_line()}): symgrad cannot draw the noise torch drew here (on {x.device}); "
+            f"dropout ({user_line()}): symgrad cannot draw the noise torch drew here (on {x.device}); "
             "trace on the CPU, or in eval mode"
         )
     recorder.draws += 1
     noise_node = dropout_noise(symbolic_x, p, noise.detach().double().cpu().numpy(), key=recorder.draws)
-    result = _symbolic_call(recorder, func, "function", lambda a, b: a * b, (), {}, ((symbolic_x, noise_node), {}))
+    result = _symbolic_call(recorder, call, "function", lambda a, b: a * b, (), {}, ((symbolic_x, noise_node), {}))
     recorder.record(real, result)
-    recorder.sites[id(result)] = _user_line()
+    recorder.sites[id(result)] = user_line()
     return real
-
-
-def _symbolic_function_named(func: Callable, name: str) -> Any:
-    """The :mod:`symgrad.torch` function of ``name`` where torch's ``func`` lives (relu for torch.relu_)."""
-    module = getattr(func, "__module__", None) or ""
-    if module in ("torch.nn.functional", "torch._C._nn"):
-        return getattr(symbolic_torch.nn.functional, name, None)
-    return getattr(symbolic_torch, name, None) or getattr(symbolic_torch.nn.functional, name, None)
 
 
 def _leaf(real: Any, name: str, symbolic_dims: Mapping[int, str] | None, requires_grad: bool) -> Tensor:
@@ -562,7 +536,7 @@ def _run(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: 
             buffers[name] = _leaf(real, leaf_name(name), None, requires_grad=False)
             recorder.bind(real, buffers[name])
             recorder.buffer_paths[id(real)] = name
-    guards = Guards(site=_user_line)
+    guards = Guards(site=user_line)
     with guards.recording(), _mode(recorder):
         real_output = fn(*example_inputs)
     output = recorder.to_symbolic(real_output)

@@ -96,3 +96,17 @@ def test_a_select_between_numbers_keeps_torchs_default_dtype_in_the_forward(dtyp
     assert module.forward_and_vjp(real, grad_output)[1][0].dtype == dtype
     (through_function,) = torch.autograd.grad(module.apply(real), [real], grad_output)
     assert through_function.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d).removeprefix("torch."))
+def test_an_integer_count_in_a_zero_gradient_does_not_make_it_float32(dtype):
+    """floor's zero gradient reaches min's tie count, a where of 1 and 0 (int64 in torch): 0 / count is float32
+    at run time, and the emitted gradient must come back in x's dtype, as torch's does."""
+    k, n = sg.dims("k n")
+    x = sg.symbols("x", (k, n), requires_grad=True)
+    module = sg.compile(storch.min(x).floor(), [x], name="FloorOfMin", style="autograd_function")
+    real = torch.tensor([[0.0, 1.0], [0.0, 2.0]]).to(dtype).requires_grad_()
+    (expected,) = torch.autograd.grad(torch.min(real).floor(), [real], torch.tensor(1.0).to(dtype))
+    (got,) = module.vjp(real, torch.tensor(1.0).to(dtype))
+    assert got.dtype == expected.dtype == dtype
+    assert torch.equal(got, expected)

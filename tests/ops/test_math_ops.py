@@ -116,6 +116,17 @@ CASES: list[tuple[str, Callable, list]] = [
         [[1.0, -2.0, 3.0, 0.0], [1.0, 2.0, -3.0, 0.0]],
     ),
     (
+        "logical_masks",  # numbers read as != 0, nan as true; the masks select, with no gradient of their own
+        lambda w, a, b: (
+            w.torch.where(w.torch.logical_and(a, b), a, b)
+            + w.torch.where(w.torch.logical_or(a > 1, b), a * 2, b)
+            + w.torch.where(w.torch.logical_xor(a, b > 0), a, 0.5)
+            + w.torch.where(w.torch.logical_not(a), b, a * 3)
+            + w.torch.where((a > 0) & ~(b > 0) | (a < -1) ^ (b < 0), a, b * 4)
+        ),
+        [[1.0, 0.0, -2.0, 0.0, NAN], [0.0, 0.0, 3.0, -1.0, 2.0]],
+    ),
+    (
         "clamp_tensor_bounds",  # at the bounds, nan, low > high, low == high
         lambda w, x, low, high: (
             w.torch.clamp(x, low, high)

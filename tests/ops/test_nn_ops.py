@@ -262,7 +262,49 @@ CASES: list[Case] = [
         lambda w, x: w.F.adaptive_avg_pool1d(x, 3).sum() + w.F.adaptive_avg_pool2d(x, (2, None)).sum() * 2,
         randn(2, 3, 5),
     ),
+    _case(
+        "pool3d_with_ties",
+        lambda w, x: (
+            w.F.max_pool3d(x, 2, stride=1, padding=1, return_indices=True)[0].sum()
+            + w.F.avg_pool3d(x, 2, 1, 1, count_include_pad=False).sum() * 2
+            + w.F.adaptive_avg_pool3d(x, (1, 2, None)).sum() * 3
+        ),
+        np.array([[[[1.0, 1.0, 0.0], [1.0, 0.5, 1.0]], [[1.0, 2.0, 2.0], [0.0, 2.0, 1.0]]]]),
+    ),
+    _case(
+        "adaptive_max_pools_ties",
+        lambda w, x: (
+            w.F.adaptive_max_pool1d(x, 2).sum()
+            + w.F.adaptive_max_pool2d(x, (2, 2), return_indices=True)[0].sum() * 2
+            + w.F.adaptive_max_pool3d(x.unsqueeze(0), (1, 2, 2)).sum() * 3
+        ),
+        np.array([[[1.0, 3.0, 3.0], [2.0, 2.0, -1.0], [0.0, 4.0, 4.0]]]),
+    ),
+    _case(
+        "adaptive_max_pool_indices",
+        lambda w, x: w.F.adaptive_max_pool2d(x, 2, return_indices=True),
+        np.array([[[1.0, 3.0, 3.0], [2.0, 3.0, -1.0], [0.0, 4.0, 4.0]]]),
+    ),
+    _case(
+        "bilinear",
+        lambda w, a, b, W, c: w.F.bilinear(a, b, W, c) + w.F.bilinear(a[0], b[0], W).sum(),
+        randn(2, 3),
+        randn(2, 4),
+        randn(5, 3, 4),
+        randn(5),
+    ),
     # ── losses ──
+    _case(
+        "gaussian_nll_clamped_and_broadcast",
+        lambda w, a, b, v: (
+            w.F.gaussian_nll_loss(a, b, v, eps=0.1)
+            + w.F.gaussian_nll_loss(a, b, v[:, :1], full=True, reduction="sum")
+            + w.F.gaussian_nll_loss(a, b, v[:, 0], reduction="none").sum()
+        ),
+        randn(3, 2),
+        randn(3, 2),
+        np.array([[0.05, 1.0], [0.1, 2.0], [0.5, 0.0]]),
+    ),
     _case(
         "mse_l1_with_ties_and_weight",
         lambda w, a, b, c: (

@@ -1167,6 +1167,17 @@ def _isnan(c: Builder, x: str) -> str:
     return c.pick((f"T.where(T.isnan({x}), {fill}, {x})", f"T.where({x}.isnan(), {x}, {fill})"))
 
 
+@spec("logical", "logical_and logical_or logical_xor logical_not where gt lt", law=True)
+def _logical(c: Builder, x: str) -> str:
+    """Masks combined as torch code combines them: logical functions, and ``&``, ``|``, ``^``, ``~`` of booleans."""
+    a, b = f"({x} > {c.operand_or_number(x)})", f"({x} < {c.operand_or_number(x)})"
+    mask = c.pick((
+        f"T.logical_and({a}, {b})", f"({a} | {b})", f"T.logical_xor({x}, {b})", f"~{a}", f"{a}.logical_not()",
+        f"({a} & {b})", f"T.logical_or({x}, {b})", f"({a} ^ {b})", f"T.logical_not({x})",
+    ))  # fmt: skip
+    return f"T.where({mask}, {x}, {c.operand_or_number(x)})"
+
+
 @spec("masked_fill", "where", law=True)
 def _masked_fill(c: Builder, x: str) -> str:
     other = c.operand_or_number(x)

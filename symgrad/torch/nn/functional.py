@@ -45,11 +45,12 @@ from .activations import (
     threshold,
 )
 from .convolution import conv1d, conv2d
-from .layers import embedding, linear, scaled_dot_product_attention
+from .layers import bilinear, embedding, linear, scaled_dot_product_attention
 from .losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    gaussian_nll_loss,
     huber_loss,
     kl_div,
     l1_loss,
@@ -62,18 +63,30 @@ from .normalization import batch_norm, cosine_similarity, group_norm, layer_norm
 from .pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
     avg_pool1d,
     avg_pool2d,
+    avg_pool3d,
     max_pool1d,
     max_pool2d,
+    max_pool3d,
 )
 
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "batch_norm",
+    "bilinear",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "celu",
@@ -84,6 +97,7 @@ __all__ = [
     "dropout",
     "elu",
     "embedding",
+    "gaussian_nll_loss",
     "gelu",
     "group_norm",
     "hardsigmoid",
@@ -99,6 +113,7 @@ __all__ = [
     "logsigmoid",
     "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
     "mish",
     "mse_loss",
     "nll_loss",

@@ -27,6 +27,35 @@ def linear(input: Tensor, weight: Tensor, bias: Any = None) -> Tensor:
     return out if bias is None else out + bias
 
 
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Any = None) -> Tensor:
+    """Σ_ij input1[..., i] · weight[o, i, j] · input2[..., j] (+ bias[o]) for every output feature o."""
+    from ..products import einsum
+
+    if input1.ndim != input2.ndim:
+        raise TorchRuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}")
+    for axis, (a, b) in enumerate(zip(input1.shape[:-1], input2.shape[:-1])):
+        if a != b:
+            raise TorchRuntimeError(f"bilinear(): input batch dimensions do not match at dim {axis}: got {a} and {b}")
+    if weight.ndim != 3:
+        raise TorchRuntimeError(f"bilinear(): weight must be three-dimensional, but got {weight.ndim}-dimensional")
+    if input1.shape[-1] != weight.shape[1]:
+        raise TorchRuntimeError(
+            f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but expected {weight.shape[1]}"
+        )
+    if input2.shape[-1] != weight.shape[2]:
+        raise TorchRuntimeError(
+            f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but expected {weight.shape[2]}"
+        )
+    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    if bias is None:
+        return out
+    if bias.ndim != 1 or bias.shape[0] != weight.shape[0]:
+        raise TorchRuntimeError(
+            f"bilinear(): bias size does not match weight size: got {bias.shape[-1]} but expected {weight.shape[0]}"
+        )
+    return out + bias
+
+
 def embedding(
     input: Tensor,
     weight: Tensor,
@@ -137,4 +166,4 @@ def _masked_rows(keep: Any, attn_mask: Any, shape: tuple) -> Tensor | None:
     return tensor(rows.astype(int).tolist(), dtype="bool")
 
 
-__all__ = ["embedding", "linear", "scaled_dot_product_attention"]
+__all__ = ["bilinear", "embedding", "linear", "scaled_dot_product_attention"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.constructors import tensor
+from ...core.constructors import full_like, tensor
 from ...core.dtypes import is_floating
 from ...core.errors import ShapeError, TorchRuntimeError, TorchValueError, UnsupportedError
 from ...core.tensor import Tensor, apply, wrap
@@ -134,6 +134,34 @@ def kl_div(
     if reduction == "batchmean":
         total = losses.sum()
         return total / input.shape[0] if input.ndim else total
+    return _reduce(losses, reduction)
+
+
+def gaussian_nll_loss(
+    input: Tensor, target: Any, var: Any, full: bool = False, eps: float = 1e-6, reduction: str = "mean"
+) -> Tensor:
+    """0.5 · (log v + (input − target)² / v) with v = max(var, eps) (+ 0.5 · log 2π with ``full``). As in torch,
+    the clamp at eps is invisible to the gradient (torch clamps under no_grad), and a ``var`` one dim short of
+    ``input``, or with one size-1 dim, holds one variance for several entries. A negative var is torch's
+    ValueError; at symbolic values the law holds where var ≥ 0."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise TorchValueError("var has negative entry/entries")
+        var = full_like(input, float(var))
+    var = wrap(var)
+    if var.has_values() and bool(np.any(np.asarray(var.tolist(), dtype=float) < 0)):
+        raise TorchValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.ndim == var.ndim and sum(y for x, y in zip(input.shape, var.shape) if x != y) == 1):
+            raise TorchValueError("var is of incorrect size")
+    _check_reduction(reduction)
+    # max(var, eps) in value, var in gradient: var − var is an exact 0 that carries var's gradient
+    clamped = apply("where", apply("ge", var, eps), var, eps + (var - var.detach()))
+    losses = 0.5 * (apply("log", clamped) + (input - target) ** 2 / clamped)
+    if full:
+        losses = losses + 0.5 * float(np.log(2 * np.pi))
     return _reduce(losses, reduction)
 
 
@@ -377,6 +405,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
 
 __all__ = [
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "kl_div", "l1_loss",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "gaussian_nll_loss", "huber_loss",
+    "kl_div", "l1_loss",
     "mse_loss", "nll_loss", "one_hot", "smooth_l1_loss",
 ]  # fmt: skip

@@ -1,4 +1,5 @@
-"""Poolings of ``torch.nn.functional``: max, average and adaptive average pooling in 1-D and 2-D.
+"""Poolings of ``torch.nn.functional``: max, average, adaptive average and adaptive max pooling in 1-D, 2-D
+and 3-D.
 
 A pooling reduces the window slices of the padded input (see :mod:`.windows`) stacked along a new last dim:
 ``max_pool`` takes their maximum, whose gradient goes to the first maximal entry of each window in row-major
@@ -147,6 +148,20 @@ def max_pool2d(
     return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
+def max_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """The maximum of each 3-D window; the gradient goes to its first maximum in row-major order, and
+    ``return_indices`` gives its flat index ``d · H · W + h · W + w``."""
+    return _max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
 def _avg_pool(
     input: Tensor,
     n: int,
@@ -211,8 +226,21 @@ def avg_pool2d(
     return _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
 
 
-def _adaptive_avg_pool(input: Tensor, output_size: Any, n: int) -> Tensor:
-    what = f"adaptive_avg_pool{n}d"
+def avg_pool3d(
+    input: Tensor,
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: Any = None,
+) -> Tensor:
+    """The mean of each 3-D window (``divisor_override`` replaces torch's count)."""
+    return _avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def _adaptive_bounds(input: Tensor, output_size: Any, n: int, what: str) -> list[list[tuple[int, int]]]:
+    """torch's adaptive windows per spatial dim: output i covers floor(i·L/out) to ceil((i + 1)·L/out)."""
     if not is_concrete(input.shape[-n:]):
         raise UnsupportedError(f"{what} needs concrete spatial sizes; batch and channel sizes may be symbolic")
     if input.ndim not in (n + 1, n + 2):
@@ -222,19 +250,57 @@ def _adaptive_avg_pool(input: Tensor, output_size: Any, n: int) -> Tensor:
         sizes = sizes * n
     if len(sizes) != n:
         raise TorchRuntimeError(f"{what}: output_size must be {n}")
-    out = input
-    for axis, target in zip(range(input.ndim - n, input.ndim), sizes):
-        size = input.shape[axis]
+    bounds = []
+    for size, target in zip(input.shape[-n:], sizes):
         target = size if target is None else target
         if target < 0 or (target == 0 and input.numel() != 0):
             raise TorchRuntimeError(f"{what}(): output_size must be positive, but got {target}")
-        parts = []
-        for i in range(target):
-            start, end = (i * size) // target, -((-(i + 1) * size) // target)
-            window = out[(slice(None),) * axis + (slice(start, end),)]
-            parts.append(window.sum(dim=axis, keepdim=True) / (end - start))
+        bounds.append([((i * size) // target, -((-(i + 1) * size) // target)) for i in range(target)])
+    return bounds
+
+
+def _adaptive_avg_pool(input: Tensor, output_size: Any, n: int) -> Tensor:
+    bounds = _adaptive_bounds(input, output_size, n, f"adaptive_avg_pool{n}d")
+    out = input
+    for axis, windows in zip(range(input.ndim - n, input.ndim), bounds):  # a mean is separable: one dim at a time
+        parts = [
+            out[(slice(None),) * axis + (slice(start, end),)].sum(dim=axis, keepdim=True) / (end - start)
+            for start, end in windows
+        ]
         out = parts[0] if len(parts) == 1 else apply("cat", *parts, dim=axis)
     return out
+
+
+def _adaptive_max_pool(input: Tensor, output_size: Any, return_indices: bool, n: int) -> Any:
+    """Each adaptive window's maximum; its gradient goes to the window's first maximum in row-major order (a nan
+    wins), the entry whose flat spatial index torch returns."""
+    what = f"adaptive_max_pool{n}d"
+    bounds = _adaptive_bounds(input, output_size, n, what)
+    lead = input.shape[:-n]
+    picked = []
+    for windows in itertools.product(*bounds):
+        window = input[(..., *(slice(start, end) for start, end in windows))]
+        picked.append(window.reshape(*lead, -1).max(-1).values.unsqueeze(-1))
+    out_shape = tuple(len(b) for b in bounds)
+    if not picked:
+        out = input.reshape(*lead, -1)[..., :0].reshape(*lead, *out_shape)
+    else:
+        out = (picked[0] if len(picked) == 1 else apply("cat", *picked, dim=len(lead))).reshape(*lead, *out_shape)
+    if not return_indices:
+        return out
+    if not input.has_values():
+        raise UnsupportedError(f"{what}(return_indices=True) needs the input's values")
+    sizes = tuple(input.shape[-n:])
+    values = np.array(input.tolist(), dtype=float).reshape(-1, *sizes)
+    flat = np.arange(math.prod(sizes)).reshape(sizes)
+    indices = np.zeros((values.shape[0], *out_shape), dtype=np.int64)
+    for position in itertools.product(*(range(o) for o in out_shape)):
+        region = tuple(slice(*bounds[axis][i]) for axis, i in enumerate(position))
+        for row in range(values.shape[0]):
+            window, numbers = flat[region].reshape(-1), values[(row, *region)].reshape(-1)
+            nans = np.flatnonzero(np.isnan(numbers))
+            indices[(row, *position)] = window[nans[0] if nans.size else int(np.argmax(numbers))]
+    return out, tensor(indices.reshape(*lead, *out_shape).tolist(), dtype="int64")
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
@@ -247,6 +313,29 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     return _adaptive_avg_pool(input, output_size, 2)
 
 
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """Adaptive means over the three spatial dims."""
+    return _adaptive_avg_pool(input, output_size, 3)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """The maximum over torch's adaptive windows (see adaptive_avg_pool1d); with ``return_indices``, also the index
+    of the first maximum of each."""
+    return _adaptive_max_pool(input, output_size, return_indices, 1)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """The maximum over 2-D adaptive windows, and the flat index ``h · W + w`` of the first maximum."""
+    return _adaptive_max_pool(input, output_size, return_indices, 2)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """The maximum over 3-D adaptive windows, and the flat index of the first maximum."""
+    return _adaptive_max_pool(input, output_size, return_indices, 3)
+
+
 __all__ = [
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d",
+    "max_pool2d", "max_pool3d",
 ]  # fmt: skip

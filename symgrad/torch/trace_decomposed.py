@@ -1,0 +1,121 @@
+"""Following a torch call through torch's own decomposition of it, for the calls symgrad has no rule for (see
+:mod:`.decompositions`): torch's kernel runs on copies of the arguments, the decomposition on the arguments
+themselves under the tracer, and the two must agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..core.errors import InternalError, SymgradError, UnsupportedError, WorkBudgetError
+from . import decompositions
+from .trace_lookup import holds_tensor, user_line
+from .trace_runs import flat
+
+
+class _DecompositionError(UnsupportedError):
+    """A refusal inside torch's decomposition of a call, already worded for the user's call."""
+
+
+def decomposed(recorder: Any, func: Callable, name: str, args: tuple, kwargs: dict) -> tuple[Any, Any]:
+    """A call symgrad has no rule for, followed through torch's own decomposition of it (see
+    :mod:`.decompositions`): (the real result, its symbolic value), or (the real answer, None) for a call whose
+    answer holds no tensor.
+
+    torch's kernel runs first, on copies of the arguments; then the decomposition runs on the arguments
+    themselves under the tracer, from the same random state, and must agree with the kernel: in its results,
+    in what it changed in place (a running statistic) and in the random numbers it drew. Its results are the
+    ones the traced code goes on with."""
+    import torch
+
+    site = user_line()
+    before = torch.random.get_rng_state()
+    copies = _copies((args, kwargs))
+    with torch.no_grad():
+        reference = func(*copies[0], **copies[1])
+    if not holds_tensor(reference):
+        return reference, None
+    chain = [*(called for called, _ in recorder.decomposing), name]
+    found = decompositions.find(func, name, args, kwargs)
+    if found is None or any(func is running for _, running in recorder.decomposing):
+        if len(chain) == 1:
+            raise UnsupportedError(f"{name} ({site}): symgrad has no rule for it, and torch has no decomposition of it")
+        raise _DecompositionError(
+            f"{chain[0]} ({site}): torch decomposes it ({' → '.join(chain)}), and symgrad has no rule for {name}"
+            + (", nor torch a decomposition of it" if found is None else ", whose decomposition calls itself")
+        )
+    origin, decomposition = found
+    after = torch.random.get_rng_state()
+    torch.random.set_rng_state(before)
+    recorder.decomposing.append((name, func))
+    try:
+        with recorder.mode:
+            mine = decomposition(*args, **kwargs)
+    except (InternalError, WorkBudgetError, _DecompositionError):
+        raise
+    except SymgradError as error:
+        raise _DecompositionError(
+            f"{chain[0]} ({site}): in torch's decomposition ({' → '.join(chain)}, by {origin}): {error}"
+        ) from None
+    except Exception as error:
+        raise _DecompositionError(
+            f"{chain[0]} ({site}): torch's decomposition ({' → '.join(chain)}, by {origin}) fails on this call with "
+            f"{type(error).__name__}: {' '.join(str(error).split())}"
+        ) from None
+    finally:
+        recorder.decomposing.pop()
+    drawn = torch.random.get_rng_state()
+    if not torch.equal(drawn, after):
+        torch.random.set_rng_state(after)
+        raise UnsupportedError(
+            f"{name} ({site}): torch's decomposition ({origin}) draws other random numbers than its kernel"
+        )
+    difference = _disagreement(reference, mine) or _disagreement(copies, (args, kwargs), "argument")
+    if difference is not None:
+        raise UnsupportedError(
+            f"{name} ({site}): torch's decomposition ({origin}) disagrees with its kernel here ({difference})"
+        )
+    return mine, recorder.to_symbolic(mine)
+
+
+def _copies(value: Any) -> Any:
+    """``value`` with each tensor in it replaced by a detached copy (the structure kept)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, dict):
+        return {k: _copies(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_copies(v) for v in value)
+    return value
+
+
+# how far a decomposition's numbers may be from the kernel's: rounding in another order
+_CLOSE = {"float64": 1e-7, "float32": 1e-4, "float16": 1e-2, "bfloat16": 5e-2}
+
+
+def _disagreement(reference: Any, mine: Any, what: str = "result") -> str | None:
+    """How a decomposition's results (or its arguments, after it ran) differ from the kernel's: in structure,
+    shape, dtype or numbers; None if they agree."""
+    import torch
+
+    theirs, ours = flat(reference), flat(mine)
+    if len(theirs) != len(ours):
+        return f"{len(ours)} {what}s where the kernel gives {len(theirs)}"
+    for k, (a, b) in enumerate(zip(theirs, ours)):
+        if not isinstance(a, torch.Tensor):
+            continue
+        if not isinstance(b, torch.Tensor):
+            return f"{what} {k} is a {type(b).__name__}"
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return f"{what} {k}: {b.dtype} of shape {tuple(b.shape)}, the kernel's {a.dtype} of {tuple(a.shape)}"
+        a, b = a.detach(), b.detach()
+        if a.is_floating_point():
+            tolerance = _CLOSE.get(str(a.dtype).replace("torch.", ""), 1e-4)
+            if not torch.allclose(a, b, rtol=tolerance, atol=tolerance, equal_nan=True):
+                return f"{what} {k} differs by up to {(a - b).abs().nan_to_num().max().item():.3g}"
+        elif not torch.equal(a, b):
+            return f"{what} {k} has other values"
+    return None
