@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core.errors import SymgradError
@@ -17,13 +17,13 @@ from .sizes import Guard
 
 
 @contextlib.contextmanager
-def state_kept(fn: Callable) -> Iterator[None]:
+def state_kept(model: Any) -> Iterator[None]:
     """Run the traced code without a trace on the model: its buffers and parameters (values, gradients, and the
     tensors its attributes hold), its modules' other attributes (a Python counter), and torch's random state, as
     they were."""
     import torch
 
-    modules = list(fn.modules()) if isinstance(fn, torch.nn.Module) else []
+    modules = list(model.modules()) if isinstance(model, torch.nn.Module) else []
     attributes = [(m, dict(m.__dict__), dict(m._buffers), dict(m._parameters)) for m in modules]
     tensors = {id(t): (t, t.detach().clone(), t.grad) for m in modules for t in (*m._buffers.values(),
                *m._parameters.values()) if t is not None}  # fmt: skip

@@ -67,6 +67,7 @@ from .trace_lookup import (
     symbolic_function_named,
     user_line,
 )
+from .trace_owners import holder, owners
 from .trace_runs import example_sizes, first_difference, flat, resized, state_kept, within
 
 
@@ -85,6 +86,9 @@ class Trace:
     modes: dict[str, bool] = field(default_factory=dict)
     updated_inputs: list[str] = field(default_factory=list)  # inputs the traced code changed in place
     random_draws: list[str] = field(default_factory=list)  # random numbers drawn (not dropout's): where
+    # the nn.Module whose parameter and buffer paths are the names above: the traced model, or one holding the
+    # modules a loss function closes over (``model`` for ``model.fc1.weight``); an emitted drop-in takes it
+    model: Any = None
 
 
 class _Recorder:
@@ -459,7 +463,12 @@ def _leaf(real: Any, name: str, symbolic_dims: Mapping[int, str] | None, require
     return tensor(values, name=name, requires_grad=requires_grad and real.dtype.is_floating_point, dtype=dtype)
 
 
-def trace(fn: Callable, *example_inputs: Any, dynamic_shapes: Mapping[str, Mapping[int, str]] | None = None) -> Trace:
+def trace(
+    fn: Callable,
+    *example_inputs: Any,
+    dynamic_shapes: Mapping[str, Mapping[int, str]] | None = None,
+    modules: Mapping[str, Any] | None = None,
+) -> Trace:
     """Run ``fn(*example_inputs)`` — real torch code, possibly an ``nn.Module`` — and return its symbolic graph.
 
     The inputs are named after ``fn``'s parameters (``forward``'s for a module); ``dynamic_shapes`` makes
@@ -470,6 +479,10 @@ def trace(fn: Callable, *example_inputs: Any, dynamic_shapes: Mapping[str, Mappi
     the run. With ``dynamic_shapes``, the code runs a second time at other sizes, and a trace whose calls depend
     on the example's sizes (a loop over ``range(x.shape[1])``) is refused; decisions such as ``T <= block_size``
     are kept in :attr:`Trace.guards`, which emitted modules check.
+
+    The parameters are a module's own, or those of the modules and ``nn.Parameter`` objects a loss function closes
+    over, named by where they were found (``model.fc1.weight``); ``modules={"model": model}`` names them
+    explicitly. :attr:`Trace.model` is the module an emitted drop-in takes.
     """
     import torch
 
@@ -483,11 +496,13 @@ def trace(fn: Callable, *example_inputs: Any, dynamic_shapes: Mapping[str, Mappi
     unknown = sorted(set(shapes) - set(names[: len(example_inputs)]))
     if unknown:
         raise SymgradError(f"dynamic_shapes names {unknown[0]!r}, which is not an input of the traced function")
-    with state_kept(fn):
-        first = _run(fn, example_inputs, names, shapes)
+    roots = owners(fn, modules)
+    model = holder(roots) if roots else None
+    with state_kept(model):
+        first = _run(fn, model, example_inputs, names, shapes)
     first.guards.check_symbolic()
     if any(shapes.values()):
-        _probe(fn, example_inputs, names, shapes, first)
+        _probe(fn, model, example_inputs, names, shapes, first)
     return Trace(
         output=first.output,
         inputs=first.inputs,
@@ -495,9 +510,10 @@ def trace(fn: Callable, *example_inputs: Any, dynamic_shapes: Mapping[str, Mappi
         buffers=first.buffers,
         guards=list(first.guards.items),
         updates=first.updates,
-        modes=modes_that_matter(fn),
+        modes=modes_that_matter(model),
         updated_inputs=first.updated_inputs,
         random_draws=first.random_draws,
+        model=model,
     )
 
 
@@ -516,8 +532,7 @@ class _Run:
     random_draws: list[str]
 
 
-def _run(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: dict) -> _Run:
-    import torch
+def _run(fn: Callable, model: Any, example_inputs: Sequence[Any], names: list[str], shapes: dict) -> _Run:
 
     recorder = _Recorder()
     inputs = []
@@ -527,12 +542,12 @@ def _run(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: 
         recorder.leaves.add(id(leaf))
         inputs.append(leaf)
     parameters, buffers = {}, {}
-    if isinstance(fn, torch.nn.Module):
-        for name, real in fn.named_parameters():
+    if model is not None:
+        for name, real in model.named_parameters():
             parameters[name] = _leaf(real, leaf_name(name), None, requires_grad=True)
             recorder.bind(real, parameters[name])
             recorder.leaves.add(id(parameters[name]))
-        for name, real in fn.named_buffers():
+        for name, real in model.named_buffers():
             buffers[name] = _leaf(real, leaf_name(name), None, requires_grad=False)
             recorder.bind(real, buffers[name])
             recorder.buffer_paths[id(real)] = name
@@ -542,7 +557,7 @@ def _run(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: 
     output = recorder.to_symbolic(real_output)
     updated = [leaf.name for leaf, real in zip(inputs, example_inputs) if recorder.symbolic[id(real)] is not leaf]
     updates = list(recorder.effects)
-    owned = list(fn.named_buffers()) if isinstance(fn, torch.nn.Module) else []
+    owned = list(model.named_buffers()) if model is not None else []
     by_kernel = {id(recorder.symbolic[id(real)]) for real in _updated_by_kernel(owned, recorder)}
     for name, real in owned:
         final = recorder.symbolic[id(real)]
@@ -557,7 +572,9 @@ def _updated_by_kernel(owned: list[tuple[str, Any]], recorder: _Recorder) -> lis
     return [real for name, real in owned if name in paths]
 
 
-def _probe(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes: dict, first: _Run) -> None:
+def _probe(
+    fn: Callable, model: Any, example_inputs: Sequence[Any], names: list[str], shapes: dict, first: _Run
+) -> None:
     """Run the code again with each symbolic dim at another size (one more, else one fewer, within the guards)
     and refuse the trace if it made other calls there: then its graph holds at the example's sizes only."""
     sizes = example_sizes(example_inputs, names, shapes)
@@ -569,8 +586,8 @@ def _probe(fn: Callable, example_inputs: Sequence[Any], names: list[str], shapes
                 continue
             inputs = [resized(x, shapes.get(n, {}), other) for n, x in zip(names, example_inputs, strict=False)]
             try:
-                with state_kept(fn):
-                    second = _run(fn, inputs, names, shapes)
+                with state_kept(model):
+                    second = _run(fn, model, inputs, names, shapes)
             except SymgradError:
                 raise
             except Exception as error:  # the code itself rejects this size: try the other one

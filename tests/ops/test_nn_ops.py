@@ -210,6 +210,18 @@ CASES: list[Case] = [
         randn(4, 3),
         ints([[0, 2, 2], [3, 0, 1]]),
     ),
+    _case(
+        "embedding_bag_modes_padding_and_empty_bags",
+        lambda w, e, i, b, p: (
+            w.F.embedding_bag(b, e, mode="sum", per_sample_weights=p)
+            + w.F.embedding_bag(b, e, mode="max", padding_idx=2)
+            + w.F.embedding_bag(i, e, w.torch.tensor([0, 4, 4, 7]), mode="mean", padding_idx=1, include_last_offset=True)
+        ),
+        randn(5, 3),
+        ints([1, 2, 2, 4, 0, 3, 1, 1]),
+        ints([[1, 2, 4], [2, 2, 2], [3, 3, 0]]),
+        randn(3, 3),
+    ),
     # ── convolution and pooling ──
     _case(
         "conv1d_stride_padding",
@@ -574,6 +586,10 @@ ERRORS: list[tuple[str, Callable]] = [
     ("batch_norm_single_value", lambda w: w.F.batch_norm(_z(w, 1, 3), None, None, training=True)),
     ("batch_norm_eval_needs_stats", lambda w: w.F.batch_norm(_z(w, 2, 3), None, None)),
     ("nll_target_out_of_bounds", lambda w: w.F.nll_loss(_z(w, 2, 3), _leaf(w, ints([0, 5]), "y"))),
+    ("embedding_bag_weights_need_sum", lambda w: w.F.embedding_bag(
+        _leaf(w, ints([[0, 1]]), "i"), _z(w, 2, 3), per_sample_weights=_z(w, 1, 2), mode="mean")),
+    ("embedding_bag_first_offset", lambda w: w.F.embedding_bag(
+        _leaf(w, ints([0, 1]), "i"), _z(w, 2, 3), _leaf(w, ints([1]), "o"))),
     ("cross_entropy_batch", lambda w: w.F.cross_entropy(_z(w, 2, 3), _leaf(w, ints([0, 1, 2]), "y"))),
     ("bce_outside_unit_interval", lambda w: w.F.binary_cross_entropy(_leaf(w, np.array([1.5]), "p"), _z(w, 1))),
     ("bce_sizes", lambda w: w.F.binary_cross_entropy_with_logits(_z(w, 2), _z(w, 3))),

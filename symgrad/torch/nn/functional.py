@@ -45,7 +45,7 @@ from .activations import (
     threshold,
 )
 from .convolution import conv1d, conv2d
-from .layers import bilinear, embedding, linear, scaled_dot_product_attention
+from .layers import bilinear, embedding, embedding_bag, linear, scaled_dot_product_attention
 from .losses import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -97,6 +97,7 @@ __all__ = [
     "dropout",
     "elu",
     "embedding",
+    "embedding_bag",
     "gaussian_nll_loss",
     "gelu",
     "group_norm",

@@ -17,8 +17,18 @@ import sympy
 
 from ...core.constructors import tensor
 from ...core.dtypes import is_floating
-from ...core.errors import TorchAssertionError, TorchRuntimeError, UnsupportedError
+from ...core.errors import (
+    TorchAssertionError,
+    TorchNotImplementedError,
+    TorchRuntimeError,
+    TorchValueError,
+    UnsupportedError,
+    ValuesUnknownError,
+)
 from ...core.tensor import Tensor, apply
+from ..creation import zeros
+from ..pointwise import eq, ne
+from ..shape import cat
 
 
 def linear(input: Tensor, weight: Tensor, bias: Any = None) -> Tensor:
@@ -91,6 +101,101 @@ def embedding(
         weight = apply("where", is_padding, apply("stop_gradient", weight), weight)
     picked = weight.index_select(0, input.reshape(-1))
     return picked.reshape(*input.shape, width)
+
+
+def embedding_bag(
+    input: Tensor,
+    weight: Tensor,
+    offsets: Tensor | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2,
+    scale_grad_by_freq: bool = False,
+    mode: str = "mean",
+    sparse: bool = False,
+    per_sample_weights: Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int | None = None,
+) -> Tensor:
+    """Each bag's rows of ``weight`` summed (times ``per_sample_weights``), averaged, or their entrywise max: a bag
+    is a row of a 2-D ``input``, or a run of a 1-D one between ``offsets``. Entries equal to ``padding_idx`` are
+    left out of their bag (and of its count); an empty bag gives zeros, as torch's kernel."""
+    if max_norm is not None:
+        raise UnsupportedError("embedding_bag(max_norm=...) renormalises rows of weight in place; renormalise first")
+    if scale_grad_by_freq:
+        raise UnsupportedError("embedding_bag(scale_grad_by_freq=True) is not supported; scale the gradient yourself")
+    if mode not in ("sum", "mean", "max"):
+        raise TorchValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise TorchNotImplementedError(
+                f"embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for "
+                f"mode='sum' (got mode='{mode}'). Please open a feature request on GitHub."
+            )
+        if per_sample_weights.shape != input.shape:
+            raise TorchValueError(
+                f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}) is not None, then it must "
+                f"have the same shape as the input ({tuple(input.shape)})"
+            )
+    rows = weight.shape[0]
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise TorchRuntimeError(
+                f"padding_idx must be within the number of embeddings, -{rows} through {rows - 1}, "
+                f"but got {padding_idx}"
+            )
+        padding_idx %= rows
+    if input.ndim == 2:
+        if offsets is not None:
+            raise TorchValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length "
+                "sequences. However, found offsets of type <class 'torch.Tensor'>"
+            )
+        return _bags(input, weight, per_sample_weights, mode, padding_idx)  # include_last_offset is ignored
+    elif input.ndim != 1:
+        raise TorchValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if offsets is None or offsets.ndim != 1:
+        raise TorchValueError("offsets has to be a 1D Tensor" + (" but got None" if offsets is None else ""))
+    if not offsets.has_values() or not isinstance(input.shape[0], int):
+        raise ValuesUnknownError(
+            "embedding_bag of a 1-D input needs the values of offsets and the input's length: its bags' bounds"
+        )
+    bounds = [int(o) for o in offsets.tolist()]
+    if bounds and bounds[0] != 0:
+        raise TorchRuntimeError(
+            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. "
+            f"However, got {bounds[0]}"
+        )
+    if bounds and bounds[-1] > input.shape[0]:
+        raise TorchRuntimeError(
+            f"offsets[-1] can not be greater than input's length {input.shape[0]} but got offsets[-1] of {bounds[-1]}"
+        )
+    ends = bounds[1:] if include_last_offset else [*bounds[1:], input.shape[0]]
+    bags = []
+    for start, end in zip(bounds, ends):
+        if end <= start:
+            bags.append(zeros(1, weight.shape[1], dtype=weight.dtype))
+            continue
+        weights = None if per_sample_weights is None else per_sample_weights[start:end].unsqueeze(0)
+        bags.append(_bags(input[start:end].unsqueeze(0), weight, weights, mode, padding_idx))
+    return cat(bags, 0) if bags else zeros(0, weight.shape[1], dtype=weight.dtype)
+
+
+def _bags(input: Tensor, weight: Tensor, weights: Tensor | None, mode: str, padding_idx: int | None) -> Tensor:
+    """embedding_bag of a (bags, n) input: each row's embeddings reduced over the row."""
+    picked = embedding(input, weight)
+    if weights is not None:
+        picked = picked * weights.unsqueeze(-1)
+    if padding_idx is None:
+        return picked.sum(1) if mode == "sum" else picked.mean(1) if mode == "mean" else picked.max(1).values
+    kept = ne(input, padding_idx).unsqueeze(-1)
+    fill = float("-inf") if mode == "max" else 0.0
+    picked = picked.masked_fill(~kept, fill)
+    if mode == "sum":
+        return picked.sum(1)
+    counts = kept.sum(1)
+    if mode == "mean":
+        return picked.sum(1) / counts.clamp_min(1).to(picked.dtype)
+    return picked.max(1).values.masked_fill(eq(counts, 0), 0.0)
 
 
 def scaled_dot_product_attention(

@@ -1,0 +1,153 @@
+"""sg.trace through torch's own decompositions: a torch function symgrad has no rule for is followed through its
+Python body, its ``torch._decomp`` or ``torch._refs`` decomposition, or ATen's C++ composition written out; the
+decomposition must agree with torch's kernel, or the call is refused in one line naming the chain of calls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symgrad as sg
+import symgrad.torch as storch
+from symgrad.torch import decompositions
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+F64 = torch.float64
+
+
+def _numbers(t: sg.Tensor) -> np.ndarray:
+    return np.asarray(t.tolist(), dtype=float).reshape(t.shape)
+
+
+def _agrees_with_torch(fn, *inputs, module=None):
+    """Trace ``fn``; its output and the VJP of every input and parameter equal torch's (float64, 1e-10)."""
+    torch.manual_seed(0)
+    traced = sg.trace(fn, *inputs)
+    leaves = [x.detach().clone().requires_grad_(x.is_floating_point()) for x in inputs]
+    torch.manual_seed(0)
+    out = fn(*leaves)
+    v = torch.randn(out.shape, dtype=F64, generator=torch.Generator().manual_seed(1))
+    wrt = [*(module.parameters() if module is not None else []), *(x for x in leaves if x.requires_grad)]
+    theirs = torch.autograd.grad(out, wrt, v)
+    ours = sg.vjp(
+        traced.output,
+        [*traced.parameters.values(), *(s for s, x in zip(traced.inputs, leaves) if x.requires_grad)],
+        sg.tensor(v.numpy()),
+    )
+    np.testing.assert_allclose(_numbers(traced.output), out.detach().numpy(), rtol=1e-10, atol=1e-10)
+    for mine, real in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(_numbers(mine), real.numpy(), rtol=1e-10, atol=1e-10)
+    return traced
+
+
+@pytest.mark.parametrize(
+    ("name", "fn"),
+    [
+        ("its Python body", lambda x: F.tanhshrink(x) + F.softsign(x)),
+        ("torch._refs", lambda x: F.softshrink(x, 0.5) + F.hardshrink(x, 0.3)),
+        ("torch._refs", lambda x: F.glu(x, dim=-1).repeat(1, 2)),
+        ("torch._decomp", lambda x: F.prelu(x, torch.tensor([0.25], dtype=F64))),
+        ("its Python body", lambda x: F.local_response_norm(x.unsqueeze(0), 2)),
+        ("ATen's composition", lambda x: F.cosine_embedding_loss(x, x.flip(0), torch.tensor([1.0, -1.0, 1.0]))),
+    ],
+)
+def test_functions_symgrad_has_no_rule_for_follow_torchs_decomposition(name, fn):
+    x = torch.tensor([[0.5, -0.3, 2.0, -1.5], [0.3, 0.0, -0.5, 1.0], [-2.0, 0.25, 0.7, 3.0]], dtype=F64)
+    _agrees_with_torch(fn, x)
+
+
+def test_where_each_decomposition_comes_from():
+    assert decompositions.source(F.tanhshrink) == "its Python body"
+    assert decompositions.source(torch.hardshrink) == "torch._refs"
+    assert decompositions.source(torch.rnn_tanh) == "torch._decomp"
+    assert decompositions.source(torch.instance_norm) == "ATen's composition"
+    assert decompositions.source(torch.conv_tbc) is None
+
+
+@pytest.mark.parametrize("kind", ["RNN", "GRU", "LSTM"])
+def test_the_full_recurrent_modules_two_layers_bidirectional_batch_first(kind):
+    torch.manual_seed(0)
+    module = getattr(torch.nn, kind)(3, 4, num_layers=2, bidirectional=True, batch_first=True).double()
+    x = torch.randn(2, 5, 3, dtype=F64)
+    _agrees_with_torch(lambda x: module(x)[0], x, module=module)
+
+
+def test_multihead_attention_with_a_mask_and_its_weights():
+    torch.manual_seed(0)
+    module = torch.nn.MultiheadAttention(4, 2, batch_first=True).double()
+    x = torch.randn(2, 3, 4, dtype=F64)
+    mask = torch.triu(torch.ones(3, 3, dtype=torch.bool), 1)
+
+    def fn(x):
+        out, weights = module(x, x, x, attn_mask=mask, need_weights=True)
+        return out + weights.sum(-1, keepdim=True)
+
+    _agrees_with_torch(fn, x, module=module)
+
+
+def test_instance_norm_updates_its_running_statistics_as_torch():
+    torch.manual_seed(0)
+    module = torch.nn.InstanceNorm1d(3, affine=True, track_running_stats=True).double()
+    x = torch.randn(4, 3, 6, dtype=F64)
+    traced = sg.trace(module, x)
+    assert module.running_mean.abs().sum() == 0  # the trace leaves the model as it was
+    module(x)
+    updated = {u.buffer: u.value for u in traced.updates}
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(_numbers(updated[name]), getattr(module, name).numpy(), rtol=1e-12)
+
+
+def test_torchs_builtin_batch_norm_takes_its_arguments_in_its_own_order():
+    """torch.batch_norm(input, weight, bias, mean, var, ...) against F.batch_norm(input, mean, var, weight, ...)."""
+    w, b = torch.tensor([2.0, 3.0], dtype=F64), torch.tensor([0.5, -1.0], dtype=F64)
+    mean, var = torch.tensor([0.1, 0.2], dtype=F64), torch.tensor([1.5, 0.5], dtype=F64)
+    x = torch.randn(4, 2, dtype=F64)
+    _agrees_with_torch(lambda x: torch.batch_norm(x, w, b, mean, var, False, 0.1, 1e-5, False), x)
+    _agrees_with_torch(lambda x: torch.softmax(x, 1, F64) + torch.log_softmax(x, 0, None), x)
+
+
+def test_a_decomposition_that_disagrees_with_torchs_kernel_is_refused(monkeypatch):
+    def wrong(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+        return input * 2
+
+    monkeypatch.setitem(decompositions.COMPOSITES, "instance_norm", wrong)
+    with pytest.raises(sg.UnsupportedError, match="disagrees with its kernel here"):
+        sg.trace(lambda x: F.instance_norm(x), torch.randn(2, 3, 4, dtype=F64))
+
+
+def test_a_function_without_rule_or_decomposition_is_refused_naming_the_chain():
+    pool = torch.nn.FractionalMaxPool2d(2, output_size=2).double()
+    with pytest.raises(sg.UnsupportedError) as caught:
+        sg.trace(pool, torch.randn(1, 2, 5, 5, dtype=F64))
+    message = str(caught.value)
+    assert "fractional_max_pool2d → fractional_max_pool2d_with_indices → fractional_max_pool2d" in message
+    assert "test_decompositions.py" in message and "\n" not in message
+
+
+def test_a_detached_entry_is_a_constant_to_the_formulas_too():
+    """x * x.detach(): torch's gradient is x, and so is the formula's (not 2x)."""
+    x = storch.tensor([1.0, -2.0], requires_grad=True, name="x")
+    out = (x * x.detach()).sum()
+    (formula,) = sg.law(out, [x])
+    (numbers,) = sg.vjp(out, [x], 1.0)
+    assert formula.tolist() == numbers.tolist() == [1.0, -2.0]
+
+
+def test_copy_into_a_buffer_is_an_update_of_it():
+    class Average(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mean", torch.zeros(3, dtype=F64))
+
+        def forward(self, x):
+            self.mean.copy_(0.9 * self.mean + 0.1 * x.detach().mean(0))
+            return x - self.mean
+
+    module = Average()
+    x = torch.randn(4, 3, dtype=F64)
+    traced = sg.trace(module, x)
+    assert module.mean.abs().sum() == 0
+    (update,) = traced.updates
+    module(x)
+    np.testing.assert_allclose(_numbers(update.value), module.mean.numpy(), rtol=1e-12)
