@@ -215,7 +215,9 @@ CASES: list[Case] = [
         lambda w, e, i, b, p: (
             w.F.embedding_bag(b, e, mode="sum", per_sample_weights=p)
             + w.F.embedding_bag(b, e, mode="max", padding_idx=2)
-            + w.F.embedding_bag(i, e, w.torch.tensor([0, 4, 4, 7]), mode="mean", padding_idx=1, include_last_offset=True)
+            + w.F.embedding_bag(
+                i, e, w.torch.tensor([0, 4, 4, 7]), mode="mean", padding_idx=1, include_last_offset=True
+            )
         ),
         randn(5, 3),
         ints([1, 2, 2, 4, 0, 3, 1, 1]),

@@ -134,7 +134,7 @@ def test_parameters_are_named_as_the_user_names_them():
     x = torch.randn(4, 3, dtype=F64)
     traced = sg.trace(lambda x: model(x).sum(), x, modules={"net": model})
     assert sorted(traced.parameters) == ["net.0.bias", "net.0.weight"]
-    with pytest.raises(sg.SymgradError, match="is a str, not an nn.Module"):
+    with pytest.raises(sg.SymgradError, match=r"is a str, not an nn\.Module"):
         sg.trace(lambda x: model(x).sum(), x, modules={"net": "model"})
     with pytest.raises(sg.SymgradError, match="Python identifiers"):
         sg.trace(lambda x: model(x).sum(), x, modules={"my net": model})
@@ -170,7 +170,8 @@ def test_a_module_method_reading_another_module_names_it_self():
             return criterion_weights(self.fc(x)).sum()
 
     net = Net().double()
-    _gradients_agree(net.loss, torch.randn(4, 3, dtype=F64), owners={"self": net, "criterion_weights": criterion_weights})
+    owners = {"self": net, "criterion_weights": criterion_weights}
+    _gradients_agree(net.loss, torch.randn(4, 3, dtype=F64), owners=owners)
 
 
 def test_a_closure_compiles_to_a_drop_in_that_trains_as_the_model():

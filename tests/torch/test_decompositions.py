@@ -108,8 +108,8 @@ def test_torchs_builtin_batch_norm_takes_its_arguments_in_its_own_order():
 
 
 def test_a_decomposition_that_disagrees_with_torchs_kernel_is_refused(monkeypatch):
-    def wrong(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
-        return input * 2
+    def wrong(x, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+        return x * 2
 
     monkeypatch.setitem(decompositions.COMPOSITES, "instance_norm", wrong)
     with pytest.raises(sg.UnsupportedError, match="disagrees with its kernel here"):
