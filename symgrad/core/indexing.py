@@ -336,6 +336,8 @@ def _advanced(base: Tensor, found: list) -> Tensor:
     checked = []  # (dim, index tensor or values, values or None), the values counted from 0
     for k, (dim, value) in enumerate(indices):
         values, size = _index_values(value), base.shape[dim]
+        if values is None and is_tensor(value):
+            note_index_range(value, size)
         if values is not None and isinstance(size, int):
             bad = values[(values < -size) | (values >= size)]
             if bad.size and not empty:  # torch checks only the entries it picks
@@ -593,3 +595,38 @@ def _from_zero(indices: Tensor, size: Any) -> Tensor:
     if values is None or not (values < 0).any() or not isinstance(size, int):
         return indices
     return int_constant(indices, values % max(size, 1))
+
+
+def assigned(t: Tensor, index: object, value: Any) -> Tensor:
+    """What ``t[index] = value`` leaves in ``t``, as a new tensor: ``value`` (broadcast, in ``t``'s dtype) where the
+    index reaches, ``t`` elsewhere. Basic indices (ints, slices, None, ``...``) only."""
+    items = index_items(index)
+    if any(_is_advanced(item) for item in items):
+        raise UnsupportedError(
+            "x[index] = value with an index of tensors, lists or masks is not followed; use torch.where, "
+            "index_put or scatter instead"
+        )
+    key = normalize_index(items)
+    region = getitem(t, index)
+    value = value if is_tensor(value) else t.apply_op("full", shape=(), value=value)
+    if value.dtype != t.dtype:
+        value = value.to(t.dtype)
+    if tuple(value.shape) != tuple(region.shape):
+        value = value.expand(*region.shape)
+    placed = t.apply_op("index_backward", value, shape=t.shape, index=key)
+    reached = t.apply_op("index_backward", t.apply_op("full", shape=region.shape, value=1), shape=t.shape, index=key)
+    return t.apply_op("where", reached.ne(0), placed, t)
+
+
+def note_index_range(index: Tensor, rows: Any) -> None:
+    """Note that the symbolic integer tensors whose entries ``index`` holds (through views, slices, joins and
+    ``where``) index ``rows`` rows: a proof at concrete sizes then picks their values in ``[0, rows)``."""
+    from .dtypes import is_floating
+    from .graph import topological_all
+
+    nodes = topological_all([index])
+    if not all(n.op is None or n.op.has("layout") or n.op.name in ("where", "cat") for n in nodes):
+        return
+    for node in nodes:
+        if node.kind == "symbol" and not is_floating(node.dtype) and getattr(node, "classes", None) is None:
+            node.classes = rows

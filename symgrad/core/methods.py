@@ -251,6 +251,31 @@ class TensorMethods(ConversionMethods):
             out = self.apply_op("flip", out, dim=normalize_dim(d, self.ndim))
         return out
 
+    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
+        """Entries shifted along ``dims``, wrapping round: ``x.roll(1, 0)[i] = x[i − 1 mod n]``; without dims, the
+        flattened tensor is rolled and reshaped back, as torch does."""
+        steps = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+        axes = () if dims is None else tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+        if dims is None:
+            if len(steps) != 1:
+                raise TorchRuntimeError(f"shifts and dimensions must align. shifts: {len(steps)}, dims:0")
+            return self if self.ndim == 0 else self.reshape(-1).roll(steps[0], 0).reshape(self.shape)
+        if not steps:
+            raise TorchRuntimeError("`shifts` required")
+        if len(steps) != len(axes):
+            raise TorchRuntimeError(f"shifts and dimensions must align. shifts: {len(steps)}, dims:{len(axes)}")
+        out = self
+        for step, axis in zip(steps, axes):
+            axis = normalize_dim(axis, self.ndim)
+            size = self.shape[axis]
+            if not isinstance(size, int):
+                raise UnsupportedError(f"roll along the symbolic dimension {size}: where entries wrap depends on it")
+            if size == 0 or step % size == 0:
+                continue
+            k = step % size
+            out = self.apply_op("cat", out.narrow(axis, size - k, k), out.narrow(axis, 0, size - k), dim=axis)
+        return out
+
     # ── squeezing, splitting, repeating; triangles and diagonals ─────────
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         empty = isinstance(dim, (tuple, list)) and not dim  # squeeze(()) squeezes nothing
@@ -432,9 +457,13 @@ class TensorMethods(ConversionMethods):
         entries = object_array([int(i) for i in positions.reshape(-1)], positions.shape)
         return topk_result(values, type(self)(shape=positions.shape, entries=entries, dtype="int64"))
 
-    def norm(self, p: Any = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    def norm(
+        self, p: Any = "fro", dim: int | Sequence[int] | None = None, keepdim: bool = False, dtype: Any = None
+    ) -> Tensor:
         """The p-norm over ``dim`` (all entries by default): any number p, ±inf, or "fro"; torch's gradients
-        (0 at a zero norm, ties of ±inf shared evenly)."""
+        (0 at a zero norm, ties of ±inf shared evenly). ``dtype`` computes in that dtype, as torch."""
+        if dtype is not None:
+            return self.to(dtype).norm(p, dim, keepdim)
         axes = normalize_dims(dim, self.ndim)
         if p in (2, "fro", None):
             return self.apply_op("norm", self, dim=axes, keepdim=bool(keepdim))
@@ -510,6 +539,15 @@ class TensorMethods(ConversionMethods):
 
     def log1p(self) -> Tensor:
         return self.apply_op("log1p", self)
+
+    def expm1(self) -> Tensor:
+        return self.apply_op("expm1", self)
+
+    def exp2(self) -> Tensor:
+        return self.apply_op("exp2", self)
+
+    def erfc(self) -> Tensor:
+        return self.apply_op("erfc", self)
 
     def reciprocal(self) -> Tensor:
         return self.apply_op("reciprocal", self)

@@ -112,10 +112,47 @@ class CodePrinter(TorchPrinter):
             kind = "torch.bool" if t.dtype == "bool" else "torch.long"
             text = f"torch.tensor({data!r}, dtype={kind}, device={self.like}.device)"
         if len(text) > MAX_INLINE + 20:
+            structured = self._structured(np.array(numbers, dtype=object).reshape(entries.shape), t.dtype)
+            if structured is not None:  # its length does not grow with its size
+                return structured
             raise SymgradError(
                 f"the constant {t.name} is too large to write inline ({entries.size} entries); make it an input"
             )
         return text
+
+    def _structured(self, numbers: np.ndarray, dtype: str) -> str | None:
+        """A large constant written by how it is made, where it is one of the usual ones: positions
+        ``torch.arange(0, 5)``, or a triangle (a causal mask, boolean or of one value) ``….tril(k)``."""
+        device = f"device={self.like}.device"
+        if numbers.ndim == 1 and not is_floating(dtype) and dtype != "bool" and numbers.size > 1:
+            start, step = int(numbers[0]), int(numbers[1] - numbers[0])
+            if step != 0 and all(int(v) == start + step * i for i, v in enumerate(numbers)):
+                stop = start + step * numbers.size
+                bounds = f"{start}, {stop}" if step == 1 else f"{start}, {stop}, {step}"
+                return f"torch.arange({bounds}, {device})"
+        if numbers.ndim < 2 or any(d != 1 for d in numbers.shape[:-2]):
+            return None
+        square = numbers.reshape(numbers.shape[-2:])
+        rows, cols = square.shape
+        values = {v for v in square.reshape(-1) if v != 0}
+        if len(values) != 1:
+            return None
+        (value,) = values
+        filled = square != 0
+        for side, k in itertools.product(("tril", "triu"), range(-rows, cols + 1)):
+            if (filled == getattr(np, side)(np.ones((rows, cols), dtype=bool), k)).all():
+                break
+        else:
+            return None
+        if dtype == "bool":
+            full = f"torch.ones({rows}, {cols}, dtype=torch.bool, {device})"
+        elif is_floating(dtype):
+            full = f"{self.like}.new_full(({rows}, {cols}), {float(value)!r})"
+        else:
+            full = f"torch.full(({rows}, {cols}), {int(value)}, dtype=torch.long, {device})"
+        text = f"{full}.{side}({k})" if k else f"{full}.{side}()"
+        lead = numbers.shape[:-2]
+        return f"{text}.reshape({shape_tuple(numbers.shape)})" if lead else text
 
     def _print_template(self, t: Tensor) -> tuple[str, int]:
         template = getattr(t.op, self.template_field)

@@ -294,6 +294,11 @@ def codegen(
         traced = output
         leaves = {**traced.parameters, **traced.buffers}
         output = traced.output
+        if not isinstance(output, Tensor):
+            raise SymgradError(
+                f"the traced code returns a {type(output).__name__}, and an emitted module computes one tensor: "
+                "trace a function that returns the one to differentiate, e.g. lambda x, y: model(x, y)[1]"
+            )
         wrt = list(traced.parameters.values()) if wrt is None else wrt
         inputs = [*traced.inputs, *leaves.values()] if inputs is None else inputs
         parameters = {leaf.name: path for path, leaf in traced.parameters.items()}

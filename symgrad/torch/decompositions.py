@@ -237,8 +237,8 @@ def find(func: Callable, name: str, args: tuple, kwargs: dict) -> tuple[str, Cal
             return "torch._refs", _by_schema(found, overload)
         return "torch._decomp", found
     reference = _reference(name)
-    if reference is not None and overload is not None:
-        return "torch._refs", _by_schema(reference, overload)
+    if reference is not None:  # unresolved (an int where the schema lists ints): the arguments as given
+        return "torch._refs", reference if overload is None else _by_schema(reference, overload)
     if name in COMPOSITES:
         return "ATen's composition", COMPOSITES[name]
     return None

@@ -112,6 +112,18 @@ def log1p(input: Tensor) -> Tensor:
     return apply("log1p", input)
 
 
+def expm1(input: Tensor) -> Tensor:
+    return apply("expm1", input)
+
+
+def exp2(input: Tensor) -> Tensor:
+    return apply("exp2", input)
+
+
+def erfc(input: Tensor) -> Tensor:
+    return apply("erfc", input)
+
+
 def reciprocal(input: Tensor) -> Tensor:
     return apply("reciprocal", input)
 
@@ -280,8 +292,8 @@ def logical_not(input: Any) -> Tensor:
 
 __all__ = [
     "abs", "add", "addcdiv", "addcmul", "atan2", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "div",
-    "divide", "eq", "erf", "exp", "float_power", "floor", "floor_divide", "ge", "gt", "hypot", "isnan", "le", "lerp",
-    "log", "log1p", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "lt", "maximum",
-    "minimum", "mul", "ne", "neg", "pow", "reciprocal", "relu", "round", "rsqrt", "sigmoid", "sign", "sin", "sqrt",
-    "sub", "tanh", "true_divide", "trunc", "where", "xlogy",
+    "divide", "eq", "erf", "erfc", "exp", "exp2", "expm1", "float_power", "floor", "floor_divide", "ge", "gt",
+    "hypot", "isnan", "le", "lerp", "log", "log1p", "logaddexp", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "lt", "maximum", "minimum", "mul", "ne", "neg", "pow", "reciprocal", "relu", "round", "rsqrt",
+    "sigmoid", "sign", "sin", "sqrt", "sub", "tanh", "true_divide", "trunc", "where", "xlogy",
 ]  # fmt: skip

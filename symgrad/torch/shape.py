@@ -61,6 +61,30 @@ def flip(input: Tensor, dims: Any) -> Tensor:
     return input.flip(dims)
 
 
+def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    return input.roll(shifts, dims)
+
+
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Tensor:
+    """``n``-th forward differences along ``dim``: ``out[i] = x[i + 1] − x[i]``, after joining ``prepend`` and
+    ``append`` (torch's order)."""
+    if input.ndim == 0:
+        raise TorchRuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise TorchRuntimeError(f"order must be non-negative but got {n}")
+    axis = normalize_dim(dim, input.ndim)
+    parts = [p for p in (prepend, input, append) if p is not None]
+    out = cat(parts, axis) if len(parts) > 1 else input
+    for _ in range(n):
+        size = out.shape[axis]
+        if not isinstance(size, int):
+            raise UnsupportedError(f"diff along the symbolic dimension {size}: slice it at fixed bounds")
+        if size == 0:
+            break
+        out = out.narrow(axis, 1, size - 1) - out.narrow(axis, 0, size - 1)
+    return out
+
+
 # ── joining and splitting ──────────────────────────────────────────────────
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """The tensors joined along ``dim``. As in torch, a 1-D empty tensor (shape ``(0,)``) joins anything."""
@@ -294,7 +318,8 @@ def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
 
 
 __all__ = [
-    "cat", "chunk", "clone", "concat", "concatenate", "diag", "diagonal", "flatten", "flip", "gather", "index_select",
-    "masked_fill", "narrow", "permute", "reshape", "scatter", "scatter_add", "select", "split", "squeeze", "stack",
-    "t", "take_along_dim", "transpose", "tril", "triu", "unbind", "unflatten", "unsqueeze",
+    "cat", "chunk", "clone", "concat", "concatenate", "diag", "diagonal", "diff", "flatten", "flip", "gather",
+    "index_select", "masked_fill", "narrow", "permute", "reshape", "roll", "scatter", "scatter_add", "select",
+    "split", "squeeze", "stack", "t", "take_along_dim", "transpose", "tril", "triu", "unbind", "unflatten",
+    "unsqueeze",
 ]  # fmt: skip

@@ -44,6 +44,9 @@ def user_line() -> str:
 
 # torch functions whose name differs from the one symgrad gives them (the name torch's own binding has)
 _ALIASES = {
+    # symgrad's Tensor keeps Python's == and != (identity: tensors are dict keys); torch's are comparisons
+    "__eq__": "eq",
+    "__ne__": "ne",
     "log_sigmoid": "logsigmoid",
     "_threshold": "threshold",
     "max_pool1d_with_indices": "max_pool1d",

@@ -40,6 +40,7 @@ from ..core.errors import (
     WorkBudgetError,
 )
 from ..core.graph import dims_of
+from ..core.indexing import assigned
 from ..core.tensor import Tensor, constant
 from .builtin_arguments import as_functional
 from .nn.activations import dropout_noise
@@ -219,11 +220,8 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
     if draws_random(kind, name, target):
         return _random(recorder, func, args, kwargs)
     updated = out_of_place(kind, target if kind != "function" else name)
-    if kind == "method" and target == "__setitem__":
-        raise UnsupportedError(
-            f"__setitem__ ({user_line()}): x[...] = value assigns into a tensor in place, which symgrad does not "
-            "follow; build the tensor with torch.cat, torch.where or index_put instead"
-        )
+    if kind == "method" and target == "__setitem__":  # x[index] = value: x becomes what assigned() says
+        kind, target, updated = "function", assigned, "setitem"
     if updated is not None and kind == "function" and target is None:
         target = symbolic_function_named(func, updated)
     if updated is not None and kind == "method":
@@ -252,8 +250,12 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
             return real
     else:
         real = func(*args, **kwargs)
+        if target is assigned:  # __setitem__ returns None; the tensor it changed is the one that now stands for x
+            real = destination
         if kind in ("attribute", "method") and not holds_tensor(real) and (target in PLAIN or real is not None):
             # what a tensor says of itself (x.is_nested, x.dim()): the real answer is the answer
+            if recorder.decomposing:  # torch's own decomposition decides on plain sizes; a second run checks them
+                return real
             return sizes_answer(real, recorder.symbolic.get(id(args[0])), target, args, kwargs)
         if kind == "function" and not holds_tensor((args, kwargs)):
             if target is None or not holds_size((args, kwargs)):

@@ -127,6 +127,20 @@ CASES: list[tuple[str, Callable, list]] = [
         [[1.0, 0.0, -2.0, 0.0, NAN], [0.0, 0.0, 3.0, -1.0, 2.0]],
     ),
     (
+        "roll_and_differences",  # wrapping shifts along dims and flattened; n-th differences with prepend
+        lambda w, a: (
+            w.torch.roll(a, (1, -3), (0, 1)) * a
+            + a.roll(4) * 2
+            + w.torch.diff(a, n=2, dim=1, prepend=a[:, :1] * 3, append=a[:, -1:]).sum(1, keepdim=True)
+        ),
+        [[[1.0, 0.5, -2.0, 0.25, 3.0], [0.0, 1.5, 3.0, -1.0, 2.0]]],
+    ),
+    (
+        "expm1_exp2_erfc",
+        lambda w, a: w.torch.expm1(a) * a.exp2() + w.torch.erfc(a) - a.norm(dim=1, dtype=w.torch.float64).sum(),
+        [[[1.0, 0.5, -2.0, 0.0, 3.0], [0.0, 1.5, 3.0, -1.0, 2.0]]],
+    ),
+    (
         "clamp_tensor_bounds",  # at the bounds, nan, low > high, low == high
         lambda w, x, low, high: (
             w.torch.clamp(x, low, high)

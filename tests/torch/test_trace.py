@@ -163,3 +163,20 @@ def test_the_emitted_backward_trains_exactly_like_the_original():
             optimizer.step()
         for (name, a), b in zip(original.named_parameters(), twin.parameters(), strict=True):
             torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14, msg=name)
+
+
+def test_equality_operators_are_comparisons_of_the_traced_tensor():
+    """``x == 0`` and ``x != 2`` follow x (not the example's values): the emitted module, run at other values and
+    sizes, gives torch's numbers and gradients."""
+    import torch
+
+    def fn(x):
+        return torch.where(x == 0, 1.0, x * x).sum() + (x != 2).sum()
+
+    x = torch.tensor([0.0, 2.0, -1.0], dtype=torch.float64)
+    traced = sg.trace(fn, x, dynamic_shapes={"x": {0: "n"}})
+    emitted = sg.compile(traced, wrt=traced.inputs, name="Masked")
+    other = torch.tensor([0.0, 3.0, 2.0, 0.5], dtype=torch.float64, requires_grad=True)
+    value, (grad,) = emitted.forward_and_vjp(other.detach(), torch.tensor(1.0, dtype=torch.float64))
+    (expected,) = torch.autograd.grad(fn(other), other)
+    assert value.item() == fn(other).item() and grad.tolist() == expected.tolist()

@@ -25,6 +25,7 @@ from ...core.errors import (
     UnsupportedError,
     ValuesUnknownError,
 )
+from ...core.indexing import note_index_range
 from ...core.tensor import Tensor, apply
 from ..creation import zeros
 from ..pointwise import eq, ne
@@ -93,6 +94,7 @@ def embedding(
             "arguments for embedding)"
         )
     rows, width = weight.shape
+    note_index_range(input, rows)
     if padding_idx is not None:
         if not -rows <= padding_idx < rows:
             raise TorchAssertionError("Padding_idx must be within num_embeddings")

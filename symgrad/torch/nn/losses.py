@@ -22,7 +22,7 @@ import numpy as np
 
 from ...core.constructors import full_like, tensor
 from ...core.dtypes import is_floating
-from ...core.errors import ShapeError, TorchRuntimeError, TorchValueError, UnsupportedError
+from ...core.errors import ShapeError, TorchRuntimeError, TorchValueError
 from ...core.tensor import Tensor, apply, wrap
 from .targets import class_targets, known_classes
 
@@ -267,10 +267,9 @@ class _Picked:
         self.keep: Tensor | None = None  # a boolean constant, where some targets are ignored
         self.kept = None  # how many are kept, when the targets are known
         if not y.has_values() and ignore_index != -100:  # -100 is out of every class range, so no target is it
-            raise UnsupportedError(
-                f"ignore_index={ignore_index} needs the values of the class targets {y.name}: with symbols, which "
-                f"targets are ignored is not known"
-            )
+            # which targets are ignored is known entry by entry: a mask of symbols, and the targets 0 where it is
+            self.keep = y.ne(ignore_index)
+            y = apply("where", self.keep, y, 0)
         if y.has_values():
             values = [int(v) for v in y.values().reshape(-1)]
             kept = [v != ignore_index for v in values]
@@ -292,7 +291,9 @@ class _Picked:
         """torch's mean: Σ losses / Σ weight[target] over the kept targets (their count without weights)."""
         if self.target_weight is not None:
             return losses.sum() / self.masked(self.target_weight).sum()
-        return losses.mean() if self.keep is None else losses.sum() / self.kept
+        if self.keep is None:
+            return losses.mean()
+        return losses.sum() / (self.kept if self.kept is not None else self.keep.to(losses.dtype).sum())
 
 
 def _nll(logp: Tensor, picked: _Picked, reduction: str) -> Tensor:

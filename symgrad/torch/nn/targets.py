@@ -17,6 +17,7 @@ import sympy
 
 from ...core.constructors import symbols, tensor
 from ...core.errors import TorchIndexError, TorchRuntimeError, TorchTypeError, UnsupportedError
+from ...core.graph import topological_all
 from ...core.tensor import Tensor
 
 
@@ -28,7 +29,15 @@ def class_targets(target: Any, what: str, classes: Any = None) -> Tensor:
     named = target.kind == "symbol" or target.is_named_constant
     if not target.has_values():
         if target.kind != "symbol":
-            raise UnsupportedError(f"{what}(): class targets must be a tensor of its own, not a computed one")
+            if target.dtype.startswith("int") and _moved_symbols(target):
+                for leaf in target.leaves().values():
+                    if leaf.kind == "symbol" and getattr(leaf, "classes", None) is None:
+                        leaf.classes = classes  # the values a proof picks for its entries
+                return target if target.dtype == "int64" else target.to("int64")
+            raise UnsupportedError(
+                f"{what}(): class targets must be a tensor of its own, or one rearranged (view, reshape, slices), "
+                "not a computed one"
+            )
         if target.dtype == "int64":
             if getattr(target, "classes", None) is None:
                 target.classes = classes
@@ -45,6 +54,14 @@ def class_targets(target: Any, what: str, classes: Any = None) -> Tensor:
         return target
     indices = np.array([sympy.Integer(int(v)) for v in flat], dtype=object).reshape(values.shape)
     return tensor(indices.tolist(), name=target.name if named else None, dtype="int64")
+
+
+def _moved_symbols(target: Tensor) -> bool:
+    """Whether every entry of ``target`` is an entry of a tensor of symbols, moved (by views, reshapes, slices):
+    ``targets.view(-1)``."""
+    return all(
+        node.kind == "symbol" or (node.kind == "op" and node.op.has("layout")) for node in topological_all([target])
+    )
 
 
 def known_classes(values: list[int], classes: Any) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.nn import functional as F
+from torch.nn import functional as F  # noqa: N812 - as the code it reproduces
 
 
 # ── a small GPT (the structure of nanoGPT's model.py) ────────────────────────────────────────────────────────────
@@ -36,7 +36,7 @@ class LayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(ndim))
         self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
 
-    def forward(self, input):
+    def forward(self, input):  # noqa: A002
         return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)
 
 
@@ -116,7 +116,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets=None):
         device = idx.device
-        b, t = idx.size()
+        _, t = idx.size()
         assert t <= self.config.block_size, f"Cannot forward sequence of length {t}"
         pos = torch.arange(0, t, dtype=torch.long, device=device)
         tok_emb = self.transformer.wte(idx)
@@ -379,7 +379,7 @@ class CausalBoW(nn.Module):
         )
 
     def forward(self, x):
-        B, T, C = x.size()
+        B, T, _ = x.size()
         att = torch.zeros((B, T, T), device=x.device)
         att = att.masked_fill(self.bias[:, :T, :T] == 0, float("-inf"))
         att = F.softmax(att, dim=-1)
@@ -412,7 +412,7 @@ class BoW(nn.Module):
 
     def forward(self, idx, targets=None):
         device = idx.device
-        b, t = idx.size()
+        _, t = idx.size()
         assert t <= self.block_size, f"Cannot forward sequence of length {t}, block size is only {self.block_size}"
         pos = torch.arange(0, t, dtype=torch.long, device=device).unsqueeze(0)
         x = self.wte(idx) + self.wpe(pos)
