@@ -93,7 +93,7 @@ def _attributes(prefix: str, owner: Any, found: dict[str, Any]) -> None:
 
 def _is_torchs(fn: types.FunctionType) -> bool:
     module = getattr(fn, "__module__", None) or ""
-    return module == "torch" or module.startswith(("torch.", "symgrad."))
+    return module == "torch" or module.startswith("torch.")
 
 
 def _without_nested(found: dict[str, Any]) -> dict[str, Any]:

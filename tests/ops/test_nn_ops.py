@@ -233,6 +233,32 @@ CASES: list[Case] = [
         randn(3),
     ),
     _case(
+        "conv3d_strided_padded",
+        lambda w, x, a, b: w.F.conv3d(x, a, b, stride=(1, 2, 1), padding=1),
+        randn(1, 2, 3, 4, 3),
+        randn(2, 2, 2, 2, 2),
+        randn(2),
+    ),
+    _case(
+        "conv_transpose1d_stride_output_padding_groups",
+        lambda w, x, a, b: w.F.conv_transpose1d(x, a, b, stride=3, padding=2, output_padding=1, groups=2),
+        randn(2, 4, 3),
+        randn(4, 2, 3),
+        randn(4),
+    ),
+    _case(
+        "conv_transpose2d_dilation_cropped",  # more padding than the dilated kernel spans: the output is cropped
+        lambda w, x, a: w.F.conv_transpose2d(x, a, stride=(2, 1), padding=(3, 1), dilation=(1, 2)),
+        randn(1, 2, 4, 3),
+        randn(2, 3, 2, 2),
+    ),
+    _case(
+        "conv_transpose3d_unbatched",
+        lambda w, x, a: w.F.conv_transpose3d(x, a, stride=2, output_padding=(1, 0, 0)),
+        randn(1, 2, 2, 2),
+        randn(1, 2, 2, 1, 2),
+    ),
+    _case(
         "conv1d_groups_dilation_same",
         lambda w, x, a: w.F.conv1d(x, a, padding="same", dilation=2, groups=2),
         randn(4, 5),

@@ -454,6 +454,7 @@ CASES: list[Case] = [
     # ── ops added with the gradient laws: elementwise ──
     Case("erf", one_any, lambda w, p, a: a.erf() + w.torch.erf(a) * a),
     Case("log1p", one_any, lambda w, p, a: a.log1p() * w.torch.log1p(a), positive=True),
+    Case("expm1_exp2_erfc", one_any, lambda w, p, a: a.expm1() * w.torch.exp2(a) + w.torch.erfc(a) * a.exp2()),
     Case(
         "reciprocal_rsqrt",
         one_any,

@@ -389,6 +389,7 @@ UNARY = {
     "exp": "method T", "log": "method T", "sin": "method T", "cos": "method T", "tanh": "method T F",
     "sigmoid": "method T F", "relu": "method T F", "abs": "method T", "sqrt": "method T", "erf": "method T",
     "log1p": "method T", "reciprocal": "method T", "rsqrt": "method T", "sign": "method T",
+    "expm1": "method T", "exp2": "method T", "erfc": "method T",
     "gelu": "F", "silu": "F", "softplus": "F", "logsigmoid": "F",
 }  # fmt: skip
 

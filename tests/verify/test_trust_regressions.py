@@ -425,12 +425,14 @@ def test_jacobian_rows_folded_to_infinity_are_torchs(build):
 
 
 @pytest.mark.parametrize("loss", ["nll_loss", "cross_entropy"])
-def test_an_ignore_index_with_symbolic_class_targets_is_refused_in_one_line(loss):
-    """With symbols for the targets, which ones equal ignore_index is unknown; the loss silently counted them all."""
+def test_an_ignore_index_with_symbolic_class_targets_is_a_mask_of_the_targets(loss):
+    """With symbols for the targets, which ones equal ignore_index is known entry by entry: the loss masks them
+    (it once counted them all), and its law holds where the proof's targets hit ignore_index too."""
     m, c = sg.dims("m c")
     z, y = sg.symbols("z", (m, c), requires_grad=True), sg.symbols("y", (m,), dtype="int64")
-    with pytest.raises(sg.UnsupportedError, match="ignore_index=0 needs the values of the class targets y"):
-        getattr(st.nn.functional, loss)(z, y, ignore_index=0)
+    out = getattr(st.nn.functional, loss)(z, y, ignore_index=0)
+    laws = sg.law(out, [z])
+    assert sg.prove(out, [z], laws=laws, sizes=[{m: 3, c: 2}, {m: 2, c: 3}]).held
     values = st.tensor([0, 2], name="t")
     x = sg.symbols("x", (2, 3), requires_grad=True)
     assert getattr(st.nn.functional, loss)(x, values, ignore_index=0).shape == ()  # targets with values are kept

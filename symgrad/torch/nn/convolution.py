@@ -130,4 +130,115 @@ def conv2d(
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
-__all__ = ["conv1d", "conv2d"]
+def conv3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
+    """The 3-D convolution (torch's cross-correlation) with ``stride``, ``padding``, ``dilation`` and ``groups``."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 3)
+
+
+def _conv_transpose(
+    input: Tensor,
+    weight: Tensor,
+    bias: Any,
+    stride: Any,
+    padding: Any,
+    output_padding: Any,
+    groups: int,
+    dilation: Any,
+    n: int,
+) -> Tensor:
+    """The adjoint of conv{n}d in its input, as a convolution: zeros between the input's entries (stride − 1 of
+    them), d·(k − 1) − padding entries of padding (+ output_padding after), and the kernel flipped with its
+    channels swapped per group, at stride 1."""
+    if not is_concrete(weight.shape) or not is_concrete(input.shape[-n - 1 :]):
+        raise UnsupportedError(
+            f"conv_transpose{n}d needs concrete channel, kernel and spatial sizes; the batch size may be symbolic"
+        )
+    if input.ndim not in (n + 1, n + 2):
+        raise TorchRuntimeError(
+            f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to conv_transpose{n}d, but got input of "
+            f"size: {_listed(input.shape)}"
+        )
+    if weight.ndim != n + 2:
+        raise TorchRuntimeError(f"weight should have {n + 2} dimensions for conv_transpose{n}d")
+    batched = input.ndim == n + 2
+    x = input if batched else input.unsqueeze(0)
+    in_channels, _, *kernel = weight.shape
+    if groups <= 0 or in_channels % groups or x.shape[1] != in_channels:
+        raise TorchRuntimeError(
+            f"Given transposed=1, weight of size {_listed(weight.shape)}, expected input{_listed(x.shape)} to have "
+            f"{in_channels} channels, but got {x.shape[1]} channels instead"
+        )
+    stride, dilation = as_tuple(stride, n, "stride"), as_tuple(dilation, n, "dilation")
+    padding, extra = as_tuple(padding, n, "padding"), as_tuple(output_padding, n, "output_padding")
+    if any(e >= s and e >= d for e, s, d in zip(extra, stride, dilation)):
+        raise TorchRuntimeError("output padding must be smaller than either stride or dilation")
+    spatial = x.shape[2:]
+    spread = tuple((size - 1) * s + 1 for size, s in zip(spatial, stride))
+    if any(s > 1 for s in stride):  # stride − 1 zeros between neighbours
+        index = (slice(None), slice(None), *(slice(0, None, s) for s in stride))
+        x = apply("index_backward", x, shape=(*x.shape[:2], *spread), index=index)
+    low = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilation, padding))
+    high = tuple(lo + e for lo, e in zip(low, extra))
+    if any(lo < 0 or hi < 0 for lo, hi in zip(low, high)):  # more padding than the kernel spans: a crop
+        kept = (slice(max(-lo, 0), size + min(hi, 0)) for lo, hi, size in zip(low, high, spread))
+        x = x[(slice(None), slice(None), *kept)]
+    x = pad_spatial(x, tuple(max(lo, 0) for lo in low), tuple(max(hi, 0) for hi in high), 0.0)
+    per_group = in_channels // groups
+    flipped = weight.flip(list(range(2, n + 2)))
+    parts = [flipped[g * per_group : (g + 1) * per_group].transpose(0, 1) for g in range(groups)]
+    kernel_weight = parts[0] if groups == 1 else apply("cat", *parts, dim=0)
+    y = _conv(x, kernel_weight, bias, 1, 0, dilation, groups, n)
+    return y if batched else y[0]
+
+
+def conv_transpose1d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """The transposed 1-D convolution (the gradient of conv1d in its input), with torch's arguments."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
+
+
+def conv_transpose2d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """The transposed 2-D convolution (the gradient of conv2d in its input), with torch's arguments."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+def conv_transpose3d(
+    input: Tensor,
+    weight: Tensor,
+    bias: Any = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """The transposed 3-D convolution (the gradient of conv3d in its input), with torch's arguments."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 3)
+
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]

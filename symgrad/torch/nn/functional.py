@@ -44,7 +44,7 @@ from .activations import (
     tanh,
     threshold,
 )
-from .convolution import conv1d, conv2d
+from .convolution import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d
 from .layers import bilinear, embedding, embedding_bag, linear, scaled_dot_product_attention
 from .losses import (
     binary_cross_entropy,
@@ -92,6 +92,10 @@ __all__ = [
     "celu",
     "conv1d",
     "conv2d",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
     "cosine_similarity",
     "cross_entropy",
     "dropout",
