@@ -69,9 +69,27 @@ class Called(torch.nn.Module):
 
     def forward(self, *tensors: torch.Tensor) -> Any:
         given = iter(tensors)
-        args = [next(given) if isinstance(a, torch.Tensor) else a for a in self.args]
-        kwargs = {k: next(given) if isinstance(v, torch.Tensor) else v for k, v in self.kwargs.items()}
+        args = [_rebuilt(a, given) for a in self.args]
+        kwargs = {k: _rebuilt(v, given) for k, v in self.kwargs.items()}
         return self.m(*args, **kwargs)
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """The tensors in a sample's argument, in order, through tuples and lists (an LSTM cell's (h, c))."""
+    if torch.is_tensor(value):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def _rebuilt(value: Any, given: Any) -> Any:
+    """``value`` with its tensors replaced, in order, by the ones ``given`` yields."""
+    if torch.is_tensor(value):
+        return next(given)
+    if isinstance(value, (tuple, list)) and _tensors(value):
+        return type(value)(_rebuilt(v, given) for v in value)
+    return value
 
 
 @dataclass
@@ -113,7 +131,7 @@ def _numel(info: Any, sample: Any) -> int | None:
         module = _build(info, sample)
     except Exception:
         return None
-    tensors = [a for a in (*sample.forward_input.args, *sample.forward_input.kwargs.values()) if torch.is_tensor(a)]
+    tensors = _tensors([*sample.forward_input.args, *sample.forward_input.kwargs.values()])
     return sum(t.numel() for t in tensors) + sum(p.numel() for p in module.parameters())
 
 
@@ -121,10 +139,8 @@ def run_sample(info: Any, sample: Any) -> Outcome:
     torch.manual_seed(0)
     module = _build(info, sample)
     args, kwargs = tuple(sample.forward_input.args), dict(sample.forward_input.kwargs)
-    if any(isinstance(a, (list, tuple)) and any(torch.is_tensor(x) for x in a) for a in (*args, *kwargs.values())):
-        return Outcome("skipped", "tensors nested in a tuple argument")
     called = Called(module, args, kwargs)
-    tensors = [a for a in (*args, *kwargs.values()) if torch.is_tensor(a)]
+    tensors = _tensors([*args, *kwargs.values()])
     leaves = [t.detach().clone().requires_grad_(t.requires_grad and t.is_floating_point()) for t in tensors]
     state = torch.random.get_rng_state()
     with warnings.catch_warnings():
