@@ -54,7 +54,7 @@ from . import catalogue
 from .catalogue import strict_json
 from .errors import EXIT_MISMATCH, EXIT_USAGE, one_line, report_error, say
 from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of
-from .models import Model, load_model
+from .models import Model, load_model, parse_input
 from .repl import run as run_repl
 
 EXIT_INTERRUPTED = 130
@@ -144,8 +144,9 @@ def _module_arguments(parser: argparse.ArgumentParser) -> None:
         "--input",
         action="append",
         default=[],
-        metavar="NAME=DIMS",
-        help="with --module: the shape of one argument of forward, in order, e.g. x=m,3 (names make sizes symbolic)",
+        metavar="NAME=DIMS[:KIND]",
+        help="with --module: the shape of one argument of forward, in order, e.g. x=m,3 (names make sizes symbolic); "
+        "KIND gives integers or booleans instead of float64 normals: y=m:int64[0,10) (class targets 0..9), m:bool",
     )
 
 
@@ -277,7 +278,7 @@ def _model(args: argparse.Namespace) -> Model | None:
         return None
     if args.shape or args.value:
         raise SymgradError("--module takes --input NAME=DIMS for its arguments, not --shape or --value")
-    model = load_model(args.module, {name: parse_shape(text) for name, text in _pairs(args.input, "--input").items()})
+    model = load_model(args.module, {name: parse_input(text) for name, text in _pairs(args.input, "--input").items()})
     args.expression = model.description
     return model
 

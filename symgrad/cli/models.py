@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import itertools
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Any
 
 from ..core.errors import SymgradError
 from ..core.tensor import Tensor
+from ..reader import parse_shape
 from ..torch.tracing import Trace, trace
 
 SEED = 0
@@ -81,8 +83,52 @@ def _callable(found: Any, name: str, path: Path) -> Any:
     raise SymgradError(f"--module: {name} in {path.name} is a {type(found).__name__}, not a model or a function")
 
 
-def _examples(fn: Any, shapes: dict[str, tuple]) -> tuple[list, dict]:
-    """Random float64 example inputs in ``forward``'s order, and torch.export's dynamic_shapes for the names."""
+@dataclass(frozen=True)
+class InputSpec:
+    """One ``--input``: its shape, and its kind of numbers (float64 normals, or integers drawn in [low, high))."""
+
+    shape: tuple
+    dtype: str = "float64"
+    low: int = 0
+    high: int = 2
+
+
+_KINDS = {"float64": "float64", "double": "float64", "float32": "float32", "float": "float32",
+          "int64": "int64", "long": "int64", "int32": "int32", "int": "int32", "bool": "bool"}  # fmt: skip
+_KIND = re.compile(r"(?P<dtype>[a-z0-9]+)(?:\[\s*(?P<low>-?\d{1,9})\s*,\s*(?P<high>-?\d{1,9})\s*\))?")
+
+
+def parse_input(text: str) -> InputSpec:
+    """``DIMS`` or ``DIMS:KIND``: ``m,4``, ``m:int64[0,10)`` (class targets in 0..9), ``m,4:bool``, ``3:float32``.
+
+    >>> parse_input("m:int64[0,10)")
+    InputSpec(shape=(m,), dtype='int64', low=0, high=10)
+    """
+    dims_text, _, kind = text.partition(":")
+    shape = parse_shape(dims_text)
+    if not kind:
+        return InputSpec(shape)
+    found = _KIND.fullmatch(kind.strip())
+    if found is None or found["dtype"] not in _KINDS:
+        raise SymgradError(
+            f"--input kind {kind!r}: use float64, float32, bool, or int64[LOW,HIGH) for integers in LOW..HIGH-1"
+        )
+    dtype = _KINDS[found["dtype"]]
+    if found["low"] is not None:
+        if not dtype.startswith("int"):
+            raise SymgradError(f"--input kind {kind!r}: a range [LOW,HIGH) goes with an integer kind")
+        low, high = int(found["low"]), int(found["high"])
+        if high <= low:
+            raise SymgradError(f"--input kind {kind!r}: the range [{low},{high}) is empty")
+        return InputSpec(shape, dtype, low, high)
+    if dtype.startswith("int"):
+        raise SymgradError(f"--input kind {kind!r}: give the integers' range, e.g. {found['dtype']}[0,10)")
+    return InputSpec(shape, dtype)
+
+
+def _examples(fn: Any, shapes: dict[str, InputSpec]) -> tuple[list, dict]:
+    """Random example inputs in ``forward``'s order (float64 normals, or integers in their range), and
+    torch.export's dynamic_shapes for the names."""
     import torch
 
     signature = inspect.signature(fn.forward if isinstance(fn, torch.nn.Module) else fn)
@@ -96,9 +142,9 @@ def _examples(fn: Any, shapes: dict[str, tuple]) -> tuple[list, dict]:
     symbolic: dict[str, int] = {}
     generator = torch.Generator().manual_seed(SEED)
     examples, dynamic = [], {}
-    for name, shape in shapes.items():
+    for name, spec in shapes.items():
         concrete = []
-        for axis, size in enumerate(shape):
+        for axis, size in enumerate(spec.shape):
             if isinstance(size, int):
                 concrete.append(size)
                 continue
@@ -106,11 +152,16 @@ def _examples(fn: Any, shapes: dict[str, tuple]) -> tuple[list, dict]:
             symbolic.setdefault(label, next(sizes))
             concrete.append(symbolic[label])
             dynamic.setdefault(name, {})[axis] = label
-        examples.append(torch.randn(concrete, dtype=torch.float64, generator=generator))
+        if spec.dtype.startswith("float"):
+            example = torch.randn(concrete, dtype=getattr(torch, spec.dtype), generator=generator)
+        else:
+            example = torch.randint(spec.low, spec.high, concrete, generator=generator, dtype=torch.int64)
+            example = example.bool() if spec.dtype == "bool" else example.to(getattr(torch, spec.dtype))
+        examples.append(example)
     return examples, dynamic
 
 
-def load_model(spec: str, shapes: dict[str, tuple]) -> Model:
+def load_model(spec: str, shapes: dict[str, Any]) -> Model:
     """Load ``FILE.py:NAME``, run it on ``--input`` examples under :func:`symgrad.trace`, and name its leaves."""
     where, _, name = spec.rpartition(":")
     if not where or not name.isidentifier():
@@ -123,7 +174,8 @@ def load_model(spec: str, shapes: dict[str, tuple]) -> Model:
         found = sorted(n for n in vars(module) if not n.startswith("_"))
         raise SymgradError(f"--module: {path.name} has no {name} (it defines {', '.join(found) or 'nothing'})")
     fn = _callable(getattr(module, name), name, path)
-    examples, dynamic = _examples(fn, shapes)
+    specs = {k: v if isinstance(v, InputSpec) else InputSpec(tuple(v)) for k, v in shapes.items()}
+    examples, dynamic = _examples(fn, specs)
     traced = trace(fn, *examples, dynamic_shapes=dynamic)
     if not isinstance(traced.output, Tensor):
         raise SymgradError(f"--module: {name} returns a {type(traced.output).__name__}; symgrad needs one tensor")

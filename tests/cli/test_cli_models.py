@@ -32,6 +32,15 @@ def score(x, w):
     return (x @ w).sigmoid()
 
 
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+
+    def forward(self, x, y, keep):
+        return torch.nn.functional.cross_entropy(self.fc(x) * keep, y)
+
+
 broken = None  # neither a model nor a function
 """
 
@@ -78,6 +87,33 @@ def test_a_symbolic_batch_gives_the_models_laws_proved(capsys, model_file):
     assert code == 0, err
     assert "grad_fc1_weight = " in out and "grad_fc2_bias = " in out
     assert "proof: held" in out
+
+
+def test_a_model_with_class_targets_takes_integer_and_boolean_inputs(capsys, model_file):
+    """``y=m:int64[0,4)``: class targets drawn in 0..3 at a symbolic batch; ``m,1:bool``: a mask."""
+    argv = ["--module", f"{model_file}:Classifier", "--input", "x=m,3", "--input", "y=m:int64[0,4)"]
+    code, out, err = run(capsys, "derive", *argv, "--input", "keep=m,1:bool", "--wrt", "fc.weight")
+    assert code == 0, err
+    assert "grad_fc_weight = " in out and "proof: held" in out
+    fixed = ["--module", f"{model_file}:Classifier", "--input", "x=5,3", "--input", "y=5:int64[0,4)"]
+    code, out, err = run(capsys, "derive", *fixed, "--input", "keep=5,1:bool", "--wrt", "fc.weight", "--format", "json")
+    assert code == 0, err
+    generator = torch.Generator().manual_seed(0)  # the command line's draws, in the order of the inputs
+    x = torch.randn((5, 3), dtype=F64, generator=generator)
+    y = torch.randint(0, 4, (5,), generator=generator)
+    keep = torch.randint(0, 2, (5, 1), generator=generator).bool()
+    torch.manual_seed(0)
+    spec = importlib.util.spec_from_file_location("classifier_for_test", model_file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    net = module.Classifier().double()
+    net(x, y, keep).backward()
+    (grad,) = json.loads(out)["gradients"]
+    listed = grad["entries"]  # the first entries and the last ones of the count
+    assert grad["count"] == 12 and len(listed) >= 4
+    expected = [net.fc.weight.grad[tuple(e["index"])].item() for e in listed]
+    assert [e["value"] for e in listed] == pytest.approx(expected, abs=1e-14)
 
 
 def test_codegen_of_a_model_writes_a_drop_in_that_trains_like_the_original(capsys, model_file, tmp_path):
@@ -143,6 +179,11 @@ def test_explain_a_model_from_a_file(capsys, model_file, tmp_path):
         (["--module", "{dir}/model.py:Net", "--input", "x=2,3", "--wrt", "fc9"], "does not have"),
         (["x.sum()", "--module", "{dir}/model.py:Net"], "not both or neither"),
         (["x.sum()", "--shape", "x=2", "--input", "x=2"], "--input goes with --module"),
+        (["--module", "{dir}/model.py:Net", "--input", "x=2,3:int64"], "give the integers' range"),
+        (["--module", "{dir}/model.py:Net", "--input", "x=2,3:int64[0,3]"], "int64[LOW,HIGH)"),
+        (["--module", "{dir}/model.py:Net", "--input", "x=2,3:int64[3,3)"], "is empty"),
+        (["--module", "{dir}/model.py:Net", "--input", "x=2,3:bool[0,2)"], "goes with an integer kind"),
+        (["--module", "{dir}/model.py:Net", "--input", "x=2,3:complex"], "use float64, float32, bool"),
     ],
 )
 def test_bad_models_are_one_line_with_exit_2(capsys, model_file, argv, message):
