@@ -123,10 +123,22 @@ def expression_text(t: Tensor) -> str:
         if arr.size == 1:
             return str(arr.reshape(-1)[0])
         return f"tensor({to_python(arr)})" if arr.size <= 4 else f"<constant {'×'.join(map(str, arr.shape))}>"
-    text = TorchPrinter().doprint(t)
-    if len(text) <= MAX_EXPRESSION_TEXT:
-        return text
+    if _tree_size(t, MAX_EXPRESSION_TEXT // 2) <= MAX_EXPRESSION_TEXT // 2:  # else its text is surely too long
+        text = TorchPrinter().doprint(t)
+        if len(text) <= MAX_EXPRESSION_TEXT:
+            return text
     return f"<{t.op.name} result {'×'.join(map(str, t.shape))}>" if t.shape else f"<{t.op.name} result>"
+
+
+def _tree_size(t: Tensor, limit: int) -> int:
+    """How many nodes ``t``'s expression has written out as a tree (a shared part counted at each use), counted
+    up to just past ``limit``: a deep network's is astronomically large, and printing it would never end."""
+    count, stack = 0, [t]
+    while stack and count <= limit:
+        node = stack.pop()
+        count += 1
+        stack.extend(node.inputs)
+    return count
 
 
 def _suffix(t: Tensor) -> str:

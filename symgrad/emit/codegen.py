@@ -28,7 +28,7 @@ from ..core.dtypes import is_floating
 from ..core.errors import SymgradError, WorkBudgetError
 from ..core.graph import dims_of, topological, uniform_constant
 from ..core.listing import listing
-from ..core.printers import LatexPrinter, TorchPrinter
+from ..core.printers import LatexPrinter
 from ..core.tensor import Tensor
 from ..derive.forward import jvp
 from ..derive.reverse import law
@@ -345,7 +345,14 @@ def codegen(
     saved_inputs = _function_saved_inputs(p, needed)
     saved = saved_inputs + p.saved_intermediates
     function_dims = _dims_for(p, needed + p.backward)  # what the vjp and the Function's backward read
-    expression = expression or TorchPrinter().doprint(output)
+    expression_line = None
+    if expression is None:  # the forward as a listing: each shared part named once, so its size is the graph's
+        forward = listing([("out", output)], prefix="f")
+        expression = forward.results[0][1]
+        if forward.definitions:
+            lines = [wrapped(f"{n} = {docstring_safe(b)}", "    ") for n, b in forward.definitions + forward.results]
+            expression_line = "Expression:\n" + "\n".join(lines)
+            expression = "the expression at the top of this module"
     context = {
         "module_args": module_args if owned and style == "autograd_function" else [],
         "modes": modes,
@@ -354,7 +361,7 @@ def codegen(
         "name": name,
         "style": style,
         "expression": docstring_safe(expression),
-        "expression_line": wrapped("Expression: out = " + docstring_safe(expression), ""),
+        "expression_line": expression_line or wrapped("Expression: out = " + docstring_safe(expression), ""),
         "shapes": wrapped("Shapes: " + docstring_safe(shapes), ""),
         "version": __version__,
         "command": wrapped(docstring_safe(command or "symgrad.codegen(...)"), "    "),
