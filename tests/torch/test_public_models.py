@@ -142,7 +142,7 @@ def test_text_grows_with_the_number_of_layers_not_their_product():
         torch.manual_seed(0)
         model = pm.GPT(pm.GPTConfig(n_layer=layers)).double()
         idx, targets = _tokens(2, 4, 11, seed=0)
-        traced = sg.trace(lambda idx, targets: model(idx, targets)[1], idx, targets, dynamic_shapes={
+        traced = sg.trace(_loss_of(model, (idx, targets)), idx, targets, dynamic_shapes={
             "idx": {0: "b"}, "targets": {0: "b"}})  # fmt: skip
         wrt = list(traced.parameters.values())
         laws = sg.listing([(f"grad_{p.name}", g) for p, g in zip(wrt, sg.law(traced.output, wrt))]).text()
