@@ -130,6 +130,15 @@ def op_rows() -> list[dict[str, str]]:
     return rows
 
 
+def _followed() -> list[tuple[str, str]]:
+    """The functions sg.trace follows through torch's own decomposition (torch is needed to say where each is)."""
+    try:
+        from ..torch.decompositions import followed
+    except ImportError:  # pragma: no cover - torch is installed wherever the catalogue is generated
+        return []
+    return followed()
+
+
 def op_reference() -> str:
     """``generated/ops.md``: the functions, modules and op rows, as Markdown tables."""
     tables = functions()
@@ -140,6 +149,7 @@ def op_reference() -> str:
             tables=tables,
             modules=modules(),
             rows=op_rows(),
+            followed=_followed(),
             function_count=sum(len(entries) for _, entries in tables),
         )
     )

@@ -261,3 +261,28 @@ def source(func: Callable) -> str | None:
         if any(getattr(packet, o) in decomposition_table for o in packet.overloads()):
             return "torch._decomp"
     return "ATen's composition" if name in COMPOSITES else None
+
+
+# torch functions that sg.trace follows through torch's own decomposition, each checked against torch (values and
+# gradients) by tests/torch/test_decompositions.py; generated/ops.md lists them with where the decomposition is
+FOLLOWED = (
+    "F.alpha_dropout", "F.cosine_embedding_loss", "F.glu", "F.hardshrink", "F.hinge_embedding_loss",
+    "F.instance_norm", "F.local_response_norm", "F.lp_pool1d", "F.lp_pool2d", "F.margin_ranking_loss",
+    "F.multi_head_attention_forward", "F.multi_margin_loss", "F.multilabel_margin_loss",
+    "F.multilabel_soft_margin_loss", "F.pairwise_distance", "F.poisson_nll_loss", "F.prelu", "F.soft_margin_loss",
+    "F.softshrink", "F.tanhshrink", "F.triplet_margin_loss", "torch.deg2rad", "torch.frac", "torch.gru",
+    "torch.logaddexp2", "torch.logit", "torch.lstm", "torch.nan_to_num", "torch.rnn_relu", "torch.rnn_tanh",
+    "torch.sinc", "torch.square",
+)  # fmt: skip
+
+
+def followed() -> list[tuple[str, str]]:
+    """(name, where torch decomposes it) for each function of :data:`FOLLOWED`."""
+    import torch
+
+    namespaces = {"F": torch.nn.functional, "torch": torch}
+    out = []
+    for name in FOLLOWED:
+        space, _, attribute = name.partition(".")
+        out.append((name, source(getattr(namespaces[space], attribute)) or "ATen's composition"))
+    return out

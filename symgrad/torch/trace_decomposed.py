@@ -72,6 +72,7 @@ def decomposed(recorder: Any, func: Callable, name: str, args: tuple, kwargs: di
             f"{name} ({site}): torch's decomposition ({origin}) draws other random numbers than its kernel"
         )
     difference = _disagreement(reference, mine) or _disagreement(copies, (args, kwargs), "argument")
+    difference = difference or _gradient_disagreement(func, decomposition, args, kwargs)
     if difference is not None:
         raise UnsupportedError(
             f"{name} ({site}): torch's decomposition ({origin}) disagrees with its kernel here ({difference})"
@@ -79,16 +80,61 @@ def decomposed(recorder: Any, func: Callable, name: str, args: tuple, kwargs: di
     return mine, recorder.to_symbolic(mine)
 
 
-def _copies(value: Any) -> Any:
-    """``value`` with each tensor in it replaced by a detached copy (the structure kept)."""
+def _gradient_disagreement(func: Callable, decomposition: Callable, args: tuple, kwargs: dict) -> str | None:
+    """How the decomposition's gradient differs from the kernel's, by torch's autograd on copies of the arguments
+    with one random cotangent (a decomposition can agree in values and not in gradient: torch's reference of
+    ``pdist`` takes the square root of the zero diagonal too, whose gradient is nan); None if they agree, or if
+    there is no gradient to compare."""
+    import torch
+
+    state = torch.random.get_rng_state()
+    try:
+        runs = []
+        for call in (func, decomposition):
+            torch.random.set_rng_state(state)
+            copied = _copies((args, kwargs), grad=True)
+            leaves = [t for t in _flat_tensors(copied) if t.requires_grad]
+            with torch.enable_grad():
+                outputs = [t for t in _flat_tensors(call(*copied[0], **copied[1])) if t.requires_grad]
+            runs.append((leaves, outputs))
+        (leaves, outputs), (mine_leaves, mine_outputs) = runs
+        if not leaves or not outputs or len(outputs) != len(mine_outputs):
+            return None
+        generator = torch.Generator().manual_seed(0)
+        cotangents = [torch.randn(o.shape, dtype=o.dtype, generator=generator) for o in outputs]
+        theirs = torch.autograd.grad(outputs, leaves, cotangents, allow_unused=True)
+        ours = torch.autograd.grad(mine_outputs, mine_leaves, cotangents, allow_unused=True)
+    except Exception:  # no derivative to compare (a kernel without one, or a decomposition that cannot run so)
+        return None
+    finally:
+        torch.random.set_rng_state(state)
+    for k, (a, b) in enumerate(zip(theirs, ours)):
+        a = torch.zeros_like(leaves[k]) if a is None else a
+        b = torch.zeros_like(leaves[k]) if b is None else b
+        tolerance = _CLOSE.get(str(a.dtype).replace("torch.", ""), 1e-4)
+        if not torch.allclose(a, b, rtol=tolerance, atol=tolerance, equal_nan=True):
+            return f"the gradient of argument {k} differs by up to {(a - b).abs().max().item():.3g}"
+    return None
+
+
+def _flat_tensors(value: Any) -> list[Any]:
+    import torch
+
+    return [t for t in flat(value) if isinstance(t, torch.Tensor)]
+
+
+def _copies(value: Any, grad: bool = False) -> Any:
+    """``value`` with each tensor in it replaced by a detached copy (the structure kept); with ``grad``, the
+    floating copies require grad (symgrad differentiates by any of them)."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value.detach().clone()
+        copy = value.detach().clone()
+        return copy.requires_grad_() if grad and copy.is_floating_point() else copy
     if isinstance(value, dict):
-        return {k: _copies(v) for k, v in value.items()}
+        return {k: _copies(v, grad) for k, v in value.items()}
     if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(_copies(v) for v in value)
+        return type(value)(_copies(v, grad) for v in value)
     return value
 
 

@@ -151,3 +151,56 @@ def test_copy_into_a_buffer_is_an_update_of_it():
     (update,) = traced.updates
     module(x)
     np.testing.assert_allclose(_numbers(update.value), module.mean.numpy(), rtol=1e-12)
+
+
+_T = torch.tensor([1.0, -1.0, 1.0], dtype=F64)
+_LABELS = torch.tensor([[0, 3, -1, 0], [1, -1, 0, 0], [2, 1, 0, -1]])
+_OTHER = torch.tensor([[0.3, -0.7, 1.1, 0.2], [-1.2, 0.4, 0.9, -0.1], [0.5, 2.0, -0.6, 0.8]], dtype=F64)
+SAMPLES = {
+    "F.alpha_dropout": lambda x: F.alpha_dropout(x, 0.5, training=False),
+    "F.cosine_embedding_loss": lambda x: F.cosine_embedding_loss(x, _OTHER, _T),
+    "F.glu": lambda x: F.glu(x, -1),
+    "F.hardshrink": lambda x: F.hardshrink(x, 0.3),
+    "F.hinge_embedding_loss": lambda x: F.hinge_embedding_loss(x, torch.sign(_OTHER)),
+    "F.instance_norm": lambda x: F.instance_norm(x.unsqueeze(0)),
+    "F.local_response_norm": lambda x: F.local_response_norm(x.unsqueeze(0), 2),
+    "F.lp_pool1d": lambda x: F.lp_pool1d(x.unsqueeze(0).abs() + 0.1, 2, 2),
+    "F.lp_pool2d": lambda x: F.lp_pool2d(x.reshape(1, 1, 3, 4).abs() + 0.1, 2, 2),
+    "F.margin_ranking_loss": lambda x: F.margin_ranking_loss(x[0], x[1], torch.sign(_OTHER[2])),
+    "F.multi_margin_loss": lambda x: F.multi_margin_loss(x, torch.tensor([0, 3, 1])),
+    "F.multilabel_margin_loss": lambda x: F.multilabel_margin_loss(x, _LABELS),
+    "F.multilabel_soft_margin_loss": lambda x: F.multilabel_soft_margin_loss(x, (_OTHER > 0).double()),
+    "F.pairwise_distance": lambda x: F.pairwise_distance(x, _OTHER),
+    "F.poisson_nll_loss": lambda x: F.poisson_nll_loss(x, _OTHER.abs()),
+    "F.prelu": lambda x: F.prelu(x, torch.tensor([0.25], dtype=F64)),
+    "F.soft_margin_loss": lambda x: F.soft_margin_loss(x, torch.sign(_OTHER)),
+    "F.softshrink": lambda x: F.softshrink(x, 0.5),
+    "F.tanhshrink": lambda x: F.tanhshrink(x),
+    "F.triplet_margin_loss": lambda x: F.triplet_margin_loss(x, _OTHER, _OTHER.flip(0)),
+    "torch.deg2rad": lambda x: torch.deg2rad(x),
+    "torch.frac": lambda x: torch.frac(x * 3),
+    "torch.logaddexp2": lambda x: torch.logaddexp2(x, _OTHER),
+    "torch.logit": lambda x: torch.logit(x.sigmoid()),
+    "torch.nan_to_num": lambda x: torch.nan_to_num(x.log()),
+    "torch.sinc": lambda x: torch.sinc(x),
+    "torch.square": lambda x: torch.square(x),
+}  # fmt: skip
+# followed inside the modules that call them: nn.RNN, nn.GRU, nn.LSTM and nn.MultiheadAttention, tested above
+IN_MODULES = {"torch.rnn_tanh", "torch.rnn_relu", "torch.gru", "torch.lstm", "F.multi_head_attention_forward"}
+
+
+def test_every_function_the_catalogue_lists_as_decomposed_has_a_sample():
+    assert set(decompositions.FOLLOWED) == set(SAMPLES) | IN_MODULES
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_functions_followed_through_decompositions_give_torchs_values_and_gradients(name):
+    x = torch.tensor([[0.5, -0.3, 2.0, -1.5], [0.3, 0.1, -0.5, 1.0], [-2.0, 0.25, 0.7, 3.0]], dtype=F64)
+    _agrees_with_torch(SAMPLES[name], x)
+
+
+def test_a_decomposition_with_another_gradient_than_the_kernel_is_refused():
+    """torch's reference of pdist agrees with its kernel in values, but takes the square root of the zero
+    diagonal too, whose gradient is nan: followed, it would give nan where torch's kernel gives numbers."""
+    with pytest.raises(sg.UnsupportedError, match="the gradient of argument 0 differs"):
+        sg.trace(lambda x: F.pdist(x), torch.randn(3, 4, dtype=F64))
