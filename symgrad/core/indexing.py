@@ -606,11 +606,15 @@ def assigned(t: Tensor, index: object, value: Any) -> Tensor:
             "x[index] = value with an index of tensors, lists or masks is not followed; use torch.where, "
             "index_put or scatter instead"
         )
+    if t.dtype == "bool":
+        raise UnsupportedError("x[index] = value into a boolean tensor is not followed; use torch.where instead")
     key = normalize_index(items)
     region = getitem(t, index)
     value = value if is_tensor(value) else t.apply_op("full", shape=(), value=value)
     if value.dtype != t.dtype:
         value = value.to(t.dtype)
+    while value.ndim > region.ndim and value.shape[0] == 1:  # torch drops leading 1s of the value
+        value = value[0]
     if tuple(value.shape) != tuple(region.shape):
         value = value.expand(*region.shape)
     placed = t.apply_op("index_backward", value, shape=t.shape, index=key)

@@ -499,8 +499,8 @@ class TensorMethods(ConversionMethods):
         return self.clamp(min, max)
 
     def cumsum(self, dim: int, dtype: Any = None) -> Tensor:
-        if self.dtype == "bool" and dtype is None:  # torch counts: a running sum of booleans is int64
-            return self.to("int64").cumsum(dim)
+        if self.dtype == "bool":  # torch counts: a running sum of booleans is int64 (or the dtype asked for)
+            return self.to("int64" if dtype is None else dtype).cumsum(dim)
         return relabel(self.apply_op("cumsum", self, dim=normalize_dim(dim, self.ndim)), dtype)
 
     def var(

@@ -81,7 +81,9 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Any = None, append: 
             raise UnsupportedError(f"diff along the symbolic dimension {size}: slice it at fixed bounds")
         if size == 0:
             break
-        out = out.narrow(axis, 1, size - 1) - out.narrow(axis, 0, size - 1)
+        later, earlier = out.narrow(axis, 1, size - 1), out.narrow(axis, 0, size - 1)
+        # torch's difference of booleans is "changed": their xor
+        out = apply("logical_xor", later, earlier) if out.dtype == "bool" else later - earlier
     return out
 
 

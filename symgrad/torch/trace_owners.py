@@ -59,8 +59,8 @@ def _search(fn: Any, found: dict[str, Any], seen: set[int], depth: int) -> None:
         owner = fn.__self__
         if isinstance(owner, torch.nn.Module):
             found.setdefault("", owner)
-        else:
-            _attributes("", owner, found)
+        else:  # a plain object's: named through self, apart from the globals the method reads
+            _attributes("self", owner, found)
         _search(fn.__func__, found, seen, depth)
         return
     if not isinstance(fn, types.FunctionType) or _is_torchs(fn):

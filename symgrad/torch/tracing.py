@@ -134,6 +134,12 @@ class _Recorder:
         if isinstance(value, torch.Tensor):
             known = self.symbolic.get(id(value))
             if known is None:  # a tensor made inside the function, or a constant: its numbers
+                if value.is_leaf and value.requires_grad:  # a parameter where symgrad did not look: never frozen
+                    raise UnsupportedError(
+                        f"the traced code ({user_line()}) uses a tensor that requires grad (shape "
+                        f"{tuple(value.shape)}) which is neither an input nor a parameter symgrad found: pass it "
+                        "as an input, or name what holds it with modules={'name': module_or_parameter}"
+                    )
                 known = _constant_of(value)
                 self.bind(value, known)
             return known

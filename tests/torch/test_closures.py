@@ -153,8 +153,28 @@ def test_a_parameter_a_method_and_a_partial_are_followed():
             return weight * (scale * self.encoder(x)).tanh().sum()
 
     x = torch.randn(4, 3, dtype=F64)
-    _gradients_agree(Task().loss, x, owners={"encoder": encoder, "scale": scale})
-    _gradients_agree(functools.partial(Task().loss, weight=0.5), x, owners={"encoder": encoder, "scale": scale})
+    _gradients_agree(Task().loss, x, owners={"self.encoder": encoder, "scale": scale})
+    _gradients_agree(functools.partial(Task().loss, weight=0.5), x, owners={"self.encoder": encoder, "scale": scale})
+
+
+def test_a_parameter_symgrad_did_not_find_is_refused_never_frozen():
+    """An attribute of a plain object and a global of the same name are two parameters; one kept where symgrad
+    does not look (a list) is refused in one line rather than traced as a constant."""
+    torch.manual_seed(0)
+    scale = nn.Parameter(torch.tensor(2.0, dtype=F64))
+
+    class Task:
+        def __init__(self):
+            self.scale = nn.Parameter(torch.tensor(3.0, dtype=F64))
+
+        def loss(self, x):
+            return (self.scale * scale * x).pow(2).sum()
+
+    task = Task()
+    _gradients_agree(task.loss, torch.randn(3, dtype=F64), owners={"self.scale": task.scale, "scale": scale})
+    heads = [nn.Linear(3, 1).double()]
+    with pytest.raises(sg.UnsupportedError, match="neither an input nor a parameter symgrad found"):
+        sg.trace(lambda x: heads[0](x).sum(), torch.randn(2, 3, dtype=F64))
 
 
 def test_a_module_method_reading_another_module_names_it_self():

@@ -201,3 +201,57 @@ def test_other_random_draws_are_constants_an_emitted_module_refuses():
 )
 def test_conversions_and_copies_give_torchs_gradients(convert):
     _same_gradients(lambda x: convert(x).sin().sum(), torch.tensor([-1.5, 0.25, 2.75], dtype=F64))
+
+
+def _assigned_rows(x, v):
+    """x[...] = v as people write it: a column from a vector with extra leading 1s, a row from a number, a slice
+    with a step and a negative bound."""
+    a = x * 2
+    a[:, 0] = v.reshape(1, 1, 3)
+    a[-1] = 0.5
+    a[::2, 1:-1] = v[:2].sum()
+    return a * x
+
+
+def _assigned_ends(x, v):
+    a = x * 2
+    a[:, 0] = v
+    a[-1] = 0.5
+    return (a * x).sum()
+
+
+def test_assignment_into_a_traced_tensor_at_fixed_and_symbolic_sizes():
+    x, v = torch.randn(3, 4, dtype=F64), torch.randn(3, dtype=F64)
+    _same_gradients(_assigned_rows, x, v)
+    traced = sg.trace(_assigned_ends, x, v, dynamic_shapes={"x": {0: "m"}, "v": {0: "m"}})
+    emitted = sg.compile(traced, wrt=traced.inputs, name="Assigned")
+    x, v = torch.randn(6, 4, dtype=F64), torch.randn(6, dtype=F64)
+    value, grads = emitted.forward_and_vjp(x, v, torch.tensor(1.0, dtype=F64))
+    leaves = [x.clone().requires_grad_(), v.clone().requires_grad_()]
+    expected = _assigned_ends(*leaves)
+    torch.testing.assert_close(value, expected.detach(), rtol=1e-12, atol=1e-12)
+    for ours, theirs in zip(grads, torch.autograd.grad(expected, leaves), strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
+    with pytest.raises(sg.UnsupportedError, match="into a boolean tensor"):
+        sg.trace(lambda x: _set_first(x > 0).sum(), x)
+
+
+def _set_first(mask):
+    mask[0] = True
+    return mask
+
+
+def test_differences_and_running_counts_of_booleans_are_torchs():
+    """torch's diff of booleans is their xor; a running sum of booleans counts in the dtype asked for."""
+    x = torch.tensor([[1.0, -2.0, 3.0], [-1.0, 2.0, -3.0], [4.0, 5.0, 6.0]], dtype=F64)
+    _same_gradients(lambda x: torch.where(torch.diff(x > 0, dim=0), x[1:], -x[:-1]), x)
+    _same_gradients(lambda x: (x > 0).cumsum(1, dtype=F64) * x, x)
+
+
+def test_embedding_bag_offsets_torch_does_not_define_are_refused():
+    weight = torch.randn(6, 2, dtype=F64)
+    indices = torch.tensor([1, 2, 4, 5, 4, 3, 2])
+    for offsets, last in ((torch.tensor([0, 2, 4]), True), (torch.tensor([0, 5, 2]), False)):
+        with pytest.raises(sg.UnsupportedError, match="embedding_bag"):
+            sg.trace(lambda w, o=offsets, last=last: torch.nn.functional.embedding_bag(indices, w, o, mode="sum",
+                                                                     include_last_offset=last), weight)  # fmt: skip
