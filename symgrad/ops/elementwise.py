@@ -148,10 +148,11 @@ binary(
     "Atan2Backward0",
     saves=True,
     precedence=9,
-    # torch's atan2 backward gives 0 where a² + b² is 0 (at the origin, or when it underflows), not 0/0
+    # torch's atan2 backward multiplies by 1 / (a² + b²) taken as 0 where a² + b² is 0 (at the origin, or when it
+    # underflows): 0 there for a finite g, nan for an infinite one (−∞ · 0 · 0)
     vjp=lambda g, out, a, b: (
-        unbroadcast(apply("masked_div", g * b, a**2 + b**2), a.shape),
-        unbroadcast(apply("masked_div", -g * a, a**2 + b**2), b.shape),
+        unbroadcast(g * b * apply("masked_div", 1.0, a**2 + b**2), a.shape),
+        unbroadcast(-g * a * apply("masked_div", 1.0, a**2 + b**2), b.shape),
     ),
 )
 binary(

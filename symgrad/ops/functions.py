@@ -77,7 +77,7 @@ class relu(sympy.Function):  # noqa: N801 - spelled as in torch
 
     @staticmethod
     def float64(x: float) -> float:
-        return x if x > 0 or math.isnan(x) else 0.0  # relu(nan) is nan
+        return 0.0 if x < 0 else x  # as torch's kernel: relu(nan) is nan, relu(-0.0) is -0.0
 
     def _eval_is_real(self):
         return self.args[0].is_real

@@ -73,14 +73,20 @@ register(
 
 
 def _prod_vjp(g, a, dim: tuple, keepdim: bool):
-    """g times each entry's product of the others; for ``x.prod()`` of a tensor with two or more zeros,
-    torch's backward returns zeros outright (every product of others holds a zero), so a nan or infinite g
-    does not reach them."""
-    share = expand_back(g, a.shape, dim, keepdim) * _others(a, dim)
+    """As torch's prod backward: where the input holds no zero at all, g · prod / x (so an infinite entry gets
+    ∞/∞ = nan, as torch's); where it holds one, g times each entry's product of the others; and for ``x.prod()``
+    of a tensor with two or more zeros, zeros outright (every product of others holds a zero), so a nan or
+    infinite g does not reach them."""
+    spread = expand_back(g, a.shape, dim, keepdim)
+    if not a.shape:
+        return spread
+    share = spread * _others(a, dim)
+    zeros = apply("eq", a, 0).sum()
+    out = expand_back(apply("prod", a, dim=dim, keepdim=keepdim), a.shape, dim, keepdim)
+    share = apply("where", apply("gt", zeros, 0), share, spread * (out / a))
     whole = reduced_without_dim(a.shape, dim, keepdim)
     if not whole or (all(isinstance(d, int) for d in a.shape) and math.prod(a.shape) < 2):
         return share
-    zeros = apply("eq", a, 0).sum()
     return apply("where", apply("gt", zeros, 1), 0, share)
 
 

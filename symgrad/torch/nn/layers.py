@@ -173,11 +173,11 @@ def embedding_bag(
         )
     if any(b > a for a, b in zip(bounds[1:], bounds)):
         raise UnsupportedError(f"embedding_bag with decreasing offsets {bounds}: torch does not define its bags")
-    if include_last_offset and bounds and bounds[-1] != input.shape[0]:
+    if include_last_offset and mode == "sum" and bounds and bounds[-1] != input.shape[0]:
         # torch's kernels disagree here: sum runs the last bag to the input's end, mean and max stop at offsets[-1]
         raise UnsupportedError(
-            f"embedding_bag(include_last_offset=True) with offsets[-1] = {bounds[-1]} short of the input's length "
-            f"{input.shape[0]}: end the offsets at the input's length"
+            f"embedding_bag(mode='sum', include_last_offset=True) with offsets[-1] = {bounds[-1]} short of the "
+            f"input's length {input.shape[0]}: end the offsets at the input's length"
         )
     ends = bounds[1:] if include_last_offset else [*bounds[1:], input.shape[0]]
     bags = []
