@@ -206,7 +206,11 @@ def _cumprod_grad_float64(g: np.ndarray, a: np.ndarray, dim: int) -> np.ndarray:
 
 
 def _torch_cumprod_grad(torch, g, a, dim: int):
-    return torch.ops.aten.cumprod_backward(g, a, dim, torch.cumprod(a, dim)) if a.ndim else g
+    if not a.ndim:
+        return g
+    # as autograd runs it: without grad mode unless differentiated (the kernel's other path differs at infinities)
+    with torch.set_grad_enabled(torch.is_grad_enabled() and (g.requires_grad or a.requires_grad)):
+        return torch.ops.aten.cumprod_backward(g, a, dim, torch.cumprod(a, dim))
 
 
 register(
@@ -215,7 +219,7 @@ register(
         lambda g, a, dim: a,
         _cumprod_grad,
         _torch_cumprod_grad,
-        "torch.ops.aten.cumprod_backward({0}, {1}, {dim}, torch.cumprod({1}, {dim}))",
+        "_cumprod_backward({0}, {1}, {dim})",
         r"\operatorname{{cumprod}}'_{{{dim}}}\left({0}, {1}\right)",
         "none",
         vjp=no_law_for_second_order("cumprod"),

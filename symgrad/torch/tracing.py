@@ -500,6 +500,16 @@ def trace(
     for name, real in zip(names, example_inputs, strict=False):
         if not isinstance(real, torch.Tensor):
             raise SymgradError(f"trace() takes tensors as example inputs; {name} is a {type(real).__name__}")
+    repeated = [
+        name
+        for k, (name, real) in enumerate(zip(names, example_inputs))
+        if any(real is other for other in example_inputs[:k])
+    ]
+    if repeated:  # one tensor would stand for two inputs, and a gradient by one of them would miss the other's share
+        raise SymgradError(
+            f"trace() was given the same tensor twice (as {repeated[0]} and an earlier input): pass a copy, "
+            "x.clone(), for each input"
+        )
     shapes = {name: dict(axes) for name, axes in (dynamic_shapes or {}).items()}
     unknown = sorted(set(shapes) - set(names[: len(example_inputs)]))
     if unknown:

@@ -255,3 +255,19 @@ def test_embedding_bag_offsets_torch_does_not_define_are_refused():
         with pytest.raises(sg.UnsupportedError, match="embedding_bag"):
             sg.trace(lambda w, o=offsets, last=last: torch.nn.functional.embedding_bag(indices, w, o, mode="sum",
                                                                      include_last_offset=last), weight)  # fmt: skip
+
+
+def test_the_same_tensor_as_two_inputs_is_refused():
+    """Two inputs would share one symbolic leaf, and the gradient by the first would miss the second's share."""
+    x = torch.randn(3, dtype=F64)
+    with pytest.raises(sg.SymgradError, match="the same tensor twice"):
+        sg.trace(lambda a, b: (a * b).sum(), x, x)
+
+
+def test_einsum_of_operands_that_share_no_subscript_is_a_product_of_their_own():
+    """Eight vectors with eight subscripts: the product of eight sums, at once (it was 6,561 terms and a time-out)."""
+    x = torch.tensor([1.0673, 0.0967, 2.0], dtype=F64)
+    _same_gradients(lambda x: torch.einsum("a,b,c,d,e,f,g,h->", *([x] * 8)).abs(), x)
+    a, b, c = torch.randn(3, dtype=F64), torch.randn(2, 4, dtype=F64), torch.randn(4, 5, dtype=F64)
+    _same_gradients(lambda a, b, c: torch.einsum("i,jk,kl->lij", a, b, c), a, b, c)
+    _same_gradients(lambda a, b: torch.einsum("...i,j->...ji", b, a), a, b)
