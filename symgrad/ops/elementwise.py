@@ -120,15 +120,20 @@ def _scalar_value(t: Any) -> Any:
 
 
 def _pow_vjp(g, out, a, b) -> tuple:
-    """torch's pow backward: no gradient to the base where the exponent is 0, none to the exponent where
-    the base is 0 and the exponent is at least 0 (where 0 · inf would give nan)."""
+    """torch's pow backward: zeros to the base where the exponent is 0 (zeros that flow on, as torch's
+    ``zeros_like``: a nan further back still meets them), none to the exponent where the base is 0 and the
+    exponent is at least 0 (where 0 · inf would give nan)."""
     exponent, base = _scalar_value(b), _scalar_value(a)
     if exponent is not None:  # the lowered exponent stays a Python number: x ** 2 → 2 * x ** 1 → 2 * x
         lowered = sympy.sympify(b.entries().item()) - 1
         if lowered.is_Integer or lowered.is_Float:
-            ga = None if exponent == 0 else g * b * a ** (int(lowered) if lowered.is_Integer else float(lowered))
+            ga = (
+                zero_gradient(a)
+                if exponent == 0
+                else g * b * a ** (int(lowered) if lowered.is_Integer else float(lowered))
+            )
         else:
-            ga = None if exponent == 0 else g * b * a ** (b - 1)
+            ga = zero_gradient(a) if exponent == 0 else g * b * a ** (b - 1)
     else:
         ga = g * apply("where", apply("eq", b, 0), 0, b * a ** (b - 1))
     log_term = out * apply("log", a)
@@ -136,7 +141,7 @@ def _pow_vjp(g, out, a, b) -> tuple:
         gb = g * (apply("where", apply("ge", b, 0), 0, log_term) if base == 0 else log_term)
     else:
         gb = g * apply("where", apply("eq", a, 0), apply("where", apply("ge", b, 0), 0, log_term), log_term)
-    return (None if ga is None else unbroadcast(ga, a.shape)), unbroadcast(gb, b.shape)
+    return unbroadcast(ga, a.shape), unbroadcast(gb, b.shape)
 
 
 binary(

@@ -1406,7 +1406,9 @@ def _embedding(c: Builder, x: str) -> str | None:
 # ── more products and linalg ─────────────────────────────────────────────────
 @spec("einsum_n", "einsum1 einsum3 einsum4 einsum5 einsum6 einsum7 einsum8")
 def _einsum_n(c: Builder, x: str) -> str | None:
-    """1 to 8 operands (earlier nodes reused), letters shared where sizes agree."""
+    """1 to 8 operands (earlier nodes reused), letters shared where sizes agree: each operand's first dim shares
+    a letter when one of its size exists, so that the operands are connected (symgrad factors an einsum of
+    unconnected groups into einsums of each group)."""
     count = c.pick((1, 3, 4, 5, 6, 7, 8))
     small = [v for v in c.order if numel(c.shape(v)) <= 4 and len(c.shape(v)) <= 2]
     if count > 1 and not small:
@@ -1417,9 +1419,9 @@ def _einsum_n(c: Builder, x: str) -> str | None:
     letters, size_of, terms = iter("abcdefghijklmnop"), {}, []
     for v in operands:
         term = ""
-        for size in c.shape(v):
+        for position, size in enumerate(c.shape(v)):
             shared = [k for k, s in size_of.items() if s == size and k not in term]
-            if shared and c.flag():
+            if shared and (position == 0 or c.flag()):
                 term += c.pick(shared)
             else:
                 letter = next(letters)

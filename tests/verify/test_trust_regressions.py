@@ -573,3 +573,13 @@ def test_a_power_of_minus_one_half_at_negative_zero_is_torchs_rsqrt():
     leaf = torch.tensor([-3.0, -5.0, 4.0], dtype=F64)
     _close(st.rsqrt(st.nn.functional.hardswish(x)).tolist(), torch.rsqrt(torch.nn.functional.hardswish(leaf)))
     _close((st.nn.functional.hardswish(x) ** -0.5).tolist(), torch.nn.functional.hardswish(leaf) ** -0.5)
+
+
+def test_the_zeros_of_a_power_of_zero_flow_on_as_torchs():
+    """torch's gradient of t ** 0 is zeros_like(t), which meets the chain further back: with t = log1p(x) at
+    x = -1, that is 0 / 0 = nan, where a gradient that stopped at the power gave 0."""
+    for x in ([-1.0], [0.5, -1.0]):
+        leaf = torch.tensor(x, dtype=F64, requires_grad=True)
+        (theirs,) = torch.autograd.grad(torch.pow(leaf.log1p().mean(), 0), leaf)
+        ours = st.tensor(x, dtype="float64", requires_grad=True)
+        _close(sg.vjp(st.pow(ours.log1p().mean(), 0), ours, 1.0).tolist(), theirs, what=f"x = {x}")
