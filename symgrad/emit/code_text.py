@@ -178,7 +178,11 @@ class CodePrinter(TorchPrinter):
 
     def _print_full(self, t: Tensor):
         value, _ = self._print_number(sympy.sympify(t.attrs["value"]))
-        return f"{self.like}.new_full({shape_tuple(t.attrs['shape'])}, {value})", 9
+        shape = shape_tuple(t.attrs["shape"])
+        if not is_floating(t.dtype):  # an index or a mask keeps its integer or boolean dtype
+            kind = "torch.bool" if t.dtype == "bool" else f"torch.{t.dtype}"
+            return f"torch.full({shape}, {value}, dtype={kind}, device={self.like}.device)", 9
+        return f"{self.like}.new_full({shape}, {value})", 9
 
     def _print_eye(self, t: Tensor):
         return f"torch.eye({t.attrs['n']}, dtype={self.like}.dtype, device={self.like}.device)", 9

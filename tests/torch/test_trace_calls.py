@@ -271,3 +271,22 @@ def test_einsum_of_operands_that_share_no_subscript_is_a_product_of_their_own():
     a, b, c = torch.randn(3, dtype=F64), torch.randn(2, 4, dtype=F64), torch.randn(4, 5, dtype=F64)
     _same_gradients(lambda a, b, c: torch.einsum("i,jk,kl->lij", a, b, c), a, b, c)
     _same_gradients(lambda a, b: torch.einsum("...i,j->...ji", b, a), a, b)
+
+
+def _gathered_at_two(x):
+    index = torch.zeros(x.shape[0], dtype=torch.long)
+    index[0] = 2
+    keep = torch.ones(x.shape[0], 3, dtype=torch.bool).tril()
+    return torch.where(keep, x, 0.0).gather(1, index[:, None]).sum()
+
+
+def test_integer_and_boolean_constants_at_a_symbolic_size_keep_their_dtype_in_emitted_code():
+    """An index made with torch.zeros(m, dtype=torch.long) was emitted as a float, and gather refused it."""
+    traced = sg.trace(_gathered_at_two, torch.randn(4, 3, dtype=F64), dynamic_shapes={"x": {0: "m"}})
+    emitted = sg.compile(traced, wrt=traced.inputs, name="Gathered")
+    x = torch.randn(6, 3, dtype=F64)
+    value, (grad,) = emitted.forward_and_vjp(x, torch.tensor(1.0, dtype=F64))
+    leaf = x.clone().requires_grad_()
+    expected = _gathered_at_two(leaf)
+    torch.testing.assert_close(value, expected.detach(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(grad, torch.autograd.grad(expected, leaf)[0], rtol=1e-12, atol=1e-12)
