@@ -276,6 +276,26 @@ class TensorMethods(ConversionMethods):
             out = self.apply_op("cat", out.narrow(axis, size - k, k), out.narrow(axis, 0, size - k), dim=axis)
         return out
 
+    def diff(self, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Tensor:
+        """``n``-th forward differences along ``dim``: ``out[i] = x[i + 1] − x[i]``, after joining ``prepend`` and
+        ``append`` (torch's order); for booleans, torch's "changed": their xor."""
+        if self.ndim == 0:
+            raise TorchRuntimeError("diff expects input to be at least one-dimensional")
+        if n < 0:
+            raise TorchRuntimeError(f"order must be non-negative but got {n}")
+        axis = normalize_dim(dim, self.ndim)
+        parts = [p for p in (prepend, self, append) if p is not None]
+        out = self.apply_op("cat", *parts, dim=axis) if len(parts) > 1 else self
+        for _ in range(n):
+            size = out.shape[axis]
+            if not isinstance(size, int):
+                raise UnsupportedError(f"diff along the symbolic dimension {size}: slice it at fixed bounds")
+            if size == 0:
+                break
+            later, earlier = out.narrow(axis, 1, size - 1), out.narrow(axis, 0, size - 1)
+            out = self.apply_op("logical_xor", later, earlier) if out.dtype == "bool" else later - earlier
+        return out
+
     # ── squeezing, splitting, repeating; triangles and diagonals ─────────
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
         empty = isinstance(dim, (tuple, list)) and not dim  # squeeze(()) squeezes nothing

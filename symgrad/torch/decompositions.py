@@ -172,7 +172,7 @@ def _reference(name: str) -> Callable | None:
     import torch._refs.special
 
     for namespace in (torch._refs.nn.functional, torch._refs, torch._refs.special, torch._refs.linalg):
-        found = getattr(namespace, name, None)
+        found = getattr(namespace, name, None) or getattr(namespace, name.removeprefix("special_"), None)
         if inspect.isfunction(found):
             return found
     return None

@@ -66,25 +66,7 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
 
 
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Tensor:
-    """``n``-th forward differences along ``dim``: ``out[i] = x[i + 1] − x[i]``, after joining ``prepend`` and
-    ``append`` (torch's order)."""
-    if input.ndim == 0:
-        raise TorchRuntimeError("diff expects input to be at least one-dimensional")
-    if n < 0:
-        raise TorchRuntimeError(f"order must be non-negative but got {n}")
-    axis = normalize_dim(dim, input.ndim)
-    parts = [p for p in (prepend, input, append) if p is not None]
-    out = cat(parts, axis) if len(parts) > 1 else input
-    for _ in range(n):
-        size = out.shape[axis]
-        if not isinstance(size, int):
-            raise UnsupportedError(f"diff along the symbolic dimension {size}: slice it at fixed bounds")
-        if size == 0:
-            break
-        later, earlier = out.narrow(axis, 1, size - 1), out.narrow(axis, 0, size - 1)
-        # torch's difference of booleans is "changed": their xor
-        out = apply("logical_xor", later, earlier) if out.dtype == "bool" else later - earlier
-    return out
+    return input.diff(n, dim, prepend, append)
 
 
 # ── joining and splitting ──────────────────────────────────────────────────

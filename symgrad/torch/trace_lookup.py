@@ -82,6 +82,10 @@ def symbolic_function(func: Callable) -> tuple[str, Any]:
         return "attribute", func.__self__.__name__
     if module in ("torch.nn.functional", "torch._C._nn"):
         return "function", getattr(symbolic_torch.nn.functional, name, None)
+    if module == "torch._C._special":  # torch.special.expm1 is special_expm1; expit is sigmoid
+        name = {"expit": "sigmoid"}.get(name.removeprefix("special_"), name.removeprefix("special_"))
+        found = getattr(symbolic_torch, name, None) or getattr(symbolic_torch.nn.functional, name, None)
+        return "function", found
     if module == "torch.linalg" or "linalg" in module:
         return "function", getattr(symbolic_torch.linalg, name.removeprefix("linalg_"), None)
     if module in ("torch", "torch.functional") or qualname.startswith("_VariableFunctionsClass."):

@@ -290,3 +290,12 @@ def test_integer_and_boolean_constants_at_a_symbolic_size_keep_their_dtype_in_em
     expected = _gathered_at_two(leaf)
     torch.testing.assert_close(value, expected.detach(), rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(grad, torch.autograd.grad(expected, leaf)[0], rtol=1e-12, atol=1e-12)
+
+
+def test_torch_special_and_the_diff_method():
+    """torch.special's spellings (special_expm1, expit for sigmoid, logit by torch's reference) and x.diff()."""
+    x = torch.tensor([[0.2, 0.7, 0.4], [0.9, 0.1, 0.55]], dtype=F64)
+    special = torch.special
+    _same_gradients(lambda x: special.expm1(x) * special.exp2(x) + special.erfc(x) + special.expit(x), x)
+    _same_gradients(lambda x: special.logit(x) + special.xlogy(x, x) + special.log_softmax(x, 0), x)
+    _same_gradients(lambda x: x.diff() * 2 + torch.where((x > 0.5).diff(dim=1), x[:, 1:], 0.0), x)
