@@ -163,6 +163,14 @@ def plan(
     update_lines, counter = _update_lines(updates, printer, buffer_names or {}, counter)
     names_map[id(output)] = "output"
 
+    # a draw the laws rebuilt (a copy of the forward's node, with its key) is the noise the forward saved: the
+    # backward reads it and never draws again
+    saved_noise = {n.attrs["key"]: names_map[k] for k, n in forward_nodes.items() if _is_draw(n) and k in names_map}
+    for key, node in law_nodes.items():
+        if _is_draw(node) and key not in names_map:
+            if node.attrs["key"] not in saved_noise:
+                raise SymgradError("the gradient reads a dropout's noise that the forward does not draw")
+            names_map[key] = saved_noise[node.attrs["key"]]
     printer.like = "grad_output"  # new tensors in the backward follow the incoming gradient's dtype and device
     printer.derivatives = True
     results: list[str] = []
@@ -180,6 +188,8 @@ def plan(
             text = f"{text if text.isidentifier() else f'({text})'}.to({x.name}.dtype)"  # as autograd casts it
         backward_lines.append((f"grad_{x.name}", text))
         results.append(f"grad_{x.name}")
+    if any(_draws(body) for _, body in backward_lines):  # a bug of the planner: refuse rather than draw again
+        raise SymgradError("the emitted backward would draw a dropout's noise again instead of reading the saved one")
     saved_inputs = [names_map[id(t)] for t in inputs if id(t) in frontier]
     drawn = {key: names_map[key] for key, node in forward_nodes.items() if _is_draw(node) and key in frontier}
     moving, jvp_dims, jvp_lines, jvp_printer = _forward_mode(expression, inputs, sources, counter, drawn)

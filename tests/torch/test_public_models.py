@@ -149,3 +149,27 @@ def test_text_grows_with_the_number_of_layers_not_their_product():
         sizes[layers] = (len(laws), len(sg.codegen(traced, name="Loss")))
     for one, three in zip(sizes[1], sizes[3]):
         assert three < 3.5 * one, sizes
+
+
+def test_a_small_gpt_with_dropout_trains_through_its_drop_in_as_the_model():
+    """Dropout in training mode (embeddings, attention, residuals, MLP), the same seed for both: the drop-in's
+    losses and gradients are the model's. Its backward once drew the MLP's noise again instead of reading it."""
+    torch.manual_seed(0)
+    model = pm.GPT(pm.GPTConfig(dropout=0.1)).double().train()
+    reference = pm.GPT(pm.GPTConfig(dropout=0.1)).double().train()
+    reference.load_state_dict(model.state_dict())
+    idx, targets = _tokens(3, 4, 11, seed=1)
+    traced = sg.trace(_loss_of(model, (idx, targets)), idx, targets, dynamic_shapes={
+        "idx": {0: "b"}, "targets": {0: "b"}})  # fmt: skip
+    twin = sg.compile(traced, name="Loss").LossModule(traced.model)
+    for step, batch in enumerate((2, 5)):
+        inputs = _tokens(batch, 4, 11, seed=20 + step)
+        torch.manual_seed(step)
+        ours = twin(*inputs)
+        ours.backward()
+        torch.manual_seed(step)
+        theirs = reference(*inputs)[1]
+        theirs.backward()
+        torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
+        for (name, mine), real in zip(model.named_parameters(), reference.parameters(), strict=True):
+            torch.testing.assert_close(mine.grad, real.grad, rtol=1e-10, atol=1e-12, msg=name)
