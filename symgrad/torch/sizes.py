@@ -70,6 +70,17 @@ class Guards:
                 )
 
 
+@contextlib.contextmanager
+def unguarded() -> Iterator[None]:
+    """Sizes compared here record no guard: torch's own decompositions check shapes against plain numbers, and
+    what they decide is checked by the probe instead (a second run at other sizes gives the same calls)."""
+    saved, _ACTIVE.traces = _ACTIVE.traces, []
+    try:
+        yield
+    finally:
+        _ACTIVE.traces = saved
+
+
 class _Recording(threading.local):
     def __init__(self) -> None:
         self.traces: list[Guards] = []  # the traces recording now in this thread (innermost last)

@@ -108,6 +108,7 @@ class _Recorder:
         self.mode: Any = None  # the TorchFunctionMode that calls _call: torch's decompositions run under it
         # the calls (name, torch function) whose decompositions are running, outermost first
         self.decomposing: list[tuple[str, Any]] = []
+        self.decomposed = False  # whether a decomposition ran (deciding on plain sizes, which the probe checks)
 
     def differentiable(self, real: Any) -> bool:
         """Whether the tensor's symbolic value depends on an input or a parameter (torch.func's view: every input
@@ -251,6 +252,7 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
         symbolic = None
     grad_enabled = torch.is_grad_enabled()
     if destination is None and _lacks_rule(kind, target) and holds_tensor((args, kwargs)):
+        recorder.decomposed = True
         real, result = decomposed(recorder, func, target if kind == "method" else name, args, kwargs)
         if result is None:  # a plain answer (x.is_complex()): the real answer is the answer
             return real
@@ -260,8 +262,6 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
             real = destination
         if kind in ("attribute", "method") and not holds_tensor(real) and (target in PLAIN or real is not None):
             # what a tensor says of itself (x.is_nested, x.dim()): the real answer is the answer
-            if recorder.decomposing:  # torch's own decomposition decides on plain sizes; a second run checks them
-                return real
             return sizes_answer(real, recorder.symbolic.get(id(args[0])), target, args, kwargs)
         if kind == "function" and not holds_tensor((args, kwargs)):
             if target is None or not holds_size((args, kwargs)):
@@ -548,6 +548,7 @@ class _Run:
     updates: list[Any]
     updated_inputs: list[str]
     random_draws: list[str]
+    decomposed: bool = False
 
 
 def _run(fn: Callable, model: Any, example_inputs: Sequence[Any], names: list[str], shapes: dict) -> _Run:
@@ -581,7 +582,8 @@ def _run(fn: Callable, model: Any, example_inputs: Sequence[Any], names: list[st
         final = recorder.symbolic[id(real)]
         if final is not buffers[name] and id(final) not in by_kernel:
             updates.append(Assign(name, final))
-    return _Run(output, inputs, parameters, buffers, guards, recorder.sites, updates, updated, recorder.random_sites)
+    return _Run(output, inputs, parameters, buffers, guards, recorder.sites, updates, updated, recorder.random_sites,
+                recorder.decomposed)  # fmt: skip
 
 
 def _updated_by_kernel(owned: list[tuple[str, Any]], recorder: _Recorder) -> list[Any]:
@@ -594,34 +596,58 @@ def _probe(
     fn: Callable, model: Any, example_inputs: Sequence[Any], names: list[str], shapes: dict, first: _Run
 ) -> None:
     """Run the code again with each symbolic dim at another size (one more, else one fewer, within the guards)
-    and refuse the trace if it made other calls there: then its graph holds at the example's sizes only."""
+    and refuse the trace if it made other calls there: then its graph holds at the example's sizes only. Where
+    torch's decompositions ran (they decide on plain sizes, unseen by the guards), two larger sizes are tried too."""
     sizes = example_sizes(example_inputs, names, shapes)
     for dim in sorted(sizes):
-        failures = []
-        for step in (1, -1):
-            other = {**sizes, dim: sizes[dim] + step}
-            if other[dim] < 1 or not within(first.guards.items, other):
-                continue
-            inputs = [resized(x, shapes.get(n, {}), other) for n, x in zip(names, example_inputs, strict=False)]
-            try:
-                with state_kept(model):
-                    second = _run(fn, model, inputs, names, shapes)
-            except SymgradError:
-                raise
-            except Exception as error:  # the code itself rejects this size: try the other one
-                failures.append(f"at {dim} = {other[dim]}: {type(error).__name__}: {' '.join(str(error).split())}")
-                continue
-            difference = first_difference(first.output, second.output, first.sites)
-            if difference is not None:
-                raise UnsupportedError(
-                    f"the traced code makes other calls at {dim} = {other[dim]} than at {dim} = {sizes[dim]} "
-                    f"({difference}): Python code that loops or decides on a symbolic size unrolls at the example's "
-                    f"size, so the graph would hold only there; leave {dim} out of dynamic_shapes"
-                )
-            break
-        else:
-            reason = "; ".join(failures) or "other sizes break the conditions it checks"
+        _probe_dim(fn, model, example_inputs, names, shapes, first, sizes, dim)
+        if first.decomposed:
+            for larger in (sizes[dim] + 3, 2 * sizes[dim] + 5):
+                _probe_dim(fn, model, example_inputs, names, shapes, first, sizes, dim, steps=(larger - sizes[dim],),
+                           required=False)  # fmt: skip
+
+
+def _probe_dim(
+    fn: Callable,
+    model: Any,
+    example_inputs: Sequence[Any],
+    names: list[str],
+    shapes: dict,
+    first: _Run,
+    sizes: dict[str, int],
+    dim: str,
+    steps: tuple[int, ...] = (1, -1),
+    required: bool = True,
+) -> None:
+    """One probe of ``dim`` (see :func:`_probe`): at the first of ``steps`` the code runs at, or, if none and
+    ``required``, a refusal."""
+    failures = []
+    for step in steps:
+        other = {**sizes, dim: sizes[dim] + step}
+        if other[dim] < 1 or not within(first.guards.items, other):
+            continue
+        inputs = [resized(x, shapes.get(n, {}), other) for n, x in zip(names, example_inputs, strict=False)]
+        try:
+            with state_kept(model):
+                second = _run(fn, model, inputs, names, shapes)
+        except SymgradError:
+            raise
+        except Exception as error:  # the code itself rejects this size: try the other one
+            failures.append(f"at {dim} = {other[dim]}: {type(error).__name__}: {' '.join(str(error).split())}")
+            continue
+        difference = first_difference(first.output, second.output, first.sites)
+        if difference is not None:
             raise UnsupportedError(
-                f"the traced code runs only at {dim} = {sizes[dim]} ({reason}), so its graph cannot be symbolic "
-                f"in {dim}: leave it out of dynamic_shapes"
+                f"the traced code makes other calls at {dim} = {other[dim]} than at {dim} = {sizes[dim]} "
+                f"({difference}): Python code that loops or decides on a symbolic size unrolls at the example's "
+                f"size, so the graph would hold only there; leave {dim} out of dynamic_shapes"
             )
+        break
+    else:
+        if not required:
+            return
+        reason = "; ".join(failures) or "other sizes break the conditions it checks"
+        raise UnsupportedError(
+            f"the traced code runs only at {dim} = {sizes[dim]} ({reason}), so its graph cannot be symbolic "
+            f"in {dim}: leave it out of dynamic_shapes"
+        )

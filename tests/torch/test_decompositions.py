@@ -204,3 +204,18 @@ def test_a_decomposition_with_another_gradient_than_the_kernel_is_refused():
     diagonal too, whose gradient is nan: followed, it would give nan where torch's kernel gives numbers."""
     with pytest.raises(sg.UnsupportedError, match="the gradient of argument 0 differs"):
         sg.trace(lambda x: F.pdist(x), torch.randn(3, 4, dtype=F64))
+
+
+def test_a_decomposition_that_decides_on_a_larger_size_is_caught_by_the_probe(monkeypatch):
+    """What torch's decompositions decide on sizes records no guard (their shape checks compare sizes with plain
+    numbers): where one ran, the probe also traces at larger sizes, and a graph that changes there is refused."""
+    plain = decompositions.COMPOSITES["instance_norm"]
+
+    def deciding(x, *args):
+        out = plain(x, *args)
+        return out * 1.0 if x.shape[0] > 4 else out  # another graph from 5 samples on
+
+    monkeypatch.setitem(decompositions.COMPOSITES, "instance_norm", deciding)
+    x = torch.randn(3, 2, 5, dtype=F64)
+    with pytest.raises(sg.UnsupportedError, match="makes other calls at b = 6"):
+        sg.trace(lambda x: F.instance_norm(x).sum(), x, dynamic_shapes={"x": {0: "b"}})
