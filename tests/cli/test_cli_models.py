@@ -32,6 +32,14 @@ def score(x, w):
     return (x @ w).sigmoid()
 
 
+torch.manual_seed(0)
+shared = nn.Linear(3, 2).double()
+
+
+def closure_loss(x, y):
+    return torch.nn.functional.cross_entropy(shared(x), y)
+
+
 class Classifier(nn.Module):
     def __init__(self):
         super().__init__()
@@ -114,6 +122,13 @@ def test_a_model_with_class_targets_takes_integer_and_boolean_inputs(capsys, mod
     assert grad["count"] == 12 and len(listed) >= 4
     expected = [net.fc.weight.grad[tuple(e["index"])].item() for e in listed]
     assert [e["value"] for e in listed] == pytest.approx(expected, abs=1e-14)
+
+
+def test_a_loss_function_closing_over_a_model_names_its_parameters(capsys, model_file):
+    argv = ["--module", f"{model_file}:closure_loss", "--input", "x=m,3", "--input", "y=m:int64[0,2)"]
+    code, out, err = run(capsys, "derive", *argv, "--wrt", "shared.weight")
+    assert code == 0, err
+    assert "grad_shared_weight = " in out and "proof: held" in out
 
 
 def test_codegen_of_a_model_writes_a_drop_in_that_trains_like_the_original(capsys, model_file, tmp_path):
