@@ -132,11 +132,12 @@ def op_rows() -> list[dict[str, str]]:
 
 def _followed() -> list[tuple[str, str]]:
     """The functions sg.trace follows through torch's own decomposition (torch is needed to say where each is)."""
+    from ..torch.decompositions import followed
+
     try:
-        from ..torch.decompositions import followed
+        return followed()
     except ImportError:  # pragma: no cover - torch is installed wherever the catalogue is generated
         return []
-    return followed()
 
 
 def op_reference() -> str:

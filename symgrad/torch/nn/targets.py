@@ -18,6 +18,7 @@ import sympy
 from ...core.constructors import symbols, tensor
 from ...core.errors import TorchIndexError, TorchRuntimeError, TorchTypeError, UnsupportedError
 from ...core.graph import topological_all
+from ...core.indexing import note_index_range
 from ...core.tensor import Tensor
 
 
@@ -30,9 +31,7 @@ def class_targets(target: Any, what: str, classes: Any = None) -> Tensor:
     if not target.has_values():
         if target.kind != "symbol":
             if target.dtype.startswith("int") and _moved_symbols(target):
-                for leaf in target.leaves().values():
-                    if leaf.kind == "symbol" and getattr(leaf, "classes", None) is None:
-                        leaf.classes = classes  # the values a proof picks for its entries
+                note_index_range(target, classes)  # the values a proof picks for its entries
                 return target if target.dtype == "int64" else target.to("int64")
             raise UnsupportedError(
                 f"{what}(): class targets must be a tensor of its own, or one rearranged (view, reshape, slices), "
