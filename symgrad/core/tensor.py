@@ -477,11 +477,16 @@ def apply(op_name: str, *args: Any, **attrs: Any) -> Tensor:
 Tensor.apply_op = staticmethod(apply)
 
 
-def with_inputs(node: Tensor, inputs: Sequence[Tensor]) -> Tensor:
-    """``node``'s op applied to ``inputs``; ``node`` itself when they are its own (rebuilds keep identity)."""
-    if all(a is b for a, b in zip(inputs, node.inputs)):
+def with_inputs(node: Tensor, inputs: Sequence[Tensor], attrs: dict | None = None) -> Tensor:
+    """``node``'s op applied to ``inputs`` (and ``attrs``, else its own); ``node`` itself when they are its own
+    (rebuilds keep identity). The rebuilt node keeps ``node``'s dtype where its inputs keep theirs: a dtype given
+    as an argument (``.to(torch.int64)``, ``new_zeros(dtype=...)``) labels the node, not its op."""
+    if attrs is None and all(a is b for a, b in zip(inputs, node.inputs)):
         return node
-    return apply(node.op.name, *inputs, **node.attrs)
+    out = apply(node.op.name, *inputs, **(node.attrs if attrs is None else attrs))
+    if all(a.dtype == b.dtype for a, b in zip(inputs, node.inputs)):
+        out.dtype = node.dtype
+    return out
 
 
 def constant(

@@ -22,6 +22,7 @@ from ..core.dims import same_dim
 from ..core.graph import topological, uniform_constant
 from ..core.tensor import Tensor, with_inputs
 from ..ops.calculus import to_tensor
+from .rewrite_log import Rewrite
 
 ARITHMETIC = frozenset({"add", "sub", "mul", "div", "neg"})
 MAX_OPS = 120  # SymPy's factor gets slow on large rational functions
@@ -37,8 +38,9 @@ def _is_arithmetic(t: Tensor) -> bool:
     return t.op.name in ARITHMETIC
 
 
-def fuse(results: Sequence[Tensor]) -> list[Tensor]:
-    """``results`` with each arithmetic region replaced by a shorter equal one, where SymPy finds it."""
+def fuse(results: Sequence[Tensor], log: list[Rewrite] | None = None) -> list[Tensor]:
+    """``results`` with each arithmetic region replaced by a shorter equal one, where SymPy finds it; each
+    replacement is appended to ``log`` when one is given."""
     order: dict[int, Tensor] = {}
     consumers: dict[int, list[Tensor]] = {}
     for root in results:
@@ -59,7 +61,7 @@ def fuse(results: Sequence[Tensor]) -> list[Tensor]:
         if node.op is None or inner(node):
             done[key] = node
         elif _is_arithmetic(node):
-            done[key] = _Region(node, inner, done).shortest()
+            done[key] = _Region(node, inner, done).shortest(log)
         else:
             done[key] = with_inputs(node, [done[id(i)] for i in node.inputs])
     return [done[id(r)] for r in results]
@@ -75,7 +77,7 @@ class _Region:
         self.size = 0
         self.memo: dict[int, sympy.Expr] = {}
 
-    def shortest(self) -> Tensor:
+    def shortest(self, log: list[Rewrite] | None = None) -> Tensor:
         expr = self.expression(self.root)
         if self.size >= 2 and len(self.atoms) <= MAX_ATOMS and sympy.count_ops(expr) <= MAX_OPS:
             candidates = [_positive_factors(sympy.factor(expr)), sympy.cancel(expr), expr]
@@ -83,6 +85,9 @@ class _Region:
             if sympy.count_ops(best) < self.size:
                 replacement = self.rebuild(best)
                 if _same_shape(replacement.shape, self.root.shape):  # else a cancelled term carried a broadcast
+                    if log is not None:
+                        atoms = frozenset(id(t) for t in self.bindings.values())
+                        log.append(Rewrite(self.copy(self.root), replacement, atoms, closed=True))
                     return replacement
         return self.copy(self.root)
 

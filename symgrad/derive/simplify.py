@@ -28,6 +28,7 @@ from ..core.registry import lookup
 from ..core.tensor import Tensor, apply, constant, with_inputs
 from .fuse import fuse
 from .patterns import cross_entropy_gradient, numeric_cross_entropy_gradient
+from .rewrite_log import Rewrite
 
 
 def _same_shape(a: Sequence, b: Sequence) -> bool:
@@ -523,12 +524,19 @@ def _key(t: Tensor) -> tuple:
 
 
 def simplify(
-    results: Sequence[Tensor], *, context: Sequence[Tensor] = (), fused: bool = True, exact: bool = False
+    results: Sequence[Tensor],
+    *,
+    context: Sequence[Tensor] = (),
+    fused: bool = True,
+    exact: bool = False,
+    log: list[Rewrite] | None = None,
 ) -> list[Tensor]:
     """Simplified, hash-consed versions of ``results``; nodes equal to ones in ``context`` are reused.
 
     ``exact`` keeps every value IEEE arithmetic gives, at infinities and nans too (what emitted code
-    needs to match torch everywhere): no products with zero dropped, nothing cancelled by SymPy.
+    needs to match torch everywhere): no products with zero dropped, nothing cancelled by SymPy. Each
+    rewrite applied is appended to ``log`` when one is given; the rest is hash-consing, which merges only
+    nodes with the same op, attributes and inputs.
     """
     memo: dict[tuple, Tensor] = {}
     rebuilt: dict[int, Tensor] = {}
@@ -547,39 +555,68 @@ def simplify(
             tick("simplifying the law")
             if id(node) in rebuilt:
                 continue
-            rebuilt[id(node)] = _canonical(node, rebuilt, memo, exact=exact)
+            rebuilt[id(node)] = _canonical(node, rebuilt, memo, exact=exact, log=log)
     simplified = [rebuilt[id(r)] for r in results]
     if not fused or exact:
         return simplified
     # arithmetic regions cancelled and factored by SymPy, then the rules and sharing once more
-    return simplify(fuse(simplified), context=context, fused=False)
+    return simplify(fuse(simplified, log=log), context=context, fused=False, log=log)
 
 
 MAX_REWRITE_DEPTH = 40  # rules shrink or reorder expressions; the bound is a guard, not a tuning knob
 
 
 def _canonical(
-    node: Tensor, rebuilt: dict[int, Tensor], memo: dict[tuple, Tensor], depth: int = 0, *, exact: bool = False
+    node: Tensor,
+    rebuilt: dict[int, Tensor],
+    memo: dict[tuple, Tensor],
+    depth: int = 0,
+    *,
+    exact: bool = False,
+    log: list[Rewrite] | None = None,
 ) -> Tensor:
     if node.op is None:
         return memo.setdefault(_key(node), node)
     inputs = [rebuilt[id(i)] for i in node.inputs]
     replacement = _rewrite(node.op.name, inputs, node.attrs, node.shape, exact) if depth < MAX_REWRITE_DEPTH else None
     if replacement is not None:
-        return _canonical_tree(replacement, memo, depth + 1, exact=exact)
+        if log is not None:
+            log.append(Rewrite(with_inputs(node, inputs), replacement, _existing(replacement, inputs, memo)))
+        return _canonical_tree(replacement, memo, depth + 1, exact=exact, log=log)
     candidate = with_inputs(node, inputs)
     return memo.setdefault(_key(candidate), candidate)
 
 
-def _canonical_tree(t: Tensor, memo: dict[tuple, Tensor], depth: int = 0, *, exact: bool = False) -> Tensor:
+def _canonical_tree(
+    t: Tensor, memo: dict[tuple, Tensor], depth: int = 0, *, exact: bool = False, log: list[Rewrite] | None = None
+) -> Tensor:
     """Canonicalise a freshly built replacement (its inputs may be new nodes too)."""
     local: dict[int, Tensor] = {}
     for node in topological(t):
         if memo.get(_key(node)) is node:  # already canonical (or part of the forward graph): keep as is
             local[id(node)] = node
         else:
-            local[id(node)] = _canonical(node, local, memo, depth, exact=exact)
+            local[id(node)] = _canonical(node, local, memo, depth, exact=exact, log=log)
     return local[id(t)]
+
+
+def _existing(replacement: Tensor, inputs: Sequence[Tensor], memo: dict[tuple, Tensor]) -> frozenset[int]:
+    """The ids of the nodes a rewrite's replacement reads that existed before it: its inputs, canonical nodes and
+    leaves, where a walk down from the replacement stops."""
+    known = {id(i) for i in inputs}
+    found: set[int] = set()
+    seen: set[int] = set()
+    stack = [replacement]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.op is None or id(node) in known or memo.get(_key(node)) is node:
+            found.add(id(node))
+        else:
+            stack.extend(node.inputs)
+    return frozenset(found)
 
 
 def op_count(t: Tensor) -> int:

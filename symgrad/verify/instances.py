@@ -24,7 +24,7 @@ import sympy
 from ..core.constructors import tensor
 from ..core.dims import is_concrete
 from ..core.graph import topological_all
-from ..core.tensor import Tensor, apply
+from ..core.tensor import Tensor, with_inputs
 
 Sizes = dict[sympy.Symbol, int]
 
@@ -72,12 +72,13 @@ def size_floors(roots: Sequence[Tensor]) -> dict[sympy.Symbol, int]:
     return floors
 
 
-def _concrete(value: Any, sizes: Sizes) -> Any:
+def at_sizes(value: Any, sizes: Sizes) -> Any:
+    """An attribute or shape with its dimensions replaced by ``sizes`` (integers where they become integers)."""
     if isinstance(value, sympy.Expr):
         result = sympy.sympify(value.xreplace(sizes))
         return int(result) if result.is_Integer else result
     if isinstance(value, tuple):
-        return tuple(_concrete(v, sizes) for v in value)
+        return tuple(at_sizes(v, sizes) for v in value)
     return value
 
 
@@ -91,15 +92,16 @@ def instantiate(roots: Sequence[Tensor], sizes: Sizes, *, rng: random.Random | N
     made: dict[int, Tensor] = {}
     for node in topological_all(roots):
         if node.op is None:
-            made[id(node)] = _instantiate_leaf(node, sizes, rng)
+            made[id(node)] = instantiate_leaf(node, sizes, rng)
         else:
-            attrs = {k: _concrete(v, sizes) for k, v in node.attrs.items()}
-            made[id(node)] = apply(node.op.name, *(made[id(i)] for i in node.inputs), **attrs)
+            attrs = {k: at_sizes(v, sizes) for k, v in node.attrs.items()}
+            made[id(node)] = with_inputs(node, [made[id(i)] for i in node.inputs], attrs)
     return made
 
 
-def _instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
-    shape = _concrete(tuple(node.shape), sizes)
+def instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
+    """One leaf at ``sizes`` (see :func:`instantiate`); ``rng`` draws class indices."""
+    shape = at_sizes(tuple(node.shape), sizes)
     if node.kind != "symbol":
         entries = node.entries()
         flat = [sympy.sympify(e) for e in entries.reshape(-1)]
@@ -116,7 +118,7 @@ def _instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
         )
     classes = getattr(node, "classes", None)
     if classes is not None:
-        bound = int(_concrete(classes, sizes))
+        bound = int(at_sizes(classes, sizes))
         count = int(np.prod(shape, dtype=int))
         values = np.array([rng.randrange(bound) for _ in range(count)], dtype=object).reshape(shape)
         return tensor(values.tolist(), name=node.name, dtype="int64")

@@ -27,11 +27,12 @@ import sympy
 from ..core.budget import tick
 from ..core.budget import time_limit as bounded_time
 from ..core.errors import CheckError, SymgradError, UnsupportedError, ValuesUnknownError, WorkBudgetError
-from ..core.graph import dims_of, topological
+from ..core.graph import dims_of, topological, topological_all
 from ..core.tensor import Tensor, constant
 from ..derive.entrywise import as_grad_tensor, vjp_entries
 from ..derive.reverse import law
 from .instances import Sizes, above_floors, instantiate, size_assignments, size_floors
+from .rewrites import check_rewrites, rewrites_of
 from .rules import chain_equals, check_rules, rule_nodes
 from .torch_eval import evaluate_graph
 from .zeros import zero_by
@@ -62,6 +63,8 @@ class Proof:
             sizes = ", ".join(f"{k}={v}" for k, v in e["sizes"].items())
             how = ", ".join(f"{n} {m}" for m, n in sorted(e.get("methods", {}).items()))
             rules = f"rule by rule, {e['rules']} rules; " if "rules" in e else ""
+            if "rewrites" in e:
+                rules += f"the simplifier rewrite by rewrite, {e['rewrites']} rewrites; "
             failed = (
                 f"; the rule of {e['failed_rule']} does not hold on fresh symbols, so the whole graph's entries decided"
                 if e.get("failed_rule")
@@ -73,9 +76,10 @@ class Proof:
             )
         for n in self.numeric:
             sizes = ", ".join(f"{k}={v}" for k, v in n["sizes"].items())
+            rounding = f"; the graph rounds through {n['rounding']}" if "rounding" in n else ""
             lines.append(
                 f"torch at {sizes or 'the given sizes'}: {'held' if n['held'] else 'FAILED'}"
-                f" (max abs error {n['max_abs_error']:.3g})"
+                f" (max abs error {n['max_abs_error']:.3g}{rounding})"
             )
         return "\n".join(lines)
 
@@ -123,9 +127,10 @@ def _prove(outputs, wrt, grads, laws, sizes, torch_sizes, numeric, raise_on_fail
     proof = Proof(laws)
     floors = size_floors(roots + targets)
     nodes = rule_nodes(outs, targets) if chain else []
+    rewrites = rewrites_of(chain, outs, laws) if chain else None
     for assignment in size_assignments(dims, floors=floors) if sizes is None else sizes:
         made = instantiate(roots + targets, assignment)
-        result = _by_rules(nodes, laws, chain, made) if chain else None
+        result = _by_rules(nodes, laws, chain, made, rewrites, assignment) if chain else None
         if result is None or "failed_rule" in result:  # the whole graph's entries decide
             result = {**_by_entries(outs, targets, vs, laws, made, assignment), **(result or {})}
         proof.exact.append({"sizes": {str(k): v for k, v in assignment.items()}, **result})
@@ -137,19 +142,37 @@ def _prove(outputs, wrt, grads, laws, sizes, torch_sizes, numeric, raise_on_fail
     return proof
 
 
-def _by_rules(nodes: list[Tensor], laws: list[Tensor], chain: list[Tensor], made: dict) -> dict[str, Any] | None:
+def _by_rules(
+    nodes: list[Tensor],
+    laws: list[Tensor],
+    chain: list[Tensor],
+    made: dict,
+    rewrites: list | None,
+    assignment: Sizes,
+) -> dict[str, Any] | None:
     """The exact proof at one size assignment, rule by rule (None when a rule cannot be checked on fresh symbols,
-    as an op that needs the values of an index tensor: the whole graph's entries are compared then)."""
+    as an op that needs the values of an index tensor: the whole graph's entries are compared then). The laws
+    equal the chain when each of the simplifier's rewrites holds; where one cannot be shown on its own, or the
+    laws did not come from simplifying the chain, their entries are compared with the chain's."""
     try:
         rules = check_rules(nodes, made)
     except (ValuesUnknownError, UnsupportedError):
         return None
     if not rules.held:  # on fresh symbols, outside the values the graph gives it (BCE's probabilities, say)
         return {"failed_rule": rules.failed}
-    held, count, methods = chain_equals(laws, chain, made)
+    steps = None
+    if rewrites is not None:
+        steps = check_rewrites(rewrites, assignment, dict(made))
+    if steps is not None and steps.held:
+        held, count, methods = True, steps.entries, dict(steps.methods)
+    else:
+        held, count, methods = chain_equals(laws, chain, made)
     for method, n in rules.methods.items():
         methods[method] = methods.get(method, 0) + n
-    return {"held": held, "entries": count + rules.entries, "methods": methods, "rules": rules.rules}
+    out = {"held": held, "entries": count + rules.entries, "methods": methods, "rules": rules.rules}
+    if steps is not None and steps.held:
+        out["rewrites"] = steps.rules
+    return out
 
 
 def _by_entries(outs, targets, vs, laws, made, assignment) -> dict[str, Any]:
@@ -213,8 +236,28 @@ def check_numerically(
             raise SymgradError(f"law has shape {tuple(ours.shape)}, torch's gradient {tuple(theirs.shape)}")
         worst = max(worst, float((ours - theirs).abs().max()) if ours.numel() else 0.0)
     scale = max(float(leaf.grad.abs().max()) if leaf.grad is not None and leaf.grad.numel() else 0.0 for leaf in leaves)
-    return {
+    narrowest = _narrowest_rounding([made[id(r)] for r in roots])
+    out = {
         "sizes": {str(k): v for k, v in sizes.items()},
-        "held": worst <= 1e-9 * max(1.0, scale),
+        "held": worst <= ROUNDING_TOLERANCE[narrowest] * max(1.0, scale),
         "max_abs_error": worst,
     }
+    if narrowest != "float64":  # the graph rounds through a narrower dtype, as torch's does, in its own order
+        out["rounding"] = narrowest
+    return out
+
+
+# the numeric check's tolerance, relative to the largest gradient entry, by the narrowest dtype the graph rounds
+# through (``x.float()`` in a float64 model): a thousand times its machine epsilon, where float64 keeps 1e-9
+ROUNDING_TOLERANCE = {"float64": 1e-9, "float32": 1e3 * 2.0**-23, "bfloat16": 1e3 * 2.0**-7, "float16": 1e3 * 2.0**-10}
+
+
+def _narrowest_rounding(roots: list[Tensor]) -> str:
+    """The narrowest floating dtype a conversion in the graph rounds to (``float64`` when none does)."""
+    order = ["float64", "float32", "float16", "bfloat16"]
+    narrowest = 0
+    for node in topological_all(roots):
+        wanted = node.attrs.get("dtype") if node.op is not None else None
+        if isinstance(wanted, str) and wanted in order:
+            narrowest = max(narrowest, order.index(wanted))
+    return order[narrowest]

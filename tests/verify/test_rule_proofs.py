@@ -102,3 +102,42 @@ def test_fewer_laws_than_tensors_is_one_clear_error():
     x, y = sg.symbols("x", (n,), requires_grad=True), sg.symbols("y", (n,), requires_grad=True)
     with pytest.raises(sg.SymgradError, match="got 1 laws for 2 tensors"):
         sg.prove((x * y).sum(), [x, y], laws=[y])
+
+
+def test_a_simplified_law_is_proved_rewrite_by_rewrite():
+    """The law against its chain of rules: each of the simplifier's rewrites on its own, not the entries of the
+    whole law (which grow with the depth of the network)."""
+    out, wrt = _layer_norm_mlp()
+    proof = sg.prove(out, wrt, numeric=False)
+    assert proof.held, str(proof)
+    assert all(e["rewrites"] > 0 for e in proof.exact)
+    assert "the simplifier rewrite by rewrite" in str(proof)
+
+
+def test_a_law_written_by_hand_is_compared_with_the_chain_entry_by_entry():
+    """A law that is not the simplifier's (the same gradient written another way) cannot be proved by the
+    simplifier's rewrites: its entries are compared with the chain's, and a wrong one still fails."""
+    (n,) = sg.dims("n")
+    x = sg.symbols("x", (n,), requires_grad=True)
+    out = (x.tanh() * 3).sum()
+    right = 3 - 3 * x.tanh() ** 2
+    proof = sg.prove(out, [x], laws=[right], numeric=False)
+    assert proof.held and "rewrites" not in proof.exact[0], str(proof)
+    assert not sg.prove(out, [x], laws=[3 - x.tanh() ** 2], numeric=False).held
+
+
+def test_a_wrong_rewrite_is_caught_and_a_right_one_that_looks_below_its_inputs_holds():
+    """Each rewrite is checked with the nodes it reads cut to fresh symbols; ``(u.T).T`` → ``u`` needs the node
+    below its input spelled out, and gets it."""
+    from symgrad.derive.rewrite_log import Rewrite
+    from symgrad.verify.rewrites import check_rewrites
+
+    (n,) = sg.dims("n")
+    w, v = sg.symbols("w", (n, 3)), sg.symbols("v", (3, 2))
+    u = (w @ v).tanh()  # deep enough to be cut
+    inner = u.T
+    right = Rewrite(inner.T, u, frozenset({id(u)}))
+    wrong = Rewrite(u * 2, u * 3, frozenset({id(u)}))
+    assert check_rewrites([right], {n: 2}, {}).held
+    result = check_rewrites([right, wrong], {n: 2}, {})
+    assert not result.held and result.failed == "mul"
