@@ -521,8 +521,43 @@ def shape_checks(inputs: Sequence[Tensor], guards: Sequence = ()) -> tuple[list[
                 f"shapes {shapes}: the traced code holds only where {relation} (it decides so at {why})",
             )
         )
-    lines = [f'if {cond}:\n        raise ValueError(f"{msg}")' for cond, msg in checks]
+    opening = "        raise ValueError("
+    lines = [f"if {cond}:\n{opening}{message_literal(msg, opening)})" for cond, msg in checks]
     return lines, sources
+
+
+def message_literal(text: str, opening: str, width: int = 120) -> str:
+    """An f-string body as the argument of ``opening`` (``"        raise ValueError("``): one literal, or, when
+    the line would pass ``width``, literals split at spaces (never inside a ``{...}``), one per line, as ruff
+    format lays them out."""
+    if len(opening) + len(_literal(text)) + 1 <= width:
+        return _literal(text)
+    indent = len(opening) - len(opening.lstrip()) + 4
+    pieces, start, depth, position, limit = [], 0, 0, 0, width - indent - 4
+    last_space = None
+    while position < len(text):
+        pair = text[position : position + 2]
+        if depth == 0 and pair in ("{{", "}}"):
+            position += 2
+            continue
+        char = text[position]
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if char == " " and depth == 0:
+            last_space = position
+        if position - start >= limit and last_space is not None and last_space > start:
+            pieces.append(text[start : last_space + 1])
+            start, last_space = last_space + 1, None
+        position += 1
+    pieces.append(text[start:])
+    inner = "\n".join(" " * indent + _literal(piece) for piece in pieces if piece)
+    return f"\n{inner}\n{' ' * (indent - 4)}"
+
+
+def _literal(text: str) -> str:
+    """``text`` (an f-string body) as an f-string, or as a plain string when it has no ``{...}`` to fill."""
+    if "{" in text.replace("{{", "").replace("}}", ""):
+        return f'f"{text}"'
+    return '"' + text.replace("{{", "{").replace("}}", "}") + '"'
 
 
 def dims_in(t: Tensor) -> set:

@@ -44,6 +44,7 @@ from .code_text import (
     docstring_safe,
     fit_statement,
     load_source,
+    message_literal,
     name_statements,
     needs_name,
     shape_checks,
@@ -51,6 +52,7 @@ from .code_text import (
     wrapped,
 )
 from .curvature_code import STYLES, curvature_codegen
+from .formatting import formatted
 from .kernels import joined_cross_entropy, split_cross_entropy
 from .runtime_dtypes import drifts
 from .templates import code_environment
@@ -376,6 +378,10 @@ def codegen(
         "version": __version__,
         "command": wrapped(docstring_safe(command or "symgrad.codegen(...)"), "    "),
         "wrt": [x.name for x in wrt],
+        "only_message": message_literal(
+            f"{name}Function gives gradients for {', '.join(x.name for x in wrt)} only",
+            "            raise RuntimeError(",
+        ),
         "wrt_positions": {x.name: i for i, x in enumerate(inputs) if any(x is w for w in wrt)},
         "gradients": [
             (wrapped(f"{n} = {docstring_safe(t)}", "    "), wrapped(f"LaTeX: {docstring_safe(lt)}", "    "))
@@ -409,7 +415,7 @@ def codegen(
         compile(tree, "<emitted module>", "exec")
     except SyntaxError as error:  # a bug of the emitter: refuse rather than hand out broken code
         raise SymgradError(f"the emitted module is not valid Python ({error.msg}, line {error.lineno})") from None
-    return _unused_results_as_underscores(source, tree)
+    return formatted(_unused_results_as_underscores(source, tree), keep=DRAWS)
 
 
 def _unused_results_as_underscores(source: str, tree: ast.Module) -> str:
@@ -497,9 +503,12 @@ def _is_draw(node: Tensor) -> bool:
     return node.op is not None and node.op.name == "dropout_noise"
 
 
+DRAWS = frozenset({".bernoulli_("})  # how a statement that draws random numbers (a dropout's noise) reads
+
+
 def _draws(body: str) -> bool:
     """Whether a statement draws random numbers (a dropout's noise)."""
-    return ".bernoulli_(" in body
+    return any(word in body for word in DRAWS)
 
 
 def _needed_forward(p: Plan) -> list[tuple[str, str]]:

@@ -39,6 +39,7 @@ from .code_text import (
     shape_checks,
     wrapped,
 )
+from .formatting import formatted
 from .templates import code_environment
 
 STYLES = ("hvp", "hessian")
@@ -214,4 +215,4 @@ def curvature_codegen(
         compile(source, "<emitted module>", "exec")
     except SyntaxError as error:  # a bug of the emitter: refuse rather than hand out broken code
         raise SymgradError(f"the emitted module is not valid Python ({error.msg}, line {error.lineno})") from None
-    return source
+    return formatted(source)

@@ -379,6 +379,7 @@ def describe_proof(proof: Any) -> list[dict[str, Any]]:
                 "held": e["held"],
                 "entries": e["entries"],
                 "rules": e.get("rules"),  # proved rule by rule: how many VJP rules were checked
+                "rewrites": e.get("rewrites"),  # and the simplifier's distinct rewrites, each on its own
                 "methods": [(count, method) for method, count in sorted(e["methods"].items())],
             }
         )

@@ -8,6 +8,10 @@ trains exactly as the model does (float64, a few SGD steps at other batch sizes,
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -175,3 +179,19 @@ def test_a_small_gpt_with_dropout_trains_through_its_drop_in_as_the_model():
         torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
         for (name, mine), real in zip(model.named_parameters(), reference.parameters(), strict=True):
             torch.testing.assert_close(mine.grad, real.grad, rtol=1e-10, atol=1e-12, msg=name)
+
+
+def test_a_models_emitted_module_is_code_we_would_sign(tmp_path):
+    """The small GPT's drop-in, as ruff checks and formats code with the repository's settings: no unused
+    statement, and the text ruff format writes (long lines and symbolic sizes such as ``4 * b`` included)."""
+    ruff = shutil.which("ruff") or shutil.which("ruff", path=str(Path(sys.executable).parent))
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    *_, traced, _ = _traced("small GPT")
+    path = tmp_path / "emitted.py"
+    path.write_text(sg.codegen(traced, name="Loss"))
+    settings = ["--config", str(Path(__file__).parents[2] / "pyproject.toml")]
+    checked = subprocess.run([ruff, "check", *settings, str(path)], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stdout
+    formatted = subprocess.run([ruff, "format", "--check", *settings, str(path)], capture_output=True, text=True)
+    assert formatted.returncode == 0, formatted.stdout
