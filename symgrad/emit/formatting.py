@@ -12,12 +12,14 @@ import ast
 import shutil
 import subprocess
 import textwrap
+from functools import lru_cache
 
 from ..core.errors import SymgradError
 
 LINE_LENGTH = 120
 
 
+@lru_cache(maxsize=256)  # emitting the same module twice (a determinism check, a cache miss upstream) is common
 def formatted(source: str, *, keep: frozenset[str] = frozenset()) -> str:
     """``source`` without dead statements (:func:`without_dead_statements`), formatted by ``ruff format``."""
     return ruff_format(with_docstrings_folded(without_dead_statements(source, keep=keep)))
