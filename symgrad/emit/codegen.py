@@ -22,14 +22,16 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+import sympy
+
 from ..core.constructors import symbols_like
 from ..core.dims import format_shape
 from ..core.dtypes import is_floating
 from ..core.errors import SymgradError, WorkBudgetError
 from ..core.graph import dims_of, topological, uniform_constant
 from ..core.listing import listing
-from ..core.printers import LatexPrinter
-from ..core.tensor import Tensor
+from ..core.printers import LatexPrinter, size_source
+from ..core.tensor import Tensor, apply
 from ..derive.forward import jvp
 from ..derive.reverse import law
 from ..derive.simplify import simplify
@@ -302,15 +304,11 @@ def codegen(
     updates: list = []
     modes: dict[str, bool] = {}
     buffer_names: dict[str, str] = {}
+    pieces: list[Tensor] = []  # a traced tuple's outputs, computed as one flat tensor
     if isinstance(output, Trace):
         traced = output
         leaves = {**traced.parameters, **traced.buffers}
-        output = traced.output
-        if not isinstance(output, Tensor):
-            raise SymgradError(
-                f"the traced code returns a {type(output).__name__}, and an emitted module computes one tensor: "
-                "trace a function that returns the one to differentiate, e.g. lambda x, y: model(x, y)[1]"
-            )
+        output, pieces = _one_output(traced.output)
         wrt = list(traced.parameters.values()) if wrt is None else wrt
         inputs = [*traced.inputs, *leaves.values()] if inputs is None else inputs
         parameters = {leaf.name: path for path, leaf in traced.parameters.items()}
@@ -407,6 +405,7 @@ def codegen(
         or "torch." in " ".join(body for _, body in [*p.forward, ("", p.forward_result), *p.backward]),
         "tangent_of": {x: f"tangent_{x}" for x in p.tangents},
         "backward_returns": [f"grad_{t.name}" if any(t is x for x in wrt) else "None" for t in inputs],
+        **_split_context(pieces, inputs, guards),
     }
     source = code_environment().get_template("module.py.j2").render(**context)
     source = re.sub(r"\n{4,}", "\n\n\n", source).rstrip() + "\n"  # at most two blank lines, as ruff format keeps
@@ -416,6 +415,45 @@ def codegen(
     except SyntaxError as error:  # a bug of the emitter: refuse rather than hand out broken code
         raise SymgradError(f"the emitted module is not valid Python ({error.msg}, line {error.lineno})") from None
     return formatted(_unused_results_as_underscores(source, tree), keep=DRAWS)
+
+
+def _one_output(output: Any) -> tuple[Tensor, list[Tensor]]:
+    """What the emitted module computes for a traced output: the tensor itself, or for a tuple of tensors (a
+    model's ``(logits, loss)``) one flat tensor of them all, which the drop-in splits again (and the tuple)."""
+    if isinstance(output, Tensor):
+        return output, []
+    if not isinstance(output, (tuple, list)) or not output:
+        raise SymgradError(
+            f"the traced code returns a {type(output).__name__}, and an emitted module computes tensors: trace a "
+            "function that returns a tensor or a tuple of them, e.g. lambda x, y: model(x, y)[1]"
+        )
+    for position, part in enumerate(output):
+        if not isinstance(part, Tensor):
+            raise SymgradError(
+                f"the traced code returns a {type(part).__name__} in position {position} of its tuple, and an emitted "
+                "module returns tensors: trace a function that returns the tensors only"
+            )
+    dtypes = sorted({part.dtype for part in output})
+    if len(dtypes) > 1 or not is_floating(dtypes[0]):
+        raise SymgradError(
+            f"the traced code returns tensors of dtypes {', '.join(dtypes)}, and an emitted module returns floating "
+            "tensors of one dtype: trace a function that returns those only"
+        )
+    flat = [part.reshape(-1) for part in output]
+    return (flat[0] if len(flat) == 1 else apply("cat", *flat, dim=0)), list(output)
+
+
+def _split_context(pieces: Sequence[Tensor], inputs: Sequence[Tensor], guards: Sequence) -> dict[str, Any]:
+    """The drop-in's statements that split the flat output into the traced tuple (none for one tensor)."""
+    if not pieces:
+        return {"split_outputs": [], "split_dims": []}
+    parts, start = [], sympy.Integer(0)
+    for piece in pieces:
+        length = sympy.Mul(*piece.shape) if piece.shape else sympy.Integer(1)
+        parts.append(f"output.narrow(0, {size_source(start)}, {size_source(length)}).view({shape_tuple(piece.shape)})")
+        start += length
+    sources = shape_checks(inputs, guards)[1]
+    return {"split_outputs": parts, "split_dims": dim_lines(sources, [("", " ".join(parts))])}
 
 
 def _unused_results_as_underscores(source: str, tree: ast.Module) -> str:

@@ -195,3 +195,35 @@ def test_a_models_emitted_module_is_code_we_would_sign(tmp_path):
     assert checked.returncode == 0, checked.stdout
     formatted = subprocess.run([ruff, "format", "--check", *settings, str(path)], capture_output=True, text=True)
     assert formatted.returncode == 0, formatted.stdout
+
+
+def test_a_model_that_returns_logits_and_loss_compiles_to_a_drop_in_that_returns_both():
+    """The small GPT traced as it is called, ``model(idx, targets)``: the drop-in returns ``(logits, loss)`` with
+    their shapes at other batch sizes, and a backward through both gives the model's gradients."""
+    torch.manual_seed(0)
+    model = pm.GPT(pm.GPTConfig()).double()
+    reference = pm.GPT(pm.GPTConfig()).double()
+    reference.load_state_dict(model.state_dict())
+    idx, targets = _tokens(3, 4, 11, seed=1)
+    traced = sg.trace(model, idx, targets, dynamic_shapes={"idx": {0: "b"}, "targets": {0: "b"}})
+    twin = sg.compile(traced, name="Net").NetModule(model)
+    for batch in (2, 5):
+        idx, targets = _tokens(batch, 4, 11, seed=batch)
+        (logits, loss), (their_logits, their_loss) = twin(idx, targets), reference(idx, targets)
+        assert logits.shape == (batch, 4, 11) and loss.shape == ()
+        torch.testing.assert_close(logits, their_logits, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(loss, their_loss, rtol=1e-12, atol=1e-12)
+        weights = torch.linspace(-1, 1, logits.numel(), dtype=F64).reshape(logits.shape)
+        (loss + (logits * weights).sum()).backward()
+        (their_loss + (their_logits * weights).sum()).backward()
+        for (name, mine), real in zip(model.named_parameters(), reference.parameters(), strict=True):
+            torch.testing.assert_close(mine.grad, real.grad, rtol=1e-10, atol=1e-12, msg=name)
+
+
+def test_a_traced_tuple_with_something_else_than_tensors_is_refused_in_one_line():
+    torch.manual_seed(0)
+    model = pm.GPT(pm.GPTConfig()).double()
+    idx, _ = _tokens(2, 4, 11, seed=1)
+    traced = sg.trace(model, idx)  # no targets: the loss is None
+    with pytest.raises(sg.SymgradError, match=r"returns a NoneType in position 1 of its tuple"):
+        sg.compile(traced, name="Net")
