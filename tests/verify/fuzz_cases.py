@@ -1534,7 +1534,7 @@ def _pool1d(c: Builder, x: str) -> str | None:
                    f"{F_}.adaptive_avg_pool1d({x}, 1)"))  # fmt: skip
 
 
-@spec("conv1d", "")
+@spec("conv1d", "convolution")
 def _conv1d(c: Builder, x: str) -> str | None:
     shape = c.shape(x)
     if len(shape) != 3:
@@ -1543,8 +1543,21 @@ def _conv1d(c: Builder, x: str) -> str | None:
     return None if w is None else f"{F_}.conv1d({x}, {w}, padding={c.pick((0, 1))})"
 
 
+@spec("conv_transpose1d", "convolution_input_grad")
+def _conv_transpose1d(c: Builder, x: str) -> str | None:
+    shape = c.shape(x)
+    if len(shape) != 3:
+        return None
+    w = c.partner(lambda s: len(s) == 3 and s[0] == shape[1], shape, ((shape[1], 2, 2),))
+    if w is None:
+        return None
+    return f"{F_}.conv_transpose1d({x}, {w}, stride={c.pick((1, 2))}, padding={c.pick((0, 1))})"
+
+
 # Ops of sg.core.OPS no spec reaches, and why.
 UNREACHABLE = {
+    "convolution_weight_grad": "internal: the VJP of a convolution in its kernel; fuzzed through the laws of the "
+    "conv1d and conv_transpose1d specs",
     "to_like": "internal: the VJP of a dtype conversion (back to the input's dtype at run time); fuzzed through "
     "the to_float spec",
     "dropout_noise": "random: torch draws it from its own generator state; tests/emit/test_drop_in.py compares seeded "

@@ -18,7 +18,8 @@ from typing import Any
 from ...core.dims import is_concrete
 from ...core.errors import TorchRuntimeError, UnsupportedError
 from ...core.tensor import Tensor, apply
-from .windows import as_tuple, pad_spatial, window_slices
+from ...ops.convolution import convolution_input_grad
+from .windows import as_tuple, pad_spatial
 
 
 def _listed(shape: tuple) -> str:
@@ -86,18 +87,9 @@ def _conv(
             f"Calculated padded input size per channel: ({' x '.join(map(str, sizes))}). Kernel size: "
             f"({' x '.join(map(str, spans))}). Kernel size can't be greater than actual input size"
         )
-    out = tuple((size - span) // s + 1 for size, span, s in zip(sizes, spans, stride))
-    channels_last = pad_spatial(x, low, high, 0.0).permute(0, *range(2, n + 2), 1)
-    per_group = out_channels // groups
-    results = []
-    for g in range(groups):
-        part = channels_last[(..., slice(g * group_channels, (g + 1) * group_channels))]
-        slices = window_slices(part, kernel, stride, dilation, out, after=1)
-        patches = slices[0] if len(slices) == 1 else apply("cat", *slices, dim=n + 1)
-        kernel_rows = weight[g * per_group : (g + 1) * per_group].permute(0, *range(2, n + 2), 1)
-        results.append(patches @ kernel_rows.reshape(per_group, -1).mT)
-    y = results[0] if groups == 1 else apply("cat", *results, dim=n + 1)
-    y = y.permute(0, n + 1, *range(1, n + 1))
+    if low != high:  # 'same' with an odd total: the extra row after, as torch pads it
+        x = pad_spatial(x, (0,) * n, tuple(h - lo for lo, h in zip(low, high)), 0.0)
+    y = apply("convolution", x, weight, stride=stride, padding=low, dilation=dilation, groups=groups)
     if bias is not None:
         y = y + bias.reshape(out_channels, *([1] * n))
     return y if batched else y[0]
@@ -180,22 +172,16 @@ def _conv_transpose(
     padding, extra = as_tuple(padding, n, "padding"), as_tuple(output_padding, n, "output_padding")
     if any(e >= s and e >= d for e, s, d in zip(extra, stride, dilation)):
         raise TorchRuntimeError("output padding must be smaller than either stride or dilation")
-    spatial = x.shape[2:]
-    spread = tuple((size - 1) * s + 1 for size, s in zip(spatial, stride))
-    if any(s > 1 for s in stride):  # stride − 1 zeros between neighbours
-        index = (slice(None), slice(None), *(slice(0, None, s) for s in stride))
-        x = apply("index_backward", x, shape=(*x.shape[:2], *spread), index=index)
-    low = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilation, padding))
-    high = tuple(lo + e for lo, e in zip(low, extra))
-    if any(lo < 0 or hi < 0 for lo, hi in zip(low, high)):  # more padding than the kernel spans: a crop
-        kept = (slice(max(-lo, 0), size + min(hi, 0)) for lo, hi, size in zip(low, high, spread))
-        x = x[(slice(None), slice(None), *kept)]
-    x = pad_spatial(x, tuple(max(lo, 0) for lo in low), tuple(max(hi, 0) for hi in high), 0.0)
-    per_group = in_channels // groups
-    flipped = weight.flip(list(range(2, n + 2)))
-    parts = [flipped[g * per_group : (g + 1) * per_group].transpose(0, 1) for g in range(groups)]
-    kernel_weight = parts[0] if groups == 1 else apply("cat", *parts, dim=0)
-    y = _conv(x, kernel_weight, bias, 1, 0, dilation, groups, n)
+    kernel = tuple(kernel)
+    size = tuple(
+        (i - 1) * s - 2 * p + d * (k - 1) + e + 1
+        for i, s, p, d, k, e in zip(x.shape[2:], stride, padding, dilation, kernel, extra)
+    )
+    if any(s <= 0 for s in size):
+        raise TorchRuntimeError(f"conv_transpose{n}d of an input of size {_listed(x.shape)} has no output")
+    y = convolution_input_grad(x, weight, size, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    if bias is not None:
+        y = y + bias.reshape(weight.shape[1] * groups, *([1] * n))
     return y if batched else y[0]
 
 
