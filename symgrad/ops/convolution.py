@@ -27,9 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from ..core.errors import TorchRuntimeError
+from ..core.dims import format_shape, is_concrete
+from ..core.errors import TorchRuntimeError, UnsupportedError
 from ..core.registry import Op, register
 from ..core.tensor import Tensor, apply
+from .batched import batch_sizes
 
 
 def _out_size(size: Any, k: int, stride: int, padding: int, dilation: int) -> Any:
@@ -178,6 +180,30 @@ def _torch_weight_grad(torch, x, g, *, size, stride, padding, dilation, groups):
     return weight_grad(x, shape, g, stride, padding, dilation, groups)
 
 
+def _batched(name: str, folds: bool):
+    """The ``batch`` rule of a convolution op (see :mod:`symgrad.derive.batching`): extra leading dims on the
+    operand that carries the convolution's own batch are folded into it (``folds``: the op does not sum over that
+    batch); any other batched operand is taken one batch entry at a time, at concrete batch sizes."""
+
+    def rule(inputs: list, flags: list, nb: int, **attrs: Any) -> Tensor:
+        sizes = batch_sizes(inputs, flags, nb)
+        if folds and flags == [True, False]:
+            first = inputs[0]
+            folded = first.reshape(math.prod(sizes) * first.shape[nb], *first.shape[nb + 1 :])
+            out = apply(name, folded, inputs[1], **attrs)
+            return out.reshape(*sizes, first.shape[nb], *out.shape[1:])
+        if not is_concrete(sizes):
+            raise UnsupportedError(f"{name} of a batch of symbolic size {format_shape(sizes)} has no tensor law yet")
+        entries = [
+            apply(name, *(t[index] if f else t for t, f in zip(inputs, flags)), **attrs).unsqueeze(0)
+            for index in itertools.product(*map(range, sizes))
+        ]
+        out = entries[0] if len(entries) == 1 else apply("cat", *entries, dim=0)
+        return out.reshape(*sizes, *out.shape[1:])
+
+    return rule
+
+
 def _cost(a: tuple, b: tuple, **attrs: Any) -> int:
     sizes = [d for d in (*a, *b) if isinstance(d, int)]
     return math.prod(sizes) if sizes else 1
@@ -201,6 +227,7 @@ register(
         tags=frozenset({"bilinear"}),
         spell=_conv_spelling,
         float64=_convolution,
+        batch=_batched("convolution", folds=True),
         cost=_cost,
     )
 )
@@ -221,6 +248,7 @@ register(
         tags=frozenset({"bilinear"}),
         spell=_input_grad_spelling,
         float64=_input_grad,
+        batch=_batched("convolution_input_grad", folds=True),
         cost=_cost,
     )
 )
@@ -241,6 +269,7 @@ register(
         tags=frozenset({"bilinear"}),
         spell=_weight_grad_spelling,
         float64=_weight_grad,
+        batch=_batched("convolution_weight_grad", folds=False),
         cost=_cost,
     )
 )

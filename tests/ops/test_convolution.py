@@ -59,3 +59,25 @@ def test_the_emitted_backward_runs_torchs_kernels_and_differentiates_twice(n, sh
     assert torch.autograd.gradgradcheck(module.apply, args)
     reference = getattr(torch.nn.functional, f"conv{n}d")(*args, **options).tanh()
     torch.testing.assert_close(module.apply(*args), reference, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("wrt", ["x", "w"])
+def test_the_emitted_hessian_through_a_convolution_is_torchs(wrt):
+    """Hessian laws batch the convolution ops: a stack of inputs folds into the convolution's own batch, a stack
+    of kernels is taken one at a time."""
+    x, w = sg.symbols("x", (2, 4, 6)), sg.symbols("w", (4, 2, 2))
+    out = F.conv1d(x, w, stride=2, groups=2).tanh().sum()
+    module = sg.compile(out, [x if wrt == "x" else w], inputs=[x, w], style="hessian", name="Conv")
+    generator = torch.Generator().manual_seed(0)
+    X, W = (torch.randn(t.shape, dtype=torch.float64, generator=generator) for t in (x, w))
+    ours = module.hessian(X, W)
+    ours = ours[0] if isinstance(ours, tuple) else ours
+
+    def loss(a, b):
+        return torch.nn.functional.conv1d(a, b, stride=2, groups=2).tanh().sum()
+
+    if wrt == "x":
+        theirs = torch.autograd.functional.hessian(lambda a: loss(a, W), X)
+    else:
+        theirs = torch.autograd.functional.hessian(lambda b: loss(X, b), W)
+    torch.testing.assert_close(ours.reshape(theirs.shape), theirs, rtol=1e-10, atol=1e-12)
