@@ -16,6 +16,7 @@ import sympy
 
 from .dims import format_shape, is_concrete
 from .errors import SymbolicShapeError, SymgradError, TorchTypeError
+from .graph import dims_of
 from .latex import latex_name, matrix_latex, shape_latex
 from .listing import listing
 from .printers import LatexPrinter, TorchPrinter
@@ -196,7 +197,8 @@ def law_text(t: Tensor) -> str:
 
 
 def tensor_repr(t: Tensor) -> str:
-    if not all(isinstance(d, int) for d in t.shape):  # a law: no numbers and no entries at every size
+    # a law (its shape, or a size it sums over, is symbolic): no numbers and no entries at every size
+    if not all(isinstance(d, int) for d in t.shape) or dims_of([t]):
         text = law_text(t)
         return f"tensor(<symbolic {format_shape(t.shape)}>{_suffix(t)}) named{'' if text[0] == chr(10) else ' '}{text}"
     try:

@@ -21,7 +21,8 @@ from ..core.dims import format_shape, is_concrete, same_dim
 from ..core.errors import SymgradError
 from ..core.graph import topological
 from ..core.latex import latex_name
-from ..core.printers import LatexPrinter, TorchPrinter
+from ..core.listing import Listing, listing
+from ..core.printers import LatexPrinter
 from ..core.tensor import Tensor, apply, constant, wrap
 from .simplify import simplify
 
@@ -81,9 +82,14 @@ class Law(tuple):
         return r"$\begin{aligned}" + r" \\ ".join(rows) + r"\end{aligned}$"
 
     def _repr_markdown_(self) -> str:
-        return "\n".join(
-            f"- `grad_{name} = {TorchPrinter().doprint(g) if g.op else g.name}`" for name, g in zip(self.names, self)
-        )
+        return "\n".join(f"- `{line}`" for line in self._listing().text().split("\n"))
+
+    def __repr__(self) -> str:
+        """The laws as a listing: the parts they share named once (``t1 = ...``), then one line per gradient."""
+        return self._listing().text()
+
+    def _listing(self) -> Listing:
+        return listing([(f"grad_{name}", g) for name, g in zip(self.names, self)])
 
 
 def law(

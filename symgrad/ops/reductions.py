@@ -106,6 +106,24 @@ register(
 )
 register(
     Op(
+        "welford_mean",  # the mean of torch.var_mean and torch.std_mean, which Welford's updates compute
+        reduced_shape,
+        _mean,
+        lambda torch, a, dim, keepdim: torch.var_mean(a, dim=list(dim), keepdim=keepdim)[1],
+        "torch.var_mean({0}{reduce_kwargs})[1]",
+        r"\operatorname{{mean}}_{{{dims_text}}} {0}",
+        "VarMeanBackward0",
+        saves=False,
+        vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim) / count(a.shape, dim),),
+        tags=frozenset({"linear"}),
+        float_result=True,
+        spell=lambda attrs, inputs: _dim_spelled_out(attrs, inputs),
+        float64=lambda a, dim, keepdim: _welford_float64(a, present_axes(a, dim), keepdim)[1],
+        batch="dims",
+    )
+)
+register(
+    Op(
         "amax",
         reduced_shape,
         lambda a, dim, keepdim: reduce_entries(a, dim, keepdim, lambda r: functions.amax(*r)),
@@ -418,10 +436,12 @@ def _var_grad(g, a, dim: tuple, keepdim: bool, correction, whole: bool):
 
 
 def _var_spelling(attrs: dict, inputs: tuple) -> dict:
-    """``torch.var(x)`` only for the call without a dim (torch's backward differs from ``dim=(0, 1)``)."""
+    """``torch.var(x)`` only for the call without a dim (torch's backward differs from ``dim=(0, 1)``); the
+    variance of a ``var_mean`` call is spelled as its first result (torch computes it another way)."""
+    pair = {"paired": "_mean", "first": "[0]"} if attrs.get("welford") else {"paired": "", "first": ""}
     if attrs.get("whole") and inputs and len(attrs["dim"]) == len(inputs[0].shape):
-        return {"reduce_kwargs": ", keepdim=True" if attrs["keepdim"] else ""}
-    return _dim_spelled_out(attrs, inputs)
+        return {"reduce_kwargs": ", keepdim=True" if attrs["keepdim"] else "", **pair}
+    return {**_dim_spelled_out(attrs, inputs), **pair}
 
 
 def _mean_float64(a: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray:
@@ -432,16 +452,38 @@ def _mean_float64(a: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray:
     )
 
 
-def _torch_spread(torch, name: str, a, dim: tuple, keepdim: bool, correction, whole: bool):
+def _torch_spread(torch, name: str, a, dim: tuple, keepdim: bool, correction, whole: bool, welford: bool = False):
     dims = None if whole and len(dim) == a.dim() else list(dim)
+    if welford:
+        return getattr(torch, f"{name}_mean")(a, dim=dims, correction=correction, keepdim=keepdim)[0]
     return getattr(torch, name)(a, dim=dims, correction=correction, keepdim=keepdim)
 
 
-def _var_float64(a: np.ndarray, dim: tuple, keepdim: bool, correction) -> np.ndarray:
+def _welford_float64(a: np.ndarray, axes: tuple, keepdims: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(Σ (x − mean)², mean) by Welford's updates over the reduced entries in order, as torch's ``var_mean`` and
+    ``std_mean`` compute them on the CPU (equal entries give a variance of exactly 0, where the two-pass
+    ``torch.var`` may leave a residue of 1e-35)."""
+    kept = [d for d in range(a.ndim) if d not in axes]
+    moved = np.transpose(a, kept + list(axes)).reshape([a.shape[d] for d in kept] + [-1])
+    mean, m2 = np.zeros(moved.shape[:-1]), np.zeros(moved.shape[:-1])
+    for k in range(moved.shape[-1]):
+        x = moved[..., k]
+        delta = x - mean
+        mean = mean + delta / (k + 1)
+        m2 = m2 + delta * (x - mean)
+    if moved.shape[-1] == 0:
+        mean = mean * np.nan
+    shape = [1 if d in axes else a.shape[d] for d in range(a.ndim)] if keepdims else mean.shape
+    return m2.reshape(shape), mean.reshape(shape)
+
+
+def _var_float64(a: np.ndarray, dim: tuple, keepdim: bool, correction, welford: bool = False) -> np.ndarray:
     """Σ (x − mean)² / max(N − correction, 0) in float64, as torch computes it: a nan stays nan (SymPy
     would cancel x − x to 0 first), and a divisor of 0 gives inf or nan."""
     axes = present_axes(a, dim)
     n = math.prod(a.shape[d] for d in axes)
+    if welford:
+        return _welford_float64(a, axes, keepdim)[0] / max(n - correction, 0)
     deviations = a - _mean_float64(a, axes, True)
     return np.sum(deviations**2, axis=axes, keepdims=keepdim) / max(n - correction, 0)
 
@@ -449,45 +491,49 @@ def _var_float64(a: np.ndarray, dim: tuple, keepdim: bool, correction) -> np.nda
 register(
     Op(
         "var",
-        lambda a, dim, keepdim, correction, whole=False: reduced_shape(a, dim, keepdim),
-        lambda a, dim, keepdim, correction, whole=False: reduce_entries(
+        lambda a, dim, keepdim, correction, whole=False, welford=False: reduced_shape(a, dim, keepdim),
+        lambda a, dim, keepdim, correction, whole=False, welford=False: reduce_entries(
             a, dim, keepdim, lambda r: functions.variance(r, correction)
         ),
-        lambda torch, a, dim, keepdim, correction, whole=False: _torch_spread(
-            torch, "var", a, dim, keepdim, correction, whole
+        lambda torch, a, dim, keepdim, correction, whole=False, welford=False: _torch_spread(
+            torch, "var", a, dim, keepdim, correction, whole, welford
         ),
-        "torch.var({0}{reduce_kwargs}, correction={correction})",
+        "torch.var{paired}({0}{reduce_kwargs}, correction={correction}){first}",
         r"\operatorname{{Var}}_{{{dims_text}}} {0}",
         "VarBackward0",
-        vjp=lambda g, out, a, dim, keepdim, correction, whole=False: (
+        vjp=lambda g, out, a, dim, keepdim, correction, whole=False, welford=False: (
             _var_grad(g, a, dim, keepdim, correction, whole),
         ),
         spell=_var_spelling,
         float_result=True,
-        float64=lambda a, dim, keepdim, correction, whole=False: _var_float64(a, dim, keepdim, correction),
+        float64=lambda a, dim, keepdim, correction, whole=False, welford=False: _var_float64(
+            a, dim, keepdim, correction, welford
+        ),
         batch="dims",
     )
 )
 register(
     Op(
         "std",
-        lambda a, dim, keepdim, correction, whole=False: reduced_shape(a, dim, keepdim),
-        lambda a, dim, keepdim, correction, whole=False: reduce_entries(
+        lambda a, dim, keepdim, correction, whole=False, welford=False: reduced_shape(a, dim, keepdim),
+        lambda a, dim, keepdim, correction, whole=False, welford=False: reduce_entries(
             a, dim, keepdim, lambda r: functions.stdev(correction, *r)
         ),
-        lambda torch, a, dim, keepdim, correction, whole=False: _torch_spread(
-            torch, "std", a, dim, keepdim, correction, whole
+        lambda torch, a, dim, keepdim, correction, whole=False, welford=False: _torch_spread(
+            torch, "std", a, dim, keepdim, correction, whole, welford
         ),
-        "torch.std({0}{reduce_kwargs}, correction={correction})",
+        "torch.std{paired}({0}{reduce_kwargs}, correction={correction}){first}",
         r"\operatorname{{std}}_{{{dims_text}}} {0}",
         "StdBackward0",
         # torch's std backward: the gradient of the variance, scaled by g / (2 std), and 0 where std is 0
-        vjp=lambda g, out, a, dim, keepdim, correction, whole=False: (
+        vjp=lambda g, out, a, dim, keepdim, correction, whole=False, welford=False: (
             _var_grad(apply("masked_div", g, out * 2), a, dim, keepdim, correction, whole),
         ),
         spell=_var_spelling,
         float_result=True,
-        float64=lambda a, dim, keepdim, correction, whole=False: np.sqrt(_var_float64(a, dim, keepdim, correction)),
+        float64=lambda a, dim, keepdim, correction, whole=False, welford=False: np.sqrt(
+            _var_float64(a, dim, keepdim, correction, welford)
+        ),
         batch="dims",
     )
 )

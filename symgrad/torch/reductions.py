@@ -15,6 +15,7 @@ from ..core.errors import TorchRuntimeError, TorchTypeError
 from ..core.errors import UnsupportedError as _UnsupportedError
 from ..core.methods import relabel as _relabel
 from ..core.tensor import Tensor
+from ..core.tensor import apply as _apply
 
 
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -123,9 +124,23 @@ def std(
 def var_mean(
     input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None
 ) -> Any:
-    """(var, mean), with :func:`var`'s arguments."""
+    """(var, mean), with :func:`var`'s arguments, computed as torch's ``var_mean`` computes them (Welford's updates:
+    equal entries have a variance of exactly 0 and their own value as mean, where ``var`` and ``mean`` may not)."""
     dim, correction = _spread_arguments(dim, unbiased, correction, "var_mean")
-    return input.var(dim, correction=correction, keepdim=keepdim), input.mean(dim, keepdim=keepdim)
+    spread = input.var(dim, correction=correction, keepdim=keepdim)
+    spread = _apply("var", input, **{**spread.attrs, "welford": True})
+    return spread, _apply("welford_mean", input, dim=spread.attrs["dim"], keepdim=bool(keepdim))
+
+
+def std_mean(
+    input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *, correction: Any = None
+) -> Any:
+    """(std, mean), with :func:`std`'s arguments, computed as torch's ``std_mean`` computes them (see
+    :func:`var_mean`)."""
+    dim, correction = _spread_arguments(dim, unbiased, correction, "std_mean")
+    spread = input.std(dim, correction=correction, keepdim=keepdim)
+    spread = _apply("std", input, **{**spread.attrs, "welford": True})
+    return spread, _apply("welford_mean", input, dim=spread.attrs["dim"], keepdim=bool(keepdim))
 
 
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
@@ -139,5 +154,5 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
 
 __all__ = [
     "amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "log_softmax", "logsumexp", "max", "mean", "min",
-    "norm", "prod", "softmax", "std", "sum", "topk", "var", "var_mean",
+    "norm", "prod", "softmax", "std", "std_mean", "sum", "topk", "var", "var_mean",
 ]  # fmt: skip

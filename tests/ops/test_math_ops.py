@@ -209,7 +209,11 @@ CASES: list[tuple[str, Callable, list]] = [
     ),
     (
         "var_mean",
-        lambda w, a: w.torch.var_mean(a, 1)[0] + w.torch.var_mean(a, dim=0, correction=0, keepdim=True)[1].sum(),
+        lambda w, a: (
+            w.torch.var_mean(a, 1)[0]
+            + w.torch.var_mean(a, dim=0, correction=0, keepdim=True)[1].sum()
+            + w.torch.std_mean(a, 1)[0] * w.torch.std_mean(a, dim=1, keepdim=False)[1]
+        ),
         [[[0.5, 1.5, -2.0], [3.0, 3.0, 3.0]]],
     ),
     (

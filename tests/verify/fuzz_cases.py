@@ -1223,12 +1223,12 @@ def _argmax(c: Builder, x: str) -> str | None:
     return c.pick((f"{x} * T.{which}({x}, dim={d}, keepdim=True)", f"{x} * {x}.{which}({d}, keepdim=True)"))
 
 
-@spec("var_mean", "var mean", law=True)
+@spec("var_mean", "var std welford_mean", law=True)
 def _var_mean(c: Builder, x: str) -> str | None:
     d = dim_of(c, x)
     if d is None:
         return None
-    return f"T.var_mean({x}, {d}, correction={c.pick((0, 1))})[{c.pick((0, 1))}]"
+    return f"T.{c.pick(('var_mean', 'std_mean'))}({x}, {d}, correction={c.pick((0, 1))})[{c.pick((0, 1))}]"
 
 
 def distinct_along(value: torch.Tensor | None, dim: int) -> bool:

@@ -583,3 +583,25 @@ def test_the_zeros_of_a_power_of_zero_flow_on_as_torchs():
         (theirs,) = torch.autograd.grad(torch.pow(leaf.log1p().mean(), 0), leaf)
         ours = st.tensor(x, dtype="float64", requires_grad=True)
         _close(sg.vjp(st.pow(ours.log1p().mean(), 0), ours, 1.0).tolist(), theirs, what=f"x = {x}")
+
+
+def test_var_mean_and_std_mean_of_equal_entries_are_torchs_bit_for_bit():
+    """torch's var_mean and std_mean run Welford's updates, where var and mean run two passes: equal entries give
+    a variance of exactly 0 and their own value as mean, so a division by the variance is nan, not 1e35 (the
+    fuzzer found it). The emitted code calls var_mean too."""
+    import torch
+
+    import symgrad.torch as st
+
+    rows = [[0.0513, 0.0513, 0.0513], [1.0, 2.5, -0.25]]
+    x = st.tensor(rows, dtype=st.float64, name="x", requires_grad=True)
+    t = torch.tensor(rows, dtype=torch.float64, requires_grad=True)
+    (v, m), (s, m2) = st.var_mean(x, 1, correction=0), st.std_mean(x, 1)
+    (tv, tm), (ts, tm2) = torch.var_mean(t, 1, correction=0), torch.std_mean(t, 1)
+    for ours, theirs in ((v, tv), (m, tm), (s, ts), (m2, tm2)):
+        assert ours.tolist() == theirs.tolist()
+    ours = (m / v).tolist()
+    theirs = (tm / tv).tolist()
+    assert str(ours) == str(theirs)  # inf where torch has inf
+    out = (v * m2).sum() + (s * m).sum()
+    assert "torch.var_mean(" in sg.codegen(out, [x], inputs=[x])
