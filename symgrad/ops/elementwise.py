@@ -122,7 +122,8 @@ def _scalar_value(t: Any) -> Any:
 def _pow_vjp(g, out, a, b) -> tuple:
     """torch's pow backward: zeros to the base where the exponent is 0 (zeros that flow on, as torch's
     ``zeros_like``: a nan further back still meets them), none to the exponent where the base is 0 and the
-    exponent is at least 0 (where 0 · inf would give nan)."""
+    exponent is at least 0 (where 0 · inf would give nan). The base's ``where`` replaces the incoming gradient
+    too (a nan gradient gives 0 where the exponent is 0), the exponent's multiplies it, as torch's."""
     exponent, base = _scalar_value(b), _scalar_value(a)
     if exponent is not None:  # the lowered exponent stays a Python number: x ** 2 → 2 * x ** 1 → 2 * x
         lowered = sympy.sympify(b.entries().item()) - 1
@@ -134,9 +135,9 @@ def _pow_vjp(g, out, a, b) -> tuple:
             )
         else:
             ga = zero_gradient(a) if exponent == 0 else g * b * a ** (b - 1)
-    else:
-        ga = g * apply("where", apply("eq", b, 0), 0, b * a ** (b - 1))
-    log_term = out * apply("log", a)
+    else:  # the incoming gradient inside the where, as torch's: a nan gradient still gives 0 where b is 0
+        ga = apply("where", apply("eq", b, 0), 0, g * b * a ** (b - 1))
+    log_term = out * apply("log", a)  # the exponent's: the incoming gradient outside the where, as torch's
     if base is not None:
         gb = g * (apply("where", apply("ge", b, 0), 0, log_term) if base == 0 else log_term)
     else:

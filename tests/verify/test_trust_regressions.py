@@ -605,3 +605,33 @@ def test_var_mean_and_std_mean_of_equal_entries_are_torchs_bit_for_bit():
     assert str(ours) == str(theirs)  # inf where torch has inf
     out = (v * m2).sum() + (s * m).sum()
     assert "torch.var_mean(" in sg.codegen(out, [x], inputs=[x])
+
+
+def test_nan_and_inf_in_masked_attention_scores_and_under_a_zero_exponent_are_torchs():
+    """Two values torch defines, found by the fuzzer: scaled_dot_product_attention adds its mask as a bias of
+    -inf, so a nan (or inf) score it masks still makes its row nan; and pow's gradient to its base is 0 where the
+    exponent is 0 even when the incoming gradient is nan (the exponent's is not)."""
+    import torch
+
+    import symgrad.torch as st
+
+    rows = [[[0.5], [1.0]]]
+    for keys in ([[[0.5], [math.inf]]], [[[0.5], [math.nan]]], [[[0.25], [2.0]]]):
+        q = st.tensor(rows, dtype=st.float64, name="q", requires_grad=True)
+        k = st.tensor(keys, dtype=st.float64, name="k")
+        v = st.tensor([[[1.0], [2.0]]], dtype=st.float64, name="v")
+        out = st.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True).sum()
+        tq = torch.tensor(rows, dtype=torch.float64, requires_grad=True)
+        t_out = torch.nn.functional.scaled_dot_product_attention(
+            tq, torch.tensor(keys, dtype=torch.float64), torch.tensor([[[1.0], [2.0]]], dtype=torch.float64),
+            is_causal=True,
+        ).sum()  # fmt: skip
+        assert str(out.tolist()) == str(t_out.item())
+        assert str(sg.vjp(out, [q], 1.0)[0].tolist()) == str(torch.autograd.grad(t_out, tq)[0].tolist())
+    base = [[2.0, -0.0651]]
+    exponent = [[0.0, 0.0003]]
+    x, y = (st.tensor(t, dtype=st.float64, name=n, requires_grad=True) for t, n in ((base, "x"), (exponent, "y")))
+    tx, ty = (torch.tensor(t, dtype=torch.float64, requires_grad=True) for t in (base, exponent))
+    ours = sg.vjp((x**y).amin(-1), [x, y], [math.nan])
+    theirs = torch.autograd.grad((tx**ty).amin(-1), [tx, ty], torch.tensor([math.nan], dtype=torch.float64))
+    assert [str(g.tolist()) for g in ours] == [str(g.tolist()) for g in theirs]

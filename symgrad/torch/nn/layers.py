@@ -241,8 +241,8 @@ def scaled_dot_product_attention(
         keep = attn_mask
     elif attn_mask is not None:
         scores = scores + attn_mask
-    if keep is not None:
-        scores = apply("where", keep, scores, -math.inf)
+    if keep is not None:  # added as a bias of -inf, as torch's kernel does: a nan or inf score still propagates
+        scores = scores + apply("where", keep, 0.0, -math.inf)
     empty = _masked_rows(keep, attn_mask, scores.shape)
     if empty is None:
         return scores.softmax(-1) @ value
