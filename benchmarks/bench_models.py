@@ -1,0 +1,174 @@
+"""Whole models: one training step (forward + backward) of symgrad's drop-in against autograd, side by side.
+
+One command, from the repository root: ``python benchmarks/bench_models.py`` (a few minutes on two cores);
+``--quick`` runs one batch size and dtype, ``--torch-compile`` adds ``torch.compile`` of the same model (its first
+call compiles, which takes minutes on a CPU).
+
+Each model is traced at a symbolic batch (``sg.trace(..., dynamic_shapes=...)``) and compiled with ``sg.compile``;
+its ``LossModule`` runs the model's own parameters through the emitted ``autograd.Function``. Models:
+
+- ``mlp``: Linear(64 → 256) → LayerNorm → GELU → Linear(256 → 10) → cross-entropy;
+- ``cnn``: Conv2d(3 → 16, 3×3) → BatchNorm2d (training) → ReLU → max_pool2d → Linear → cross-entropy, 3×16×16;
+- ``gpt block``: a small GPT (``tests/public_models.py``) of one layer, width 256, 4 heads, sequence 64;
+- ``llama block``: the Llama-style block of ``tests/public_models.py``, width 256, sequence 64.
+
+For each model, batch size and dtype it prints the median time of a step (one thread) for autograd and for the
+drop-in, their ratio with its min / median / max over rounds that alternate the two (this machine is noisy), and
+the bytes each saves for the backward, measured with ``torch.autograd.graph.saved_tensors_hooks`` (each storage
+once). A ratio below 1 means the drop-in is faster or saves less. The gradients are compared first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F  # noqa: N812 - as torch code writes it
+from torch import nn
+
+import symgrad as sg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+import public_models as pm
+
+ROUNDS, STEPS = 7, 5  # rounds alternate autograd and the drop-in; each times STEPS steps
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.norm, self.fc2 = nn.Linear(64, 256), nn.LayerNorm(256), nn.Linear(256, 10)
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.fc2(F.gelu(self.norm(self.fc1(x)))), y)
+
+
+class CNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.norm, self.fc = nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.Linear(16 * 8 * 8, 10)
+
+    def forward(self, x, y):
+        h = F.max_pool2d(F.relu(self.norm(self.conv(x))), 2)
+        return F.cross_entropy(self.fc(h.flatten(1)), y)
+
+
+class GPTLoss(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.gpt = pm.GPT(pm.GPTConfig(block_size=64, vocab_size=64, n_layer=1, n_head=4, n_embd=256))
+
+    def forward(self, idx, targets):
+        return self.gpt(idx, targets)[1]
+
+
+class LlamaLoss(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = pm.TransformerBlock(dim=256, n_heads=4, max_seq_len=64)
+
+    def forward(self, x):
+        return self.block(x).square().mean()
+
+
+def _data(name: str, batch: int, dtype: torch.dtype, seed: int) -> tuple:
+    generator = torch.Generator().manual_seed(seed)
+    if name == "mlp":
+        return torch.randn(batch, 64, dtype=dtype, generator=generator), torch.randint(0, 10, (batch,))
+    if name == "cnn":
+        return torch.randn(batch, 3, 16, 16, dtype=dtype, generator=generator), torch.randint(0, 10, (batch,))
+    if name == "gpt block":
+        tokens = torch.randint(0, 64, (batch, 64), generator=generator)
+        return tokens, torch.randint(0, 64, (batch, 64), generator=generator)
+    return (torch.randn(batch, 64, 256, dtype=dtype, generator=generator),)
+
+
+MODELS = {"mlp": MLP, "cnn": CNN, "gpt block": GPTLoss, "llama block": LlamaLoss}
+
+
+def _step(call, inputs, parameters) -> None:
+    for p in parameters:
+        p.grad = None
+    call(*inputs).backward()
+
+
+def _saved_bytes(call, inputs) -> int:
+    seen: dict[int, int] = {}
+
+    def pack(t):
+        storage = t.untyped_storage()
+        seen[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = call(*inputs)
+    del loss
+    return sum(seen.values())
+
+
+def measure(name: str, batch: int, dtype: torch.dtype, with_compile: bool) -> dict:
+    torch.manual_seed(0)
+    model = MODELS[name]().to(dtype).train()
+    twin = MODELS[name]().to(dtype).train()
+    twin.load_state_dict(model.state_dict())
+    inputs = _data(name, batch, dtype, seed=1)
+    names = ["idx", "targets"] if name == "gpt block" else ["x", "y"][: len(inputs)]
+    traced = sg.trace(model, *_data(name, 4, dtype, seed=2), dynamic_shapes={n: {0: "b"} for n in names})
+    drop_in = sg.compile(traced, name="Loss").LossModule(twin)
+    calls = {"autograd": (model, list(model.parameters())), "symgrad": (drop_in, list(twin.parameters()))}
+    if with_compile:
+        compiled = torch.compile(model)
+        calls["torch.compile"] = (compiled, list(model.parameters()))
+    grads = {}
+    for label, (call, parameters) in calls.items():
+        _step(call, inputs, parameters)
+        grads[label] = [p.grad.clone() for p in parameters]
+    tolerance = {"rtol": 1e-3, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 1e-9, "atol": 1e-12}
+    for a, b in zip(grads["autograd"], grads["symgrad"], strict=True):
+        torch.testing.assert_close(a, b, **tolerance)
+    times: dict[str, list[float]] = {label: [] for label in calls}
+    for _ in range(ROUNDS):
+        for label, (call, parameters) in calls.items():
+            start = time.perf_counter()
+            for _ in range(STEPS):
+                _step(call, inputs, parameters)
+            times[label].append((time.perf_counter() - start) / STEPS)
+    out = {label: statistics.median(t) for label, t in times.items()}
+    ratios = sorted(s / a for s, a in zip(times["symgrad"], times["autograd"]))
+    out["ratio"] = (ratios[0], statistics.median(ratios), ratios[-1])
+    out["saved"] = {label: _saved_bytes(call, inputs) for label, (call, _) in calls.items() if label != "torch.compile"}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="batch 64 in float32 only")
+    parser.add_argument("--torch-compile", action="store_true", help="also time torch.compile of each model")
+    parser.add_argument("--models", nargs="*", default=list(MODELS), help=f"any of {', '.join(MODELS)}")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    settings = [(64, torch.float32)] if args.quick else [(256, torch.float32), (64, torch.float32), (64, torch.float64)]
+    header = f"{'model':12} {'batch':>5} {'dtype':>7} {'autograd ms':>11} {'symgrad ms':>10}"
+    header += f" {'time ratio min/med/max':>24} {'saved ratio':>11}"
+    if args.torch_compile:
+        header += f" {'torch.compile ms':>16}"
+    print(header)
+    for name in args.models:
+        for batch, dtype in settings:
+            m = measure(name, batch, dtype, args.torch_compile)
+            low, mid, high = m["ratio"]
+            saved = m["saved"]["symgrad"] / max(m["saved"]["autograd"], 1)
+            line = f"{name:12} {batch:5d} {str(dtype).replace('torch.', ''):>7} {m['autograd'] * 1e3:11.2f}"
+            line += f" {m['symgrad'] * 1e3:10.2f} {low:8.2f} {mid:7.2f} {high:7.2f} {saved:11.2f}"
+            if args.torch_compile:
+                line += f" {m['torch.compile'] * 1e3:16.2f}"
+            print(line, flush=True)
+    print("(ratios: symgrad's drop-in over autograd; below 1 is faster, or saves fewer bytes)")
+
+
+if __name__ == "__main__":
+    main()
