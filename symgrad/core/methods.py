@@ -559,6 +559,10 @@ class TensorMethods(ConversionMethods):
     def erf(self) -> Tensor:
         return self.apply_op("erf", self)
 
+    def square(self) -> Tensor:
+        """x ** 2, as torch.square."""
+        return self**2
+
     def log1p(self) -> Tensor:
         return self.apply_op("log1p", self)
 

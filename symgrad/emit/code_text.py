@@ -201,6 +201,17 @@ class CodePrinter(TorchPrinter):
         text, _ = self._print(t.inputs[0])
         return f"torch.linalg.inv_ex({text}).inverse", 9
 
+    def _print_gelu_derivative(self, t: Tensor):
+        """GELU'(x) alone (an incoming gradient of ones) as torch's gelu_backward kernel, not its six pieces."""
+        if not self.fused:
+            return self._print_template(t)
+        text, _ = self._print(t.inputs[0])
+        self.aten_kernels.add("gelu_backward")
+        extra = ', approximate="tanh"' if t.op.name == "gelu_tanh_derivative" else ""
+        return f"torch.ops.aten.gelu_backward(torch.ones_like({text}), {text}{extra})", 9
+
+    _print_gelu_tanh_derivative = _print_gelu_derivative
+
     def _print_step(self, t: Tensor):
         (x,) = t.inputs
         text, precedence = self._print(x)
@@ -446,6 +457,10 @@ def _backward_kernel(factor: Tensor, inline) -> tuple[str, Tensor, list[str]] | 
             if rest.op is not None and rest.op.name == "sub" and inline(rest) and _constant(rest.inputs[0], 1):
                 if rest.inputs[1] is s and tuple(s.shape) == tuple(factor.shape):
                     return "sigmoid_backward", s, []
+    if op in ("gelu_derivative", "gelu_tanh_derivative"):
+        (x,) = factor.inputs
+        if is_floating(x.dtype) and tuple(x.shape) == tuple(factor.shape):
+            return "gelu_backward", x, [] if op == "gelu_derivative" else ['approximate="tanh"']
     if op == "step" and factor.attrs.get("at_zero") == 0:
         (z,) = factor.inputs
         if is_floating(z.dtype) and tuple(z.shape) == tuple(factor.shape):

@@ -45,6 +45,17 @@ unary(
     r"\operatorname{{GELU}}\left({0}\right)",
     torch_fn=lambda torch, a: torch.nn.functional.gelu(a),
     code="torch.nn.functional.gelu({0})",
+    vjp=lambda g, out, a: (g * apply("gelu_derivative", a),),
+)
+# GELU's derivatives, nodes of their own so that ``g * GELU'(x)`` runs torch's gelu_backward kernel in emitted code
+# (see symgrad.emit.code_text); read on their own they are the formulas, Φ(x) + x φ(x) and its tanh form
+unary(
+    "gelu_derivative",
+    lambda t: (1 + sympy.erf(t / sympy.sqrt(2))) / 2 + t * sympy.exp(-(t**2) / 2) / sympy.sqrt(2 * sympy.pi),
+    r"\operatorname{{GELU}}'\left({0}\right)",
+    torch_fn=lambda torch, a: torch.ops.aten.gelu_backward(torch.ones_like(a), a),
+    code="(0.5 * (1 + torch.erf({0} * 0.7071067811865476)) + {0} * torch.exp(-0.5 * {0} ** 2) * 0.3989422804014327)",
+    grad_fn="GeluBackwardBackward0",
 )
 unary(
     "silu",
@@ -76,6 +87,23 @@ unary(
     torch_fn=lambda torch, a: torch.nn.functional.gelu(a, approximate="tanh"),
     code='torch.nn.functional.gelu({0}, approximate="tanh")',
     grad_fn="GeluBackward0",
+    vjp=lambda g, out, a: (g * apply("gelu_tanh_derivative", a),),
+)
+unary(
+    "gelu_tanh_derivative",
+    lambda t: (
+        (1 + sympy.tanh(_GELU_BETA * (t + _GELU_KAPPA * t**3))) / 2
+        + t
+        / 2
+        * (1 - sympy.tanh(_GELU_BETA * (t + _GELU_KAPPA * t**3)) ** 2)
+        * _GELU_BETA
+        * (1 + 3 * _GELU_KAPPA * t**2)
+    ),
+    r"\operatorname{{GELU}}_{{\tanh}}'\left({0}\right)",
+    torch_fn=lambda torch, a: torch.ops.aten.gelu_backward(torch.ones_like(a), a, approximate="tanh"),
+    code="(0.5 * (1 + torch.tanh(0.7978845608028654 * ({0} + 0.044715 * {0} ** 3))) + 0.5 * {0} * (1 - torch.tanh("
+    "0.7978845608028654 * ({0} + 0.044715 * {0} ** 3)) ** 2) * 0.7978845608028654 * (1 + 0.134145 * {0} ** 2))",
+    grad_fn="GeluBackwardBackward0",
 )
 # torch's ELU family: x ≤ 0 (0 included, for the gradient too) takes the exponential branch, x > 0 and nan the linear
 unary(

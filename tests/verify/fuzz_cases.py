@@ -1556,6 +1556,9 @@ def _conv_transpose1d(c: Builder, x: str) -> str | None:
 
 # Ops of sg.core.OPS no spec reaches, and why.
 UNREACHABLE = {
+    "gelu_derivative": "internal: the VJP of gelu (GELU'(x), which emitted code runs as gelu_backward); fuzzed "
+    "through the gelu spec's laws",
+    "gelu_tanh_derivative": "internal: the VJP of gelu with approximate='tanh'; fuzzed through the gelu spec's laws",
     "convolution_weight_grad": "internal: the VJP of a convolution in its kernel; fuzzed through the laws of the "
     "conv1d and conv_transpose1d specs",
     "to_like": "internal: the VJP of a dtype conversion (back to the input's dtype at run time); fuzzed through "

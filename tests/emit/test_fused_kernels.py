@@ -1,0 +1,35 @@
+"""Emitted backwards run torch's own backward kernels where autograd does: one kernel for ``g * GELU'(x)``
+(``gelu_backward``, both approximations), differentiable twice, with the law as a person writes it in the
+docstring."""
+
+from __future__ import annotations
+
+import pytest
+
+import symgrad as sg
+import symgrad.torch as storch
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_runs_torchs_kernel_and_differentiates_twice(approximate):
+    x, w1, w2 = sg.symbols("x", (5, 4)), sg.symbols("w1", (4, 6)), sg.symbols("w2", (6, 3))
+    out = (storch.nn.functional.gelu(x @ w1, approximate=approximate) @ w2).square().mean()
+    module = sg.compile(out, [w1, w2], inputs=[x, w1, w2], style="autograd_function", name="Mlp")
+    source = module.__symgrad_source__
+    backward = source[source.index("def vjp(") : source.index("def forward_and_vjp(")]
+    assert "torch.ops.aten.gelu_backward(" in backward and "torch.erf" not in backward
+    docstring = source[: source.index("def vjp(")]
+    assert ("torch.erf(" if approximate == "none" else "torch.tanh(") in docstring  # the law as a formula
+    generator = torch.Generator().manual_seed(0)
+    args = [
+        torch.randn(t.shape, dtype=torch.float64, generator=generator, requires_grad=t is not x) for t in (x, w1, w2)
+    ]
+    assert torch.autograd.gradcheck(module.apply, args)
+    assert torch.autograd.gradgradcheck(module.apply, args)
+    loss = (torch.nn.functional.gelu(args[0] @ args[1], approximate=approximate) @ args[2]).square().mean()
+    theirs = torch.autograd.grad(loss, args[1:])
+    ours = torch.autograd.grad(module.apply(*args), args[1:])
+    for mine, real in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(mine, real, rtol=1e-12, atol=1e-12)
