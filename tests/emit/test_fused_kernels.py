@@ -33,3 +33,26 @@ def test_gelu_backward_runs_torchs_kernel_and_differentiates_twice(approximate):
     ours = torch.autograd.grad(module.apply(*args), args[1:])
     for mine, real in zip(ours, theirs, strict=True):
         torch.testing.assert_close(mine, real, rtol=1e-12, atol=1e-12)
+
+
+def test_layer_norm_runs_torchs_kernels_forward_and_backward_and_differentiates_twice():
+    """LayerNorm is one op of the table: the law reads layer_norm and its backward, the emitted code runs
+    native_layer_norm's kernels (not thirteen products and sums), and gradgradcheck holds through them."""
+    (b,) = sg.dims("b")
+    x, w, bias = sg.symbols("x", (b, 3, 4)), sg.symbols("w", (4,)), sg.symbols("bias", (4,))
+    out = storch.nn.functional.gelu(storch.nn.functional.layer_norm(x, (4,), w, bias)).square().mean()
+    text = str(sg.law(out, [x, w]))
+    assert "torch.nn.functional.layer_norm(x, (4,)" in text and "native_layer_norm_backward(" in text
+    module = sg.compile(out, [x, w, bias], inputs=[x, w, bias], style="autograd_function", name="Norm")
+    source = module.__symgrad_source__
+    backward = source[source.index("def vjp(") : source.index("def forward_and_vjp(")]
+    assert "torch.ops.aten.native_layer_norm_backward(" in backward and "rsqrt" not in backward
+    generator = torch.Generator().manual_seed(0)
+    args = [
+        torch.randn(s, dtype=torch.float64, generator=generator, requires_grad=True) for s in ((2, 3, 4), (4,), (4,))
+    ]
+    assert torch.autograd.gradcheck(module.apply, args)
+    assert torch.autograd.gradgradcheck(module.apply, args)
+    loss = torch.nn.functional.gelu(torch.nn.functional.layer_norm(args[0], (4,), args[1], args[2])).square().mean()
+    for mine, real in zip(torch.autograd.grad(module.apply(*args), args), torch.autograd.grad(loss, args), strict=True):
+        torch.testing.assert_close(mine, real, rtol=1e-12, atol=1e-12)

@@ -695,7 +695,7 @@ def _trace(c: Builder, x: str) -> str | None:
     return c.pick((f"{x}.trace()", f"T.trace({x})")) if len(c.shape(x)) == 2 else None
 
 
-@spec("layer_norm", "mean sub mul rsqrt", law=True)
+@spec("layer_norm", "layer_norm", law=True)
 def _layer_norm(c: Builder, x: str) -> str | None:
     nd = len(c.shape(x))
     if nd == 0:
@@ -1556,6 +1556,8 @@ def _conv_transpose1d(c: Builder, x: str) -> str | None:
 
 # Ops of sg.core.OPS no spec reaches, and why.
 UNREACHABLE = {
+    "layer_norm_backward": "internal: the VJP of layer_norm (torch's native_layer_norm_backward); fuzzed through "
+    "the layer_norm spec's laws",
     "gelu_derivative": "internal: the VJP of gelu (GELU'(x), which emitted code runs as gelu_backward); fuzzed "
     "through the gelu spec's laws",
     "gelu_tanh_derivative": "internal: the VJP of gelu with approximate='tanh'; fuzzed through the gelu spec's laws",

@@ -65,9 +65,8 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Any = None, bias: A
     shape, dims = _normalized_dims(input, normalized_shape, "layer_norm")
     _affine_parameter(weight, shape, "weight")
     _affine_parameter(bias, shape, "bias")
-    centered = input - input.mean(dim=dims, keepdim=True)
-    variance = (centered * centered).mean(dim=dims, keepdim=True)
-    return _affine(centered * apply("rsqrt", variance + eps), weight, bias)
+    # one op (torch's native_layer_norm, forward and backward), with the affine parameters applied after it
+    return _affine(apply("layer_norm", input, n=len(dims), eps=eps), weight, bias)
 
 
 def rms_norm(input: Tensor, normalized_shape: Any, weight: Any = None, eps: float | None = None) -> Tensor:
