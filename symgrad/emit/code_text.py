@@ -21,7 +21,7 @@ from types import ModuleType
 import numpy as np
 import sympy
 
-from ..core.dims import format_shape
+from ..core.dims import format_shape, same_dim
 from ..core.dtypes import is_floating
 from ..core.errors import SymgradError
 from ..core.graph import topological, uniform_constant
@@ -342,8 +342,37 @@ class CodePrinter(TorchPrinter):
         return fused if fused is not None else self._print_template(t)
 
     def _print_sum(self, t: Tensor):
-        fused = self._fused_loss(t, "sum") if self.fused else None
+        fused = (self._fused_loss(t, "sum") or self._folded_batch_product(t)) if self.fused else None
         return fused if fused is not None else self._print_template(t)
+
+    def _folded_batch_product(self, t: Tensor) -> tuple[str, int] | None:
+        """``(X @ Y).sum(dim=0)`` over a batch of matrices (a weight's gradient over a batch of sequences) as one
+        matrix product of the batch laid side by side, ``X.transpose(0, 1).reshape(m, -1) @ Y.reshape(-1, n)``
+        (``A.reshape(-1, m).T`` for ``X = A.mT``): one GEMM, where a batched product and a sum over its result
+        build b products of small matrices and a (b, m, n) tensor."""
+        (product,) = t.inputs
+        if t.attrs.get("keepdim") or tuple(t.attrs.get("dim", ())) != (0,) or not self._inline(product):
+            return None
+        if product.op is None or product.op.name != "matmul" or len(t.shape) != 2:
+            return None
+        x, y = product.inputs
+        m, n = t.shape
+        if len(x.shape) != 3 or len(y.shape) != 3 or not isinstance(m, int) or not isinstance(n, int):
+            return None
+        if not same_dim(x.shape[0], y.shape[0]) or not all(is_floating(p.dtype) for p in (x, y)):
+            return None
+        swapped = x.op is not None and x.op.name == "transpose" and self._inline(x)
+        swapped = swapped and sorted(d % 3 for d in (x.attrs.get("dim0", 0), x.attrs.get("dim1", 0))) == [1, 2]
+        left = x.inputs[0] if swapped else x
+        self.fused_parts[id(t)] = [left, y]
+        left_text = self._operand(left)
+        left_text = f"{left_text}.reshape(-1, {m}).T" if swapped else f"{left_text}.transpose(0, 1).reshape({m}, -1)"
+        return f"({left_text} @ {self._operand(y)}.reshape(-1, {n}))", 9
+
+    def _operand(self, t: Tensor) -> str:
+        """``t`` printed as the receiver of a method call: in parentheses unless it binds tighter."""
+        text, precedence = self._print(t)
+        return text if precedence >= 9 else f"({text})"
 
     def _inline(self, t: Tensor) -> bool:
         """Whether a node is printed in place (no statement of its own computes it), so a fused form may absorb it."""

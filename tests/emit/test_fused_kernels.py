@@ -56,3 +56,20 @@ def test_layer_norm_runs_torchs_kernels_forward_and_backward_and_differentiates_
     loss = torch.nn.functional.gelu(torch.nn.functional.layer_norm(args[0], (4,), args[1], args[2])).square().mean()
     for mine, real in zip(torch.autograd.grad(module.apply(*args), args), torch.autograd.grad(loss, args), strict=True):
         torch.testing.assert_close(mine, real, rtol=1e-12, atol=1e-12)
+
+
+def test_a_weight_gradient_over_a_batch_of_sequences_is_one_matrix_product():
+    """``(g.mT @ x).sum(dim=0)`` (a linear layer's weight gradient when its input is (batch, sequence, width)) is
+    emitted as one GEMM of the batch laid side by side, not a batched product and a sum; the numbers are
+    autograd's."""
+    (b,) = sg.dims("b")
+    x, w = sg.symbols("x", (b, 5, 4)), sg.symbols("w", (3, 4))
+    out = storch.tanh(x @ w.T).sum()
+    module = sg.compile(out, [w], inputs=[x, w], style="autograd_function", name="Linear")
+    backward = module.__symgrad_source__.split("def vjp(")[1].split("def forward_and_vjp(")[0]
+    assert ".reshape(-1, " in backward and ".sum(dim=0)" not in backward
+    generator = torch.Generator().manual_seed(0)
+    xs, ws = torch.randn(6, 5, 4, dtype=torch.float64, generator=generator), torch.randn(3, 4, dtype=torch.float64)
+    ws.requires_grad_(True)
+    theirs = torch.autograd.grad(torch.tanh(xs @ ws.T).sum(), ws)[0]
+    torch.testing.assert_close(module.vjp(xs, ws.detach(), torch.tensor(1.0, dtype=torch.float64))[0], theirs)
