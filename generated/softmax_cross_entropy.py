@@ -14,7 +14,7 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 import torch
 
 # Kernels from torch.ops.aten, torch's operator namespace (torch.* has no spelling of them): the backward kernels
-# torch's own autograd runs for tanh, sigmoid, relu, softmax and log_softmax (one kernel where the formula takes
+# torch's own autograd runs for tanh, sigmoid, relu, gelu, softmax and log_softmax (one kernel where the formula takes
 # three or four), and nll_loss_forward, which returns the loss with the total weight its backward divides by;
 # torch differentiates them twice and in forward mode. Used here: nll_loss_forward.
 

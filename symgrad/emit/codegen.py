@@ -113,7 +113,9 @@ def plan(
     expression = output  # what the docstring and forward mode describe; ``output`` is what the code computes
     output = joined_cross_entropy(output)
     derived = list(law([output], list(wrt), [v], simplified=False))  # one reverse pass, simplified two ways:
-    laws = simplify(derived, context=[output], exact=True)  # for the code: torch's values at infinities and nans too
+    # for the code: torch's values at infinities and nans too; the forward is rebuilt with the laws, so that a law
+    # reads the forward's own nodes (hash-consing may merge equal constants under them, which rebuilds them)
+    *laws, output = simplify([*derived, output], context=[output], exact=True)
     readable = simplify(derived, context=[output])  # for the docstring: the law as a person writes it
     output, laws = split_cross_entropy(output, laws)
     law_nodes: dict[int, Tensor] = {}

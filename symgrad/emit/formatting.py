@@ -22,7 +22,27 @@ LINE_LENGTH = 120
 @lru_cache(maxsize=256)  # emitting the same module twice (a determinism check, a cache miss upstream) is common
 def formatted(source: str, *, keep: frozenset[str] = frozenset()) -> str:
     """``source`` without dead statements (:func:`without_dead_statements`), formatted by ``ruff format``."""
-    return ruff_format(with_docstrings_folded(without_dead_statements(source, keep=keep)))
+    return ruff_format(with_comments_folded(with_docstrings_folded(without_dead_statements(source, keep=keep))))
+
+
+def with_comments_folded(source: str, width: int = LINE_LENGTH) -> str:
+    """``source`` with each comment line (a line that is only a comment) longer than ``width`` folded at spaces."""
+    out: list[str] = []
+    for line in source.split("\n"):
+        stripped = line.lstrip()
+        if len(line) <= width or not stripped.startswith("# "):
+            out.append(line)
+            continue
+        prefix = line[: len(line) - len(stripped)] + "# "
+        out += textwrap.wrap(
+            stripped[2:],
+            width=width,
+            initial_indent=prefix,
+            subsequent_indent=prefix,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    return "\n".join(out)
 
 
 def with_docstrings_folded(source: str, width: int = LINE_LENGTH) -> str:
