@@ -42,14 +42,11 @@ from .code_text import (
     CodePrinter,
     check_identifier,
     count_uses,
-    dim_lines,
     docstring_safe,
     fit_statement,
     load_source,
-    message_literal,
     name_statements,
     needs_name,
-    shape_checks,
     shape_tuple,
     wrapped,
 )
@@ -57,6 +54,7 @@ from .curvature_code import STYLES, curvature_codegen
 from .formatting import formatted
 from .kernels import joined_cross_entropy, split_cross_entropy
 from .runtime_dtypes import drifts
+from .shape_checks import dim_lines, message_literal, shape_checks
 from .templates import code_environment
 
 

@@ -33,13 +33,12 @@ from .code_text import (
     CodePrinter,
     check_identifier,
     count_uses,
-    dim_lines,
     docstring_safe,
     name_statements,
-    shape_checks,
     wrapped,
 )
 from .formatting import formatted
+from .shape_checks import dim_lines, shape_checks
 from .templates import code_environment
 
 STYLES = ("hvp", "hessian")
