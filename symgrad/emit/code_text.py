@@ -206,8 +206,8 @@ class CodePrinter(TorchPrinter):
             return self._print_template(t)
         text, _ = self._print(t.inputs[0])
         self.aten_kernels.add("gelu_backward")
-        extra = ', approximate="tanh"' if t.op.name == "gelu_tanh_derivative" else ""
-        return f"torch.ops.aten.gelu_backward(torch.ones_like({text}), {text}{extra})", 9
+        arguments = ", ".join([f"torch.ones_like({text})", text, *GELU_KERNEL_ARGUMENTS[t.op.name]])
+        return f"torch.ops.aten.gelu_backward({arguments})", 9
 
     _print_gelu_tanh_derivative = _print_gelu_derivative
 
@@ -468,6 +468,10 @@ def _constant(t: Tensor, value: int) -> bool:
     return t.op is None and not t.shape and uniform_constant(t) == value
 
 
+# GELU's derivative ops, and the arguments after (grad, x) that torch's gelu_backward kernel takes for each
+GELU_KERNEL_ARGUMENTS = {"gelu_derivative": [], "gelu_tanh_derivative": ['approximate="tanh"']}
+
+
 def _backward_kernel(factor: Tensor, inline) -> tuple[str, Tensor, list[str]] | None:
     """The aten backward kernel whose formula is ``grad * factor``: (its name, the tensor it reads besides
     the gradient, further arguments), or None. ``1 - y**2`` is tanh's (for any y, as torch computes it),
@@ -485,10 +489,10 @@ def _backward_kernel(factor: Tensor, inline) -> tuple[str, Tensor, list[str]] | 
             if rest.op is not None and rest.op.name == "sub" and inline(rest) and _constant(rest.inputs[0], 1):
                 if rest.inputs[1] is s and tuple(s.shape) == tuple(factor.shape):
                     return "sigmoid_backward", s, []
-    if op in ("gelu_derivative", "gelu_tanh_derivative"):
+    if op in GELU_KERNEL_ARGUMENTS:
         (x,) = factor.inputs
         if is_floating(x.dtype) and tuple(x.shape) == tuple(factor.shape):
-            return "gelu_backward", x, [] if op == "gelu_derivative" else ['approximate="tanh"']
+            return "gelu_backward", x, GELU_KERNEL_ARGUMENTS[op]
     if op == "step" and factor.attrs.get("at_zero") == 0:
         (z,) = factor.inputs
         if is_floating(z.dtype) and tuple(z.shape) == tuple(factor.shape):

@@ -80,6 +80,7 @@ class Plan:
     aten_kernels: list[str] = field(default_factory=list)
     gradients_text: list[tuple[str, str, str]] = field(default_factory=list)
     updates: list[str] = field(default_factory=list)  # what the forward does to the model's buffers, in order
+    sources: dict = field(default_factory=dict)  # where each symbolic size is read (``x.shape[0]``)
 
 
 def plan(
@@ -217,6 +218,7 @@ def plan(
         helpers=sorted(printer.helpers | jvp_printer.helpers),
         aten_kernels=sorted(printer.aten_kernels | jvp_printer.aten_kernels),
         gradients_text=gradients_text,
+        sources=sources,
     )
 
 
@@ -405,7 +407,7 @@ def codegen(
         or "torch." in " ".join(body for _, body in [*p.forward, ("", p.forward_result), *p.backward]),
         "tangent_of": {x: f"tangent_{x}" for x in p.tangents},
         "backward_returns": [f"grad_{t.name}" if any(t is x for x in wrt) else "None" for t in inputs],
-        **_split_context(pieces, inputs, guards),
+        **_split_context(pieces, p.sources),
     }
     source = code_environment().get_template("module.py.j2").render(**context)
     source = re.sub(r"\n{4,}", "\n\n\n", source).rstrip() + "\n"  # at most two blank lines, as ruff format keeps
@@ -443,7 +445,7 @@ def _one_output(output: Any) -> tuple[Tensor, list[Tensor]]:
     return (flat[0] if len(flat) == 1 else apply("cat", *flat, dim=0)), list(output)
 
 
-def _split_context(pieces: Sequence[Tensor], inputs: Sequence[Tensor], guards: Sequence) -> dict[str, Any]:
+def _split_context(pieces: Sequence[Tensor], sources: dict) -> dict[str, Any]:
     """The drop-in's statements that split the flat output into the traced tuple (none for one tensor)."""
     if not pieces:
         return {"split_outputs": [], "split_dims": []}
@@ -452,7 +454,6 @@ def _split_context(pieces: Sequence[Tensor], inputs: Sequence[Tensor], guards: S
         length = sympy.Mul(*piece.shape) if piece.shape else sympy.Integer(1)
         parts.append(f"output.narrow(0, {size_source(start)}, {size_source(length)}).view({shape_tuple(piece.shape)})")
         start += length
-    sources = shape_checks(inputs, guards)[1]
     return {"split_outputs": parts, "split_dims": dim_lines(sources, [("", " ".join(parts))])}
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import sympy
 
+from ..core.printers import tuple_text
 from ..core.registry import Op, register
 from ..core.tensor import Tensor, apply
 from .batched import batch_sizes, repeated
@@ -34,27 +35,26 @@ def _rows(a: np.ndarray, n: int) -> np.ndarray:
     return a.reshape(-1, math.prod(a.shape[a.ndim - n :]) if n else 1)
 
 
-def _normalized(rows: list) -> tuple[list, Any]:
-    """(x − mean for each entry, and the count), for one group of SymPy entries."""
-    mean = sympy.Add(*rows) / len(rows)
-    return [e - mean for e in rows], len(rows)
+def _normalized(row: Any, eps: Any) -> tuple[list, Any]:
+    """(x̂ for each entry, and r = 1 / √(var + eps)), for one group of SymPy entries."""
+    mean = sympy.Add(*row) / len(row)
+    centered = [e - mean for e in row]
+    rstd = 1 / sympy.sqrt(sympy.Add(*(c**2 for c in centered)) / len(row) + sympy.sympify(eps))
+    return [c * rstd for c in centered], rstd
 
 
 def _layer_norm_meaning(a: np.ndarray, *, n: int, eps: Any) -> np.ndarray:
     out = np.empty(_rows(a, n).shape, dtype=object)
     for i, row in enumerate(_rows(a, n)):
-        centered, count = _normalized(list(row))
-        rstd = 1 / sympy.sqrt(sympy.Add(*(c**2 for c in centered)) / count + sympy.sympify(eps))
-        out[i] = [c * rstd for c in centered]
+        out[i] = _normalized(row, eps)[0]
     return out.reshape(a.shape)
 
 
 def _layer_norm_backward_meaning(g: np.ndarray, x: np.ndarray, *, n: int, eps: Any) -> np.ndarray:
     out = np.empty(_rows(x, n).shape, dtype=object)
     for i, (grad, row) in enumerate(zip(_rows(g, n), _rows(x, n))):
-        centered, count = _normalized(list(row))
-        rstd = 1 / sympy.sqrt(sympy.Add(*(c**2 for c in centered)) / count + sympy.sympify(eps))
-        normal = [c * rstd for c in centered]
+        normal, rstd = _normalized(row, eps)
+        count = len(row)
         mean_g = sympy.Add(*grad) / count
         mean_gx = sympy.Add(*(a * b for a, b in zip(grad, normal))) / count
         out[i] = [rstd * (a - mean_g - b * mean_gx) for a, b in zip(grad, normal)]
@@ -117,8 +117,7 @@ def _backward_batch(inputs: list, flags: list, nb: int, *, n: int, eps: Any) -> 
 
 def _normalized_shape(attrs: dict, inputs: tuple) -> dict:
     x = inputs[-1]
-    shape = tuple(x.shape[x.ndim - attrs["n"] :])
-    return {"normalized": "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"}
+    return {"normalized": tuple_text([str(d) for d in x.shape[x.ndim - attrs["n"] :]])}
 
 
 register(

@@ -126,10 +126,7 @@ def var_mean(
 ) -> Any:
     """(var, mean), with :func:`var`'s arguments, computed as torch's ``var_mean`` computes them (Welford's updates:
     equal entries have a variance of exactly 0 and their own value as mean, where ``var`` and ``mean`` may not)."""
-    dim, correction = _spread_arguments(dim, unbiased, correction, "var_mean")
-    spread = input.var(dim, correction=correction, keepdim=keepdim)
-    spread = _apply("var", input, **{**spread.attrs, "welford": True})
-    return spread, _apply("welford_mean", input, dim=spread.attrs["dim"], keepdim=bool(keepdim))
+    return _with_mean("var", input, dim, unbiased, keepdim, correction)
 
 
 def std_mean(
@@ -137,9 +134,14 @@ def std_mean(
 ) -> Any:
     """(std, mean), with :func:`std`'s arguments, computed as torch's ``std_mean`` computes them (see
     :func:`var_mean`)."""
-    dim, correction = _spread_arguments(dim, unbiased, correction, "std_mean")
-    spread = input.std(dim, correction=correction, keepdim=keepdim)
-    spread = _apply("std", input, **{**spread.attrs, "welford": True})
+    return _with_mean("std", input, dim, unbiased, keepdim, correction)
+
+
+def _with_mean(name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> tuple:
+    """``var_mean``'s or ``std_mean``'s pair: the spread (``name``) and the mean, both from Welford's updates."""
+    dim, correction = _spread_arguments(dim, unbiased, correction, f"{name}_mean")
+    spread = getattr(input, name)(dim, correction=correction, keepdim=keepdim)  # its checks and attributes
+    spread = _apply(name, input, **{**spread.attrs, "welford": True})
     return spread, _apply("welford_mean", input, dim=spread.attrs["dim"], keepdim=bool(keepdim))
 
 

@@ -160,17 +160,13 @@ def _by_rules(
         return None
     if not rules.held:  # on fresh symbols, outside the values the graph gives it (BCE's probabilities, say)
         return {"failed_rule": rules.failed}
-    steps = None
-    if rewrites is not None:
-        steps = check_rewrites(rewrites, assignment, dict(made))
-    if steps is not None and steps.held:
-        held, count, methods = True, steps.entries, dict(steps.methods)
-    else:
-        held, count, methods = chain_equals(laws, chain, made)
+    steps = check_rewrites(rewrites, assignment, dict(made)) if rewrites is not None else None
+    shown = steps is not None and steps.held
+    held, count, methods = (True, steps.entries, dict(steps.methods)) if shown else chain_equals(laws, chain, made)
     for method, n in rules.methods.items():
         methods[method] = methods.get(method, 0) + n
     out = {"held": held, "entries": count + rules.entries, "methods": methods, "rules": rules.rules}
-    if steps is not None and steps.held:
+    if shown:
         out["rewrites"] = steps.rules
     return out
 
