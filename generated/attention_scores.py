@@ -72,7 +72,7 @@ def vjp(Q, K, V, grad_output):
     t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
     t_4 = t_3 / math.sqrt(d)
     grad_Q = t_4 @ K
-    grad_K = (Q.T @ t_4).T
+    grad_K = t_4.T @ Q
     grad_V = t_1.T @ grad_output
     return (grad_Q, grad_K, grad_V)
 
@@ -87,7 +87,7 @@ def forward_and_vjp(Q, K, V, grad_output):
     t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
     t_4 = t_3 / math.sqrt(d)
     grad_Q = t_4 @ K
-    grad_K = (Q.T @ t_4).T
+    grad_K = t_4.T @ Q
     grad_V = t_1.T @ grad_output
     return output, (grad_Q, grad_K, grad_V)
 
@@ -130,7 +130,7 @@ class AttentionScoresFunction(torch.autograd.Function):
         t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
         t_4 = t_3 / math.sqrt(d)
         grad_Q = t_4 @ K
-        grad_K = (Q.T @ t_4).T
+        grad_K = t_4.T @ Q
         grad_V = t_1.T @ grad_output
         return grad_Q, grad_K, grad_V
 

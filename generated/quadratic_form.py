@@ -44,7 +44,7 @@ def vjp(x, A, grad_output):
     _check_shapes(x, A)
     t_1 = x.T @ A
     t_2 = grad_output * x.T
-    grad_x = t_1.T * grad_output + (t_2 @ A.T).T
+    grad_x = t_1.T * grad_output + A @ t_2.T
     grad_A = x * t_2
     return (grad_x, grad_A)
 
@@ -55,7 +55,7 @@ def forward_and_vjp(x, A, grad_output):
     t_1 = x.T @ A
     output = t_1 @ x
     t_2 = grad_output * x.T
-    grad_x = t_1.T * grad_output + (t_2 @ A.T).T
+    grad_x = t_1.T * grad_output + A @ t_2.T
     grad_A = x * t_2
     return output, (grad_x, grad_A)
 
@@ -91,7 +91,7 @@ class QuadraticFormFunction(torch.autograd.Function):
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             t_1 = x.T @ A
         t_2 = grad_output * x.T
-        grad_x = t_1.T * grad_output + (t_2 @ A.T).T
+        grad_x = t_1.T * grad_output + A @ t_2.T
         grad_A = x * t_2
         return grad_x, grad_A
 

@@ -43,35 +43,33 @@ def _check_shapes(W, X, b):
 def forward(W, X, b):
     r"""Return out = torch.relu(W @ X + b)."""
     _check_shapes(W, X, b)
-    t_1 = W @ X + b
-    return torch.relu(t_1)
+    return torch.relu(W @ X + b)
 
 
 def vjp(W, X, b, grad_output):
     r"""Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
     _check_shapes(W, X, b)
-    t_1 = W @ X + b
-    t_2 = torch.ops.aten.threshold_backward(grad_output, t_1, 0)
-    grad_W = t_2 @ X.T
-    grad_b = t_2.sum(dim=1, keepdim=True)
+    output = torch.relu(W @ X + b)
+    t_1 = torch.ops.aten.threshold_backward(grad_output, output, 0)
+    grad_W = t_1 @ X.T
+    grad_b = t_1.sum(dim=1, keepdim=True)
     return (grad_W, grad_b)
 
 
 def forward_and_vjp(W, X, b, grad_output):
     """Return (out, (grad_W, grad_b)) in one pass: the forward values are computed once."""
     _check_shapes(W, X, b)
-    t_1 = W @ X + b
-    output = torch.relu(t_1)
-    t_2 = torch.ops.aten.threshold_backward(grad_output, t_1, 0)
-    grad_W = t_2 @ X.T
-    grad_b = t_2.sum(dim=1, keepdim=True)
+    output = torch.relu(W @ X + b)
+    t_1 = torch.ops.aten.threshold_backward(grad_output, output, 0)
+    grad_W = t_1 @ X.T
+    grad_b = t_1.sum(dim=1, keepdim=True)
     return output, (grad_W, grad_b)
 
 
 class ReluLayerFunction(torch.autograd.Function):
     r"""out = torch.relu(W @ X + b), with the closed-form backward above.
 
-    Saves what the backward formula reads: X, t_1, and the
+    Saves what the backward formula reads: X, output, and the
     inputs it recomputes those from under create_graph=True: W, b. The backward is written
     in differentiable torch ops, so second derivatives, Hessians and torch.func transforms work through it.
     Call it through apply(...), which runs this class under torch.func transforms and a faster one elsewhere.
@@ -82,28 +80,24 @@ class ReluLayerFunction(torch.autograd.Function):
     @staticmethod
     def forward(W, X, b):
         _check_shapes(W, X, b)
-        t_1 = W @ X + b
-        output = torch.relu(t_1)
-        return output, t_1
+        return torch.relu(W @ X + b)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
         W, X, b = inputs
-        output, t_1 = output
-        ctx.mark_non_differentiable(t_1)
-        ctx.save_for_backward(W, X, b, t_1)
-        ctx.save_for_forward(W, X, b, t_1)
+        ctx.save_for_backward(W, X, b, output)
+        ctx.save_for_forward(W, X, b, output)
 
     @staticmethod
-    def backward(ctx, grad_output, *_):
-        W, X, b, t_1 = ctx.saved_tensors
+    def backward(ctx, grad_output):
+        W, X, b, output = ctx.saved_tensors
         if ctx.needs_input_grad[1]:
             raise RuntimeError("ReluLayerFunction gives gradients for W, b only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
-            t_1 = W @ X + b
-        t_2 = torch.ops.aten.threshold_backward(grad_output, t_1, 0)
-        grad_W = t_2 @ X.T
-        grad_b = t_2.sum(dim=1, keepdim=True)
+            output = torch.relu(W @ X + b)
+        t_1 = torch.ops.aten.threshold_backward(grad_output, output, 0)
+        grad_W = t_1 @ X.T
+        grad_b = t_1.sum(dim=1, keepdim=True)
         return grad_W, None, grad_b
 
     @staticmethod
@@ -119,28 +113,23 @@ class ReluLayerFunction(torch.autograd.Function):
         if tangent_b is None:
             tangent_b = torch.zeros_like(b)
         output_tangent = torch.ops.aten.threshold_backward(tangent_b + (W @ tangent_X + tangent_W @ X), W @ X + b, 0)
-        return output_tangent, None
+        return output_tangent
 
 
 class _EagerReluLayerFunction(ReluLayerFunction):
     """What apply(...) runs outside torch.func transforms: the same Function with forward(ctx, ...) and no
     setup_context, since torch.autograd.Function.apply binds forward's signature (inspect) on every call of a
-    Function that has one; the intermediates are saved here rather than returned."""
+    Function that has one."""
 
     setup_context = torch.autograd.Function.setup_context  # torch's own, which means "not defined"
 
     @staticmethod
     def forward(ctx, W, X, b):
         _check_shapes(W, X, b)
-        t_1 = W @ X + b
-        output = torch.relu(t_1)
-        ctx.save_for_backward(W, X, b, t_1)
-        ctx.save_for_forward(W, X, b, t_1)
+        output = torch.relu(W @ X + b)
+        ctx.save_for_backward(W, X, b, output)
+        ctx.save_for_forward(W, X, b, output)
         return output
-
-    @staticmethod
-    def jvp(ctx, *tangents):
-        return ReluLayerFunction.jvp(ctx, *tangents)[0]
 
 
 class _CompiledReluLayerFunction(_EagerReluLayerFunction):
@@ -166,5 +155,5 @@ def apply(W, X, b):
     if torch.compiler.is_compiling():
         return _CompiledReluLayerFunction.apply(W, X, b)
     if _transforms_active():
-        return ReluLayerFunction.apply(W, X, b)[0]
+        return ReluLayerFunction.apply(W, X, b)
     return _eager_apply(*_unwrap_dead_wrappers((W, X, b)))

@@ -51,6 +51,14 @@ class Op:
     - ``indexes(*inputs, **attrs)``: the sizes that an index tensor among the inputs picks entries along, as
       ``(size, index)`` pairs (the class count of cross-entropy's targets, gather's dim): a proof at concrete
       sizes must make each such size larger than the index values given.
+    - ``rule_shapes(*input_shapes, **attrs)``: smaller input shapes at which a proof checks this op's rule, for
+      ops each of whose entries reads a whole slice of the input (batch norm reads a channel over the batch): the
+      rule is written for every size, and at a model's sizes its entrywise check would take minutes;
+    - ``tuple_code``: a template of one kernel call that returns this op's value first and others after it
+      (torch's ``native_batch_norm`` returns the mean and 1/std with the result); ``companion_of``: ``(op,
+      position)`` pairs for an op whose value is output ``position`` of that op's call on the same inputs (or the
+      first of them) and attributes, so that emitted code computes them with one call and saves what the backward
+      reads, as autograd does.
     """
 
     name: str
@@ -73,6 +81,9 @@ class Op:
     jvp: Callable[..., Any] | None = None  # (tangents, out, *inputs, **attrs) -> J·t; default: the VJP transposed
     batch: str | Callable[..., Any] | None = None  # see above: "pointwise", "broadcast", "dims", "trailing"
     indexes: Callable[..., list] | None = None  # (*inputs, **attrs) -> [(size, index tensor)]: see below
+    rule_shapes: Callable[..., tuple] | None = None  # (*input shapes, **attrs) -> smaller ones: see below
+    tuple_code: str | None = None  # one call returning (this op's value, its companions' values, ...)
+    companion_of: tuple[tuple[str, int], ...] = ()  # (op, position)s: this value comes with that op's tuple_code
 
     def __post_init__(self) -> None:
         unknown = set(self.tags) - TAGS

@@ -14,7 +14,7 @@ import re
 import sys
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import ModuleType
 
 import numpy as np
@@ -25,6 +25,7 @@ from ..core.dtypes import is_floating
 from ..core.errors import SymgradError
 from ..core.graph import topological, uniform_constant
 from ..core.printers import TorchPrinter, number_precedence, size_source, tuple_text
+from ..core.spelling import describe
 from ..core.tensor import Tensor
 from ..ops.sympy_torch import python_source
 
@@ -167,6 +168,27 @@ class CodePrinter(TorchPrinter):
             return super()._print_template(t)
         finally:
             del self.names[id(first)]
+
+    def _print_transpose(self, t: Tensor):
+        swapped = self._swapped_product(t) if self.fused else None
+        return swapped if swapped is not None else self._print_template(t)
+
+    def _swapped_product(self, t: Tensor) -> tuple[str, int] | None:
+        """``(A @ B).T`` of matrices as ``B.T @ A.T`` (a transposed ``A.T`` read as ``A``): the product comes out
+        in the layout it is used in, as autograd computes a weight's gradient ``G.T @ X``, where a transposed
+        view of a tall skinny product is slower to make and to accumulate."""
+        (product,) = t.inputs
+        if len(t.shape) != 2 or product.op is None or product.op.name != "matmul" or not self._inline(product):
+            return None
+        if not all(len(p.shape) == 2 and is_floating(p.dtype) for p in product.inputs):
+            return None
+        parts, texts = [], []
+        for factor in product.inputs[::-1]:
+            unwrapped = factor.op is not None and factor.op.name == "transpose" and self._inline(factor)
+            parts.append(factor.inputs[0] if unwrapped else factor)
+            texts.append(self._operand(parts[-1]) + ("" if unwrapped else ".T"))
+        self.fused_parts[id(t)] = parts
+        return f"{texts[0]} @ {texts[1]}", 5
 
     def _print_pow(self, t: Tensor):
         base, exponent = (self._print(part) for part in t.inputs)
@@ -578,13 +600,26 @@ def name_statements(
     uses: Counter,
     counter: int,
     skip: set[int] = frozenset(),
+    tuples: Mapping[int, tuple[Tensor, dict[int, Tensor]]] | None = None,
 ) -> tuple[list[tuple[str, str]], int]:
     """``t_<n> = ...`` for the nodes that need a name (see :func:`needs_name`), in order; ``names`` is updated
-    so that later statements read them. Returns the statements and the last number used."""
+    so that later statements read them. ``tuples`` maps each node of a kernel that returns several (its op's
+    ``tuple_code``) to that kernel's first value and the others by position: one statement names them all,
+    where the first of them comes. Returns the statements and the last number used."""
     lines: list[tuple[str, str]] = []
     for node in nodes:
         key = id(node)
-        if key in names or key in skip or node.op is None:
+        if key in names or node.op is None:
+            continue
+        if tuples and key in tuples:
+            primary, group = tuples[key]
+            labels = ["_"] * (1 + max(group))
+            for position, part in ((0, primary), *group.items()):
+                counter += 1
+                labels[position] = names[id(part)] = f"t_{counter}"
+            lines.append((", ".join(labels), tuple_call(primary, printer)))
+            continue
+        if key in skip:
             continue
         if needs_name(node, uses, printer.doprint):
             counter += 1
@@ -592,6 +627,15 @@ def name_statements(
             lines.append((label, printer.doprint(node)))
             names[key] = label
     return lines, counter
+
+
+def tuple_call(primary: Tensor, printer: TorchPrinter, **fields: str) -> str:
+    """The one kernel call that computes ``primary`` and its companions (its op's ``tuple_code``; ``fields``
+    override the template's)."""
+    parts = [printer.doprint(part) for part in primary.inputs]
+    text = primary.op.tuple_code.format(*parts, **{**describe(primary.op, primary.attrs, primary.inputs), **fields})
+    printer.aten_kernels.update(re.findall(r"torch\.ops\.aten\.(\w+)", text))
+    return text
 
 
 def fit_statement(

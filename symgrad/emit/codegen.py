@@ -48,11 +48,12 @@ from .code_text import (
     name_statements,
     needs_name,
     shape_tuple,
+    tuple_call,
     wrapped,
 )
 from .curvature_code import STYLES, curvature_codegen
 from .formatting import formatted
-from .kernels import joined_cross_entropy, split_cross_entropy
+from .kernels import joined_cross_entropy, masks_of_relu_outputs, split_cross_entropy
 from .runtime_dtypes import drifts
 from .shape_checks import dim_lines, message_literal, shape_checks
 from .templates import code_environment
@@ -78,6 +79,7 @@ class Plan:
     uses_math: bool = False
     helpers: list[str] = field(default_factory=list)  # the module's helper functions its code calls
     aten_kernels: list[str] = field(default_factory=list)
+    stateless: dict[str, str] = field(default_factory=dict)  # forward statements that update buffers, without it
     gradients_text: list[tuple[str, str, str]] = field(default_factory=list)
     updates: list[str] = field(default_factory=list)  # what the forward does to the model's buffers, in order
     sources: dict = field(default_factory=dict)  # where each symbolic size is read (``x.shape[0]``)
@@ -117,11 +119,15 @@ def plan(
     *laws, output = simplify([*derived, output], context=[output], exact=True)
     readable = simplify(derived, context=[output])  # for the docstring: the law as a person writes it
     output, laws = split_cross_entropy(output, laws)
+    laws = masks_of_relu_outputs(output, laws)
     law_nodes: dict[int, Tensor] = {}
     for g in laws:
         for node in topological(g):
             law_nodes.setdefault(id(node), node)
-    forward_nodes, totals = _with_total_weights({id(n): n for n in topological(output)}, law_nodes)
+    forward_nodes, groups = _with_companions(
+        {id(n): n for n in topological(output)}, [*topological(output), *law_nodes.values()]
+    )
+    companions = {id(c) for group in groups.values() for c in group.values()}
     uses = count_uses([output, *laws])
     frontier = set()  # forward values the backward reads
     for key, node in law_nodes.items():
@@ -140,15 +146,24 @@ def plan(
     forward_lines: list[tuple[str, str]] = []
     counter = 0
     intermediates: list[str] = []
+    folded: list[BatchNormUpdate] = []  # running statistics the forward's batch-norm kernel updates itself
+    stateless: dict[str, str] = {}  # those forward statements without the update
     for key, node in forward_nodes.items():
-        if key in totals:  # an NLL loss whose total weight the backward reads: one kernel returns both
-            counter += 2
-            loss_label, total_label = f"t_{counter - 1}", f"t_{counter}"
-            forward_lines.append((f"{loss_label}, {total_label}", _loss_and_total_weight(node, printer)))
-            names_map[key], names_map[id(totals[key])] = loss_label, total_label
-            intermediates += [
-                label for label, part in ((loss_label, node), (total_label, totals[key])) if id(part) in frontier
-            ]
+        if key in groups:  # a value and its companions (the backward reads them): one kernel call returns them all
+            labels = ["_"] * (1 + max(groups[key]))
+            for position, part in ((0, node), *groups[key].items()):
+                counter += 1
+                labels[position] = names_map[id(part)] = f"t_{counter}"
+                if id(part) in frontier:
+                    intermediates.append(labels[position])
+            update = _folded_update(node, updates, buffer_names or {}, output)
+            fields = {} if update is None else _running_fields(update, buffer_names or {})
+            forward_lines.append((", ".join(labels), tuple_call(node, printer, **fields)))
+            if update is not None:  # what a recomputation (the vjp, create_graph=True) runs: no update again
+                folded.append(update)
+                stateless[forward_lines[-1][0]] = tuple_call(node, printer)
+            continue
+        if key in companions:
             continue
         if node is output or node.op is None or names_map.get(key):
             continue
@@ -165,7 +180,7 @@ def plan(
     fitted, counter = fit_statement(output, "output", 8, names_map, printer, counter)
     forward_lines += fitted
     forward_result = printer.doprint(output)
-    update_lines, counter = _update_lines(updates, printer, buffer_names or {}, counter)
+    update_lines, counter = _update_lines([u for u in updates if u not in folded], printer, buffer_names or {}, counter)
     names_map[id(output)] = "output"
 
     # a draw the laws rebuilt (a copy of the forward's node, with its key) is the noise the forward saved: the
@@ -180,7 +195,15 @@ def plan(
     printer.derivatives = True
     results: list[str] = []
     law_ids = {id(g) for g in laws}
-    backward_lines, counter = name_statements(law_nodes.values(), names_map, printer, uses, counter, law_ids)
+    backward_only = {key: node for key, node in law_nodes.items() if key not in forward_nodes}
+    _, backward_groups = _with_companions(backward_only, list(backward_only.values()))
+    tuples = {}
+    for key, group in backward_groups.items():
+        for member in (backward_only[key], *group.values()):
+            tuples[id(member)] = (backward_only[key], group)
+    backward_lines, counter = name_statements(
+        law_nodes.values(), names_map, printer, uses, counter, law_ids, tuples=tuples
+    )
     for x, g in zip(wrt, laws):
         fitted, counter = fit_statement(g, f"grad_{x.name}", 8, names_map, printer, counter)
         backward_lines += fitted
@@ -219,6 +242,7 @@ def plan(
         aten_kernels=sorted(printer.aten_kernels | jvp_printer.aten_kernels),
         gradients_text=gradients_text,
         sources=sources,
+        stateless=stateless,
     )
 
 
@@ -251,6 +275,33 @@ def _update_lines(
         values.append(f"t_{counter} = {printer.doprint(update.value)}")
         writes.append(f"{name}.copy_(t_{counter})")
     return values + kernels + writes, counter
+
+
+def _folded_update(
+    node: Tensor, updates: Sequence[Any], buffer_names: Mapping[str, str], output: Tensor
+) -> BatchNormUpdate | None:
+    """The running-statistics update that the forward's batch-norm kernel ``node`` can do itself (torch's
+    native_batch_norm updates them in place from the same batch): one with the same input and eps, whose buffers
+    nothing else reads."""
+    if node.op.name not in ("batch_norm", "batch_norm_affine"):
+        return None
+    leaves = output.leaves()
+    for update in updates:
+        if not isinstance(update, BatchNormUpdate) or update.input is not node.inputs[0]:
+            continue
+        if update.eps != node.attrs["eps"]:
+            continue
+        names = {buffer_names[p] for p in (update.running_mean, update.running_var) if p is not None}
+        others = [u for u in updates if u is not update and not isinstance(u, BatchNormUpdate)]
+        if names & set(leaves) or any(names & set(u.value.leaves()) for u in others):
+            continue
+        return update
+    return None
+
+
+def _running_fields(update: BatchNormUpdate, buffer_names: Mapping[str, str]) -> dict[str, str]:
+    stats = [buffer_names[p] if p is not None else "None" for p in (update.running_mean, update.running_var)]
+    return {"running": f"{stats[0]}, {stats[1]}, True", "momentum": repr(update.momentum)}
 
 
 def _in_place_spelling(name: str, value: Tensor, printer: CodePrinter) -> str | None:
@@ -553,7 +604,8 @@ def _draws(body: str) -> bool:
 def _needed_forward(p: Plan) -> list[tuple[str, str]]:
     """The forward statements the backward statements read (directly or through each other)."""
     text = " ".join(body for _, body in p.backward)
-    lines = list(p.forward) + ([("output", p.forward_result)] if "output" in p.saved_intermediates else [])
+    lines = [(label, p.stateless.get(label, body)) for label, body in p.forward]  # no buffer updated again
+    lines += [("output", p.forward_result)] if "output" in p.saved_intermediates else []
     kept: list[tuple[str, str]] = []
     for label, body in reversed(lines):
         if any(re.search(rf"\b{part}\b", text) for part in label.split(", ")):  # t_2, t_3 = ...: two results
@@ -562,34 +614,34 @@ def _needed_forward(p: Plan) -> list[tuple[str, str]]:
     return list(reversed(kept))
 
 
-def _with_total_weights(
-    forward_nodes: dict[int, Tensor], law_nodes: dict[int, Tensor]
-) -> tuple[dict[int, Tensor], dict[int, Tensor]]:
-    """The forward nodes with each ``nll_total_weight(lp, y)`` the laws read placed right after the forward's
-    ``nll_loss(lp, y)``, and those pairs (the loss's id to its total weight): the forward gets both from one call
-    of torch's ``nll_loss_forward``, so that the backward makes no tensor of the count (see emit.kernels)."""
-    wanted = [n for n in law_nodes.values() if n.op is not None and n.op.name == "nll_total_weight"]
-    if not wanted:
-        return forward_nodes, {}
-    totals: dict[int, Tensor] = {}
-    for node in forward_nodes.values():
-        if node.op is not None and node.op.name == "nll_loss" and node.attrs["reduction"] in ("mean", "sum"):
-            total = next((t for t in wanted if all(a is b for a, b in zip(t.inputs, node.inputs))), None)
-            if total is not None and id(node) not in totals:
-                totals[id(node)] = total
+def _with_companions(
+    nodes: dict[int, Tensor], wanted: Sequence[Tensor]
+) -> tuple[dict[int, Tensor], dict[int, dict[int, Tensor]]]:
+    """``nodes`` with each companion value among ``wanted`` (an op with ``companion_of``, such as the NLL's total
+    weight or a max pooling's indices) placed right after the node of its primary op on the same inputs and
+    attributes, and those groups (the primary's id to its companions by position): one call of the primary's
+    ``tuple_code`` gives them all, as autograd's kernels return them together."""
+    wanted = [n for n in wanted if n.op is not None and n.op.companion_of]
+    groups: dict[int, dict[int, Tensor]] = {}
+    for node in nodes.values() if wanted else ():
+        if node.op is None or node.op.tuple_code is None:
+            continue
+        for companion in wanted:
+            position = dict(companion.op.companion_of).get(node.op.name)
+            same_inputs = len(companion.inputs) <= len(node.inputs) and all(
+                a is b for a, b in zip(companion.inputs, node.inputs)
+            )
+            same_attrs = all(node.attrs.get(k) == v for k, v in companion.attrs.items())
+            if position is not None and same_inputs and same_attrs:
+                groups.setdefault(id(node), {}).setdefault(position, companion)
     placed: dict[int, Tensor] = {}
-    for key, node in forward_nodes.items():
+    for key, node in nodes.items():
+        if key in placed:
+            continue
         placed[key] = node
-        if key in totals:
-            placed[id(totals[key])] = totals[key]
-    return placed, totals
-
-
-def _loss_and_total_weight(loss: Tensor, printer: CodePrinter) -> str:
-    lp, y = (printer.doprint(part) for part in loss.inputs)
-    printer.aten_kernels.add("nll_loss_forward")
-    reduction = {"mean": 1, "sum": 2}[loss.attrs["reduction"]]
-    return f"torch.ops.aten.nll_loss_forward({lp}, {y}, None, {reduction}, -100)"
+        for companion in groups.get(key, {}).values():
+            placed[id(companion)] = companion
+    return placed, groups
 
 
 def compile_module(output: Tensor | Trace, wrt: Sequence[Tensor] | None = None, **kwargs) -> ModuleType:

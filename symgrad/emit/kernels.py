@@ -90,6 +90,24 @@ def split_cross_entropy(output: Tensor, laws: Sequence[Tensor]) -> tuple[Tensor,
     return _rebuild(output, replacements, rebuilt), [_rebuild(g, replacements, rebuilt) for g in laws]
 
 
+def masks_of_relu_outputs(output: Tensor, laws: Sequence[Tensor]) -> list[Tensor]:
+    """``laws`` with relu's mask ``z <= 0`` read as ``relu(z) <= 0`` where the forward computes ``relu(z)``: the
+    same mask (a nan stays a nan), and the tensor autograd's relu backward reads, so that the backward saves
+    relu's output, which the next layer saves anyway, and not z."""
+    relus = {id(n.inputs[0]): n for n in topological(output) if n.op is not None and n.op.name == "relu"}
+    if not relus:
+        return list(laws)
+    replacements: dict[int, Tensor] = {}
+    for root in laws:
+        for node in topological(root):
+            if node.op is None or node.op.name != "le" or uniform_constant(node.inputs[1]) != 0:
+                continue
+            if id(node.inputs[0]) in relus and not node.inputs[1].shape:
+                replacements[id(node)] = with_inputs(node, [relus[id(node.inputs[0])], node.inputs[1]])
+    rebuilt: dict[int, Tensor] = {}
+    return [_rebuild(g, replacements, rebuilt) for g in laws] if replacements else list(laws)
+
+
 def _scale_and_total(scale: Tensor, lp: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:
     """``(s, nll_total_weight(lp, y))`` for a scale ``s / m`` with m the number of rows (a mean's), whose division
     torch's NLL kernel does itself, by the total weight the forward's kernel returns; else ``(scale, 1)``."""

@@ -525,6 +525,8 @@ register(
         'torch.nn.functional.nll_loss({0}, {1}, reduction="{reduction}")',
         r"\operatorname{{NLL}}\left({0}, {1}\right)",
         "NllLossBackward0",
+        tuple_code="torch.ops.aten.nll_loss_forward({0}, {1}, None, {reduction_number}, -100)",
+        spell=lambda attrs, inputs: {"reduction_number": {"none": 0, "mean": 1, "sum": 2}[attrs["reduction"]]},
         vjp=lambda g, out, lp, y, reduction: (_nll_loss_vjp(g, lp, y, reduction), None),
         indexes=lambda lp, y, reduction: [(lp.shape[1], y)],
         float64=_nll_loss_float64,
@@ -541,6 +543,7 @@ register(
         "none",
         differentiable=False,
         vjp=lambda g, out, lp, y: (None, None),
+        companion_of=(("nll_loss", 1),),
     )
 )
 register(

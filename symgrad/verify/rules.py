@@ -108,9 +108,12 @@ def _kept(part: Tensor) -> Any:
 
 def _rule_holds(node: Tensor, methods: dict[str, int]) -> tuple[bool, int]:
     """One op's rule on fresh symbols against the entrywise VJP of that op alone."""
+    shapes = [part.shape for part in node.inputs]
+    if node.op.rule_shapes is not None and all(_fresh(part) for part in node.inputs):
+        shapes = node.op.rule_shapes(*shapes, **node.attrs)
     fresh = [
-        symbols(f"in{k}", part.shape, requires_grad=True, dtype=part.dtype) if _fresh(part) else part
-        for k, part in enumerate(node.inputs)
+        symbols(f"in{k}", shape, requires_grad=True, dtype=part.dtype) if _fresh(part) else part
+        for k, (part, shape) in enumerate(zip(node.inputs, shapes))
     ]
     out = apply(node.op.name, *fresh, **node.attrs)
     g = symbols_like(out, "g", distinct=True)

@@ -1534,6 +1534,27 @@ def _pool1d(c: Builder, x: str) -> str | None:
                    f"{F_}.adaptive_avg_pool1d({x}, 1)"))  # fmt: skip
 
 
+def _concrete(d: Any) -> bool:
+    return isinstance(d, int) or bool(getattr(d, "is_Integer", False))
+
+
+@spec("max_pool2d", "max_pool", law=True)
+def _max_pool2d(c: Builder, x: str) -> str | None:
+    shape = c.shape(x)
+    if len(shape) not in (3, 4) or not all(_concrete(d) and int(d) >= 2 for d in shape[-2:]):
+        return None
+    stride, padding = c.pick((1, 2)), c.pick((0, 1))
+    return f"{F_}.max_pool2d({x}, 2, stride={stride}, padding={padding}, ceil_mode={c.flag()})"
+
+
+@spec("batch_norm", "batch_norm", law=True)
+def _batch_norm(c: Builder, x: str) -> str | None:
+    shape = c.shape(x)
+    if len(shape) < 2 or not all(map(_concrete, shape)) or math.prod(int(d) for d in shape) // int(shape[1]) < 2:
+        return None
+    return f"{F_}.batch_norm({x}, None, None, training=True)"
+
+
 @spec("conv1d", "convolution")
 def _conv1d(c: Builder, x: str) -> str | None:
     shape = c.shape(x)
@@ -1556,6 +1577,18 @@ def _conv_transpose1d(c: Builder, x: str) -> str | None:
 
 # Ops of sg.core.OPS no spec reaches, and why.
 UNREACHABLE = {
+    "batch_norm_affine": "reached from BatchNorm modules (weight and bias are parameters): "
+    "tests/ops/test_batch_norm.py "
+    "and the ModuleInfo samples; the spec's batch_norm is the same law without them",
+    "batch_norm_mean": "internal: batch norm's saved mean, which emitted code takes from native_batch_norm",
+    "batch_norm_invstd": "internal: batch norm's saved 1/std, which emitted code takes from native_batch_norm",
+    "batch_norm_backward": "internal: the VJP of batch_norm; fuzzed through the batch_norm spec's laws",
+    "batch_norm_affine_backward": "internal: the VJP of batch_norm_affine in its input",
+    "batch_norm_weight_grad": "internal: the VJP of batch_norm_affine in its weight",
+    "batch_norm_bias_grad": "internal: the VJP of batch_norm_affine in its bias",
+    "max_pool_indices": "internal: max_pool's indices (return_indices), which its VJP reads",
+    "max_pool_backward": "internal: the VJP of max_pool; fuzzed through the max_pool2d spec's laws",
+    "max_pool_gather": "internal: the VJP of max_pool_backward, reached by second-order laws",
     "layer_norm_backward": "internal: the VJP of layer_norm (torch's native_layer_norm_backward); fuzzed through "
     "the layer_norm spec's laws",
     "gelu_derivative": "internal: the VJP of gelu (GELU'(x), which emitted code runs as gelu_backward); fuzzed "

@@ -122,7 +122,12 @@ def batch_norm(
         centered = input - mean
         variance = (centered * centered).mean(dim=dims, keepdim=True)
         _update_running(running_mean, running_var, mean, variance, count, momentum)
-        out = centered * apply("rsqrt", variance + eps)
+        if count == 0:  # no entries: the pieces give torch's empty result without a kernel's statistics
+            out = centered * apply("rsqrt", variance + eps)
+        elif weight is not None and bias is not None:  # torch's one kernel, whose backward gives all three gradients
+            return apply("batch_norm_affine", input, weight, bias, eps=eps)
+        else:
+            out = apply("batch_norm", input, eps=eps)
     else:
         if running_mean is None:
             raise TorchRuntimeError("running_mean must be defined in evaluation mode")

@@ -1,9 +1,10 @@
 """Poolings of ``torch.nn.functional``: max, average, adaptive average and adaptive max pooling in 1-D, 2-D
 and 3-D.
 
-A pooling reduces the window slices of the padded input (see :mod:`.windows`) stacked along a new last dim:
-``max_pool`` takes their maximum, whose gradient goes to the first maximal entry of each window in row-major
-order, the one torch picks (and reports in ``return_indices``); ``avg_pool`` divides their sum by torch's count.
+``max_pool`` is an op of the table (:mod:`symgrad.ops.pooling`): the largest entry of each window, whose
+gradient goes to the first maximal entry in row-major order, the one torch picks (and reports in
+``return_indices``). ``avg_pool`` sums the window slices of the padded input (see :mod:`.windows`), stacked along a
+new last dim, and divides by torch's count.
 
 >>> import symgrad.torch as torch
 >>> x = torch.tensor([[[1.0, 3.0, 3.0, 2.0]]], requires_grad=True, name="x")
@@ -25,6 +26,7 @@ from ...core.constructors import tensor
 from ...core.dims import is_concrete
 from ...core.errors import TorchRuntimeError, UnsupportedError
 from ...core.tensor import Tensor, apply, constant
+from ...ops.pooling import max_pool_indices
 from .windows import as_tuple, pad_spatial, stack_last, window_slices, windows_out_length
 
 
@@ -41,7 +43,7 @@ class _Windows:
             )
         if input.ndim not in (n + 1, n + 2):
             raise TorchRuntimeError(f"{what}: Expected {n + 1}D or {n + 2}D input, but got {input.ndim}D input")
-        self.n, self.what = n, what
+        self.n, self.what, self.ceil_mode = n, what, ceil_mode
         self.kernel = as_tuple(kernel_size, n, "kernel_size")
         self.stride = self.kernel if stride is None or stride == () else as_tuple(stride, n, "stride")
         self.padding = as_tuple(padding, n, "padding")
@@ -86,29 +88,10 @@ class _Windows:
         padded = pad_spatial(input, self.padding, high, fill)
         return stack_last(window_slices(padded, self.kernel, self.stride, self.dilation, self.out))
 
-    def first_max_indices(self, input: Tensor) -> Tensor:
-        """torch's ``return_indices``: the flat spatial index of each window's first maximum (a nan wins)."""
-        if not input.has_values():
-            raise UnsupportedError(f"{self.what}(return_indices=True) needs the input's values")
-        values = np.array(input.tolist(), dtype=float).reshape(-1, *self.sizes)
-        flat = np.arange(math.prod(self.sizes)).reshape(self.sizes)
-        out = np.zeros((values.shape[0], *self.out), dtype=np.int64)
-        for position in itertools.product(*(range(o) for o in self.out)):
-            picks = [
-                tuple(
-                    o * s - p + k * d for o, s, p, k, d in zip(position, self.stride, self.padding, ks, self.dilation)
-                )
-                for ks in itertools.product(*(range(k) for k in self.kernel))
-            ]
-            inside = [q for q in picks if all(0 <= c < size for c, size in zip(q, self.sizes))]
-            for row in range(values.shape[0]):
-                best = None
-                for q in inside:
-                    v = values[(row, *q)]
-                    if best is None or v > values[(row, *best)] or math.isnan(v):
-                        best = q
-                out[(row, *position)] = flat[best]
-        return tensor(out.reshape(*input.shape[: -self.n], *self.out).tolist(), dtype="int64")
+    def attributes(self) -> dict:
+        """The geometry as the max_pool ops of :mod:`symgrad.ops.pooling` take it."""
+        return {"kernel": self.kernel, "stride": self.stride, "padding": self.padding, "dilation": self.dilation,
+                "ceil_mode": bool(self.ceil_mode), "pooled": self.out}  # fmt: skip
 
 
 def _max_pool(
@@ -116,8 +99,8 @@ def _max_pool(
 ) -> Any:
     what = f"max_pool{n}d"
     windows = _Windows(input, n, what, kernel_size, stride, padding, dilation, ceil_mode)
-    out = windows.stacked(input, -math.inf).max(-1).values
-    return (out, windows.first_max_indices(input)) if indices else out
+    out = apply("max_pool", input, **windows.attributes())
+    return (out, max_pool_indices(input, windows.attributes())) if indices else out
 
 
 def max_pool1d(
