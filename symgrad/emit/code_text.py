@@ -13,8 +13,7 @@ import linecache
 import re
 import sys
 import unicodedata
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 
 import numpy as np
@@ -23,7 +22,7 @@ import sympy
 from ..core.dims import same_dim
 from ..core.dtypes import is_floating
 from ..core.errors import SymgradError
-from ..core.graph import topological, uniform_constant
+from ..core.graph import uniform_constant
 from ..core.printers import TorchPrinter, number_precedence, size_source, tuple_text
 from ..core.spelling import describe
 from ..core.tensor import Tensor
@@ -36,8 +35,10 @@ RESERVED = {
     "self", "once_differentiable",
 }  # fmt: skip
 RESERVED_PREFIXES = ("_", "grad_", "t_", "tangent_")
+
+
 MAX_INLINE = 72  # longer subexpressions get a name of their own, so every line stays readable
-LINE_LENGTH = 120  # the project's ruff line length; see fit_statement
+LINE_LENGTH = 120  # the project's ruff line length; see statements.fit_statement
 
 
 def check_identifier(name: str, what: str) -> str:
@@ -168,6 +169,52 @@ class CodePrinter(TorchPrinter):
             return super()._print_template(t)
         finally:
             del self.names[id(first)]
+
+    def _print_add(self, t: Tensor):
+        fused = (self._linear(t) or self._convolution_with_bias(t)) if self.fused else None
+        return fused if fused is not None else self._print_template(t)
+
+    def _convolution_with_bias(self, t: Tensor) -> tuple[str, int] | None:
+        """``conv2d(x, w) + b.reshape(C, 1, 1)`` as ``conv2d(x, w, b)``: the bias added by the convolution's own
+        kernel, as an ``nn.Conv2d`` runs it, where a separate sum takes another pass over the output."""
+        for conv, shaped in (t.inputs, t.inputs[::-1]):
+            if conv.op is None or conv.op.name != "convolution" or not self._inline(conv):
+                continue
+            if shaped.op is None or shaped.op.name != "reshape" or tuple(t.shape) != tuple(conv.shape):
+                continue
+            (bias,) = shaped.inputs
+            channels = conv.shape[1]
+            ones = shaped.shape[len(shaped.shape) - len(conv.shape) + 2 :] if len(shaped.shape) >= 2 else None
+            if len(bias.shape) != 1 or bias.shape[0] != channels or ones is None or any(d != 1 for d in ones):
+                continue
+            if shaped.shape[len(shaped.shape) - len(conv.shape) + 1] != channels or bias.dtype != conv.dtype:
+                continue
+            self.fused_parts[id(t)] = [*conv.inputs, bias]
+            x, w, b = (self._print(p)[0] for p in (*conv.inputs, bias))
+            fields = describe(conv.op, conv.attrs, conv.inputs)
+            return f"torch.nn.functional.conv{fields['n']}d({x}, {w}, {b}{fields['options']})", 9
+        return None
+
+    def _linear(self, t: Tensor) -> tuple[str, int] | None:
+        """``x @ W.T + b`` (b a vector of W's rows) as ``torch.nn.functional.linear(x, W, b)``: the one
+        ``addmm`` kernel an ``nn.Linear`` runs, where a product and a sum take two passes."""
+        for product, bias in (t.inputs, t.inputs[::-1]):
+            if product.op is None or product.op.name != "matmul" or not self._inline(product):
+                continue
+            x, transposed = product.inputs
+            if transposed.op is None or transposed.op.name != "transpose" or not self._inline(transposed):
+                continue
+            (w,) = transposed.inputs
+            if len(w.shape) != 2 or len(x.shape) < 1 or tuple(bias.shape) != (w.shape[0],):
+                continue
+            if not all(is_floating(p.dtype) and p.dtype == t.dtype for p in (x, w, bias)):
+                continue
+            if tuple(product.shape) != tuple(t.shape):
+                continue
+            self.fused_parts[id(t)] = [x, w, bias]
+            parts = ", ".join(self._print(p)[0] for p in (x, w, bias))
+            return f"torch.nn.functional.linear({parts})", 9
+        return None
 
     def _print_transpose(self, t: Tensor):
         swapped = self._swapped_product(t) if self.fused else None
@@ -525,19 +572,6 @@ def _backward_kernel(factor: Tensor, inline) -> tuple[str, Tensor, list[str]] | 
 _SIMPLE = re.compile(r"-?[A-Za-z_][A-Za-z_0-9.]*|-?\d+(\.\d+)?")
 
 
-def count_uses(roots: Sequence[Tensor]) -> Counter:
-    uses: Counter = Counter()
-    seen: set[int] = set()
-    for root in roots:
-        for node in topological(root):
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            for part in node.inputs:
-                uses[id(part)] += 1
-    return uses
-
-
 def wrapped(text: str, indent: str, width: int = 110) -> str:
     """A long docstring line folded at spaces, continuation lines indented a further four spaces."""
     import textwrap
@@ -580,82 +614,3 @@ def load_source(source: str, name: str, filename: str | None = None) -> ModuleTy
     exec(code, module.__dict__)  # symgrad's own emitted code; user text reaches it only as checked identifiers
     module.__symgrad_source__ = source
     return module
-
-
-def needs_name(node: Tensor, uses: Counter, text_of) -> bool:
-    """Whether a node gets a statement of its own: it is used twice, or its text is too long to inline."""
-    if node.op is None or (uniform_constant(node) is not None and not node.shape):
-        return False
-    if node.op.name in ("full",):
-        return False
-    if node.op.name == "binary_cross_entropy_with_logits" and uses[id(node)] == 1:
-        return False  # long, but a mean or sum of it prints as one call (see _fused_loss); fit_statement splits it
-    return uses[id(node)] > 1 or len(text_of(node)) > MAX_INLINE
-
-
-def name_statements(
-    nodes: Iterable[Tensor],
-    names: dict[int, str],
-    printer: TorchPrinter,
-    uses: Counter,
-    counter: int,
-    skip: set[int] = frozenset(),
-    tuples: Mapping[int, tuple[Tensor, dict[int, Tensor]]] | None = None,
-) -> tuple[list[tuple[str, str]], int]:
-    """``t_<n> = ...`` for the nodes that need a name (see :func:`needs_name`), in order; ``names`` is updated
-    so that later statements read them. ``tuples`` maps each node of a kernel that returns several (its op's
-    ``tuple_code``) to that kernel's first value and the others by position: one statement names them all,
-    where the first of them comes. Returns the statements and the last number used."""
-    lines: list[tuple[str, str]] = []
-    for node in nodes:
-        key = id(node)
-        if key in names or node.op is None:
-            continue
-        if tuples and key in tuples:
-            primary, group = tuples[key]
-            labels = ["_"] * (1 + max(group))
-            for position, part in ((0, primary), *group.items()):
-                counter += 1
-                labels[position] = names[id(part)] = f"t_{counter}"
-            lines.append((", ".join(labels), tuple_call(primary, printer)))
-            continue
-        if key in skip:
-            continue
-        if needs_name(node, uses, printer.doprint):
-            counter += 1
-            label = f"t_{counter}"
-            lines.append((label, printer.doprint(node)))
-            names[key] = label
-    return lines, counter
-
-
-def tuple_call(primary: Tensor, printer: TorchPrinter, **fields: str) -> str:
-    """The one kernel call that computes ``primary`` and its companions (its op's ``tuple_code``; ``fields``
-    override the template's)."""
-    parts = [printer.doprint(part) for part in primary.inputs]
-    text = primary.op.tuple_code.format(*parts, **{**describe(primary.op, primary.attrs, primary.inputs), **fields})
-    printer.aten_kernels.update(re.findall(r"torch\.ops\.aten\.(\w+)", text))
-    return text
-
-
-def fit_statement(
-    root: Tensor, label: str, indent: int, names: dict[int, str], printer: CodePrinter, counter: int
-) -> tuple[list[tuple[str, str]], int]:
-    """``t_<n> = ...`` statements for parts of ``root`` until ``<label> = <root>`` fits in a line at ``indent``
-    (ruff format would otherwise wrap it): the longest unnamed operand first (a fused kernel's own operands,
-    so that the fusion stays), each fitted the same way. ``names`` is updated; returns the statements and the
-    last number used."""
-    lines: list[tuple[str, str]] = []
-    while id(root) not in names:
-        printer.fused_parts.pop(id(root), None)
-        if len(printer.doprint(root)) <= LINE_LENGTH - indent - len(label) - len(" = "):
-            break
-        parts = [p for p in printer.fused_parts.get(id(root), root.inputs) if p.op is not None and id(p) not in names]
-        if not parts:
-            break
-        longest = max(parts, key=lambda p: len(printer.doprint(p)))
-        inner, counter = fit_statement(longest, f"t_{counter + 1}", indent, names, printer, counter)
-        counter += 1
-        lines += [*inner, (f"t_{counter}", printer.doprint(longest))]
-        names[id(longest)] = f"t_{counter}"
-    return lines, counter

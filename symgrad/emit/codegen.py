@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -41,14 +42,9 @@ from ..version import __version__
 from .code_text import (
     CodePrinter,
     check_identifier,
-    count_uses,
     docstring_safe,
-    fit_statement,
     load_source,
-    name_statements,
-    needs_name,
     shape_tuple,
-    tuple_call,
     wrapped,
 )
 from .curvature_code import STYLES, curvature_codegen
@@ -56,6 +52,7 @@ from .formatting import formatted
 from .kernels import joined_cross_entropy, masks_of_relu_outputs, split_cross_entropy
 from .runtime_dtypes import drifts
 from .shape_checks import dim_lines, message_literal, shape_checks
+from .statements import count_uses, fit_statement, name_statements, needs_name, tuple_call
 from .templates import code_environment
 
 
@@ -277,6 +274,16 @@ def _update_lines(
     return values + kernels + writes, counter
 
 
+def _attribute_path(root: str, path: str) -> str:
+    """``self.model.fc1.weight`` for the path ``fc1.weight`` (``getattr(..., "0")`` for a part that is no
+    identifier): what the model's own forward reads, at the cost of attribute lookups, where ``get_parameter``
+    walks the path through its checks on every call."""
+    text = root
+    for part in path.split("."):
+        text = f"{text}.{part}" if part.isidentifier() and not keyword.iskeyword(part) else f'getattr({text}, "{part}")'
+    return text
+
+
 def _folded_update(
     node: Tensor, updates: Sequence[Any], buffer_names: Mapping[str, str], output: Tensor
 ) -> BatchNormUpdate | None:
@@ -396,14 +403,7 @@ def codegen(
     p = plan(output, list(wrt), inputs, guards, updates, buffer_names)
     shapes = ", ".join(f"{t.name}: {format_shape(t.shape)}" for t in inputs)
     owned = {**(parameters or {}), **(buffers or {})}
-    module_args = [
-        f'self.model.get_parameter("{owned[t.name]}")'
-        if t.name in (parameters or {})
-        else f'self.model.get_buffer("{owned[t.name]}")'
-        if t.name in owned
-        else t.name
-        for t in inputs
-    ]
+    module_args = [_attribute_path("self.model", owned[t.name]) if t.name in owned else t.name for t in inputs]
     needed = _needed_forward(p)
     saved_inputs = _function_saved_inputs(p, needed)
     saved = saved_inputs + p.saved_intermediates

@@ -32,13 +32,12 @@ from ..version import __version__
 from .code_text import (
     CodePrinter,
     check_identifier,
-    count_uses,
     docstring_safe,
-    name_statements,
     wrapped,
 )
 from .formatting import formatted
 from .shape_checks import dim_lines, shape_checks
+from .statements import count_uses, name_statements
 from .templates import code_environment
 
 STYLES = ("hvp", "hessian")

@@ -12,7 +12,20 @@ Adding an op means one row in one family file, plus a test. This package imports
 """
 
 from ..core.registry import OPS
-from . import convolution, draws, elementwise, indexing, linalg, nn, normalization, pooling, products, reductions, shape
+from . import (
+    batch_norm,
+    convolution,
+    draws,
+    elementwise,
+    indexing,
+    linalg,
+    nn,
+    normalization,
+    pooling,
+    products,
+    reductions,
+    shape,
+)
 from .calculus import elementwise_derivative, expand_back, to_tensor, unbroadcast
 from .functions import amax, first_max, norm2, relu, sigmoid, sign, softplus
 from .userfunc import function
@@ -20,6 +33,7 @@ from .userfunc import function
 __all__ = [
     "OPS",
     "amax",
+    "batch_norm",
     "convolution",
     "draws",
     "elementwise",

@@ -1,13 +1,18 @@
-"""Layer normalization as two ops that close under differentiation, so that laws read ``LN`` and emitted code runs
+"""Layer normalization as ops that close under differentiation, so that laws read ``LN`` and emitted code runs
 torch's ``native_layer_norm`` kernels, forward and backward:
 
-- ``layer_norm(x)``: x̂ = (x − mean) · r over the trailing ``n`` dims, r = 1 / √(var + eps) (var biased); the
-  affine weight and bias stay products and sums of their own;
-- ``layer_norm_backward(g, x)``: its VJP, r · (g − mean(g) − x̂ · mean(g x̂)), which is symmetric in ``g``.
+- ``layer_norm(x)``: x̂ = (x − mean) · r over the trailing ``n`` dims, r = 1 / √(var + eps) (var biased), and
+  ``layer_norm_affine(x, w, b)``: x̂ · w + b, torch's one kernel with its weight and bias;
+- ``layer_norm_mean(x)`` and ``layer_norm_rstd(x)``: the statistics that kernel returns with its result, which
+  the backward ops read (emitted code saves them, as autograd does);
+- ``layer_norm_backward(g, x, mean, rstd)``: the VJP, B(g) = r · (g − mean(g) − x̂ · mean(g x̂)), symmetric in ``g``;
+  ``layer_norm_affine_backward(g, x, mean, rstd, w, b)`` = B(g · w); ``layer_norm_weight_grad`` (Σ g · x̂ over the
+  leading dims) and ``layer_norm_bias_grad`` (Σ g): one backward kernel call gives all three.
 
 The VJP of ``layer_norm_backward`` is itself for ``g`` and, for ``x``, a formula in ``layer_norm``,
 ``layer_norm_backward`` and arithmetic (the module's tests and every proof check it against its entries):
 with S = r (⟨h − mean(h), g⟩ − ⟨h, x̂⟩⟨g, x̂⟩ / N), ∇ₓS = −r² x̂ / N · (…) − r / N (⟨g, x̂⟩ B(h) + ⟨h, x̂⟩ B(g)).
+The statistics' inputs get no gradient from the backward ops, whose rules differentiate through x.
 
 >>> import symgrad as sg
 >>> from symgrad.core.tensor import apply
@@ -36,7 +41,7 @@ def _rows(a: np.ndarray, n: int) -> np.ndarray:
     return a.reshape(-1, math.prod(a.shape[a.ndim - n :]) if n else 1)
 
 
-def _normalized(row: Any, eps: Any) -> tuple[list, Any]:
+def normalized_entries(row: Any, eps: Any) -> tuple[list, Any]:
     """(x̂ for each entry, and r = 1 / √(var + eps)), for one group of SymPy entries."""
     mean = sympy.Add(*row) / len(row)
     centered = [e - mean for e in row]
@@ -44,22 +49,52 @@ def _normalized(row: Any, eps: Any) -> tuple[list, Any]:
     return [c * rstd for c in centered], rstd
 
 
-def _layer_norm_meaning(a: np.ndarray, *, n: int, eps: Any) -> np.ndarray:
+def _layer_norm_meaning(a: np.ndarray, *weights: np.ndarray, n: int, eps: Any) -> np.ndarray:
     out = np.empty(_rows(a, n).shape, dtype=object)
     for i, row in enumerate(_rows(a, n)):
-        out[i] = _normalized(row, eps)[0]
+        out[i] = normalized_entries(row, eps)[0]
+    if weights:
+        out = out * weights[0].reshape(1, -1) + weights[1].reshape(1, -1)
     return out.reshape(a.shape)
 
 
-def _layer_norm_backward_meaning(g: np.ndarray, x: np.ndarray, *, n: int, eps: Any) -> np.ndarray:
+def _layer_norm_backward_meaning(g: np.ndarray, x: np.ndarray, *rest: np.ndarray, n: int, eps: Any) -> np.ndarray:
     out = np.empty(_rows(x, n).shape, dtype=object)
-    for i, (grad, row) in enumerate(zip(_rows(g, n), _rows(x, n))):
-        normal, rstd = _normalized(row, eps)
+    grads = _rows(g, n) if len(rest) < 3 else _rows(g, n) * rest[2].reshape(1, -1)
+    for i, (grad, row) in enumerate(zip(grads, _rows(x, n))):
+        normal, rstd = normalized_entries(row, eps)
         count = len(row)
         mean_g = sympy.Add(*grad) / count
         mean_gx = sympy.Add(*(a * b for a, b in zip(grad, normal))) / count
         out[i] = [rstd * (a - mean_g - b * mean_gx) for a, b in zip(grad, normal)]
     return out.reshape(x.shape)
+
+
+def _statistic_meaning(x: np.ndarray, *, n: int, eps: Any, which: int) -> np.ndarray:
+    out = []
+    for row in _rows(x, n):
+        row = list(row)
+        out.append(sympy.Add(*row) / len(row) if which == 1 else normalized_entries(row, eps)[1])
+    return np.array(out, dtype=object).reshape(_statistic_shape(x.shape, n=n, eps=eps))
+
+
+def _statistic_shape(x: tuple, *, n: int, eps: Any) -> tuple:
+    """The shape of native_layer_norm's mean and 1/std: x's leading dims, then 1s."""
+    return (*x[: len(x) - n], *(1 for _ in range(n)))
+
+
+def _parameter_grad_meaning(g: np.ndarray, x: np.ndarray, *stats: np.ndarray, n: int, eps: Any, which: int):
+    grads = _rows(g, n)
+    if which == 1:
+        grads = grads * _rows(_layer_norm_meaning(x, n=n, eps=eps), n)
+    return np.array([sympy.Add(*column) for column in grads.T], dtype=object).reshape(x.shape[x.ndim - n :])
+
+
+def _parameter_grad_float64(g: np.ndarray, x: np.ndarray, *stats: np.ndarray, n: int, eps: float, which: int):
+    grads = _rows(g, n).astype(float)
+    if which == 1:
+        grads = grads * _rows(_layer_norm_float64(x, n=n, eps=eps), n)
+    return grads.sum(axis=0).reshape(x.shape[x.ndim - n :])
 
 
 def _statistics(x: np.ndarray, n: int, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -70,14 +105,19 @@ def _statistics(x: np.ndarray, n: int, eps: float) -> tuple[np.ndarray, np.ndarr
     return rows, mean, rstd
 
 
-def _layer_norm_float64(a: np.ndarray, *, n: int, eps: float) -> np.ndarray:
+def _layer_norm_float64(a: np.ndarray, *weights: np.ndarray, n: int, eps: float) -> np.ndarray:
     rows, mean, rstd = _statistics(a, n, float(eps))
-    return ((rows - mean) * rstd).reshape(a.shape)
+    out = (rows - mean) * rstd
+    if weights:
+        out = out * weights[0].reshape(1, -1) + weights[1].reshape(1, -1)
+    return out.reshape(a.shape)
 
 
-def _layer_norm_backward_float64(g: np.ndarray, x: np.ndarray, *, n: int, eps: float) -> np.ndarray:
+def _layer_norm_backward_float64(g: np.ndarray, x: np.ndarray, *rest: np.ndarray, n: int, eps: float) -> np.ndarray:
     rows, mean, rstd = _statistics(x, n, float(eps))
     normal, grad = (rows - mean) * rstd, _rows(g, n)
+    if len(rest) == 4:
+        grad = grad * rest[2].reshape(1, -1)
     mean_g, mean_gx = grad.mean(axis=1, keepdims=True), (grad * normal).mean(axis=1, keepdims=True)
     return (rstd * (grad - mean_g - normal * mean_gx)).reshape(x.shape)
 
@@ -86,40 +126,153 @@ def _dims(x: Tensor, n: int) -> tuple[int, ...]:
     return tuple(range(x.ndim - n, x.ndim))
 
 
+def _count(x: Tensor, n: int) -> Any:
+    return math.prod(x.shape[d] for d in _dims(x, n)) if n else 1
+
+
+def layer_norm_statistics(x: Tensor, n: int, eps: Any) -> tuple[Tensor, Tensor]:
+    """(the mean, 1 / √(var + eps)) of each normalized slice, as torch's native_layer_norm returns them."""
+    return apply("layer_norm_mean", x, n=n, eps=eps), apply("layer_norm_rstd", x, n=n, eps=eps)
+
+
 def layer_norm_backward(g: Tensor, x: Tensor, n: int, eps: Any) -> Tensor:
     """The VJP of ``layer_norm(x)`` for the cotangent ``g``."""
-    return apply("layer_norm_backward", g, x, n=n, eps=eps)
+    return apply("layer_norm_backward", g, x, *layer_norm_statistics(x, n, eps), n=n, eps=eps)
 
 
-def _second_vjp(h: Tensor, out: Tensor, g: Tensor, x: Tensor, *, n: int, eps: Any) -> tuple[Tensor, Tensor]:
-    """The VJP of ``layer_norm_backward(g, x)`` for the cotangent ``h`` (see the module docstring)."""
-    dims = _dims(x, n)
-    count = math.prod(x.shape[d] for d in dims) if n else 1
+def _vjp(g: Tensor, out: Tensor, x: Tensor, *weights: Tensor, n: int, eps: Any) -> tuple:
+    if not weights:
+        return (layer_norm_backward(g, x, n, eps),)
+    parts = (g, x, *layer_norm_statistics(x, n, eps))
+    return (
+        apply("layer_norm_affine_backward", *parts, *weights, n=n, eps=eps),
+        apply("layer_norm_weight_grad", *parts, n=n, eps=eps),
+        apply("layer_norm_bias_grad", *parts, n=n, eps=eps),
+    )
+
+
+def _second_x(h: Tensor, g: Tensor, x: Tensor, n: int, eps: Any) -> Tensor:
+    """The VJP in x of ``layer_norm_backward(g, x)`` for the cotangent ``h`` (see the module docstring)."""
+    dims, count = _dims(x, n), _count(x, n)
 
     def inner(a: Tensor, b: Tensor) -> Tensor:
         return (a * b).sum(dim=dims, keepdim=True)
 
     normal = apply("layer_norm", x, n=n, eps=eps)
-    rstd = apply("rsqrt", x.var(dims, correction=0, keepdim=True) + eps)
+    rstd = layer_norm_statistics(x, n, eps)[1]
     hx, gx = inner(h, normal), inner(g, normal)
     centered = inner(h - h.mean(dim=dims, keepdim=True), g)
-    grad_x = -(rstd * rstd * normal / count) * (centered - hx * gx / count) - (rstd / count) * (
+    return -(rstd * rstd * normal / count) * (centered - hx * gx / count) - (rstd / count) * (
         gx * layer_norm_backward(h, x, n, eps) + hx * layer_norm_backward(g, x, n, eps)
     )
-    return layer_norm_backward(h, x, n, eps), grad_x
+
+
+def _backward_vjp(h: Tensor, out: Tensor, g: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, *wb, n: int, eps: Any):
+    backward_h = layer_norm_backward(h, x, n, eps)
+    if not wb:
+        return backward_h, _second_x(h, g, x, n, eps), None, None
+    w = wb[0]
+    return backward_h * w, _second_x(h, g * w, x, n, eps), None, None, _lead_sum(g * backward_h, n), None
+
+
+def _lead_sum(t: Tensor, n: int) -> Tensor:
+    """``t`` summed over its leading dims (all but the trailing ``n``)."""
+    lead = tuple(range(t.ndim - n))
+    return t.sum(dim=lead) if lead else t
+
+
+def _weight_grad_vjp(h: Tensor, out: Tensor, g: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, *, n: int, eps: Any):
+    normal = apply("layer_norm", x, n=n, eps=eps)
+    return normal * h, layer_norm_backward(g * h, x, n, eps), None, None
+
+
+def _bias_grad_vjp(h: Tensor, out: Tensor, g: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, *, n: int, eps: Any):
+    return h.expand(*g.shape), None, None, None
+
+
+# The statistics' own derivatives: the backward ops read them as the kernel's saved values and give them no
+# gradient (their rules differentiate through x), so these hold for a proof's rule check, not for emitted code
+_statistic_vjp = {
+    1: lambda g, out, x, n, eps: ((g / _count(x, n)).expand(*x.shape),),
+    2: lambda g, out, x, n, eps: (-(g * out * out) * apply("layer_norm", x, n=n, eps=eps) / _count(x, n),),
+}
+
+
+def _repeated_all(inputs: list, flags: list, nb: int) -> list:
+    sizes = batch_sizes(inputs, flags, nb)
+    return [t if f else repeated(t, sizes) for t, f in zip(inputs, flags)]
 
 
 def _backward_batch(inputs: list, flags: list, nb: int, *, n: int, eps: Any) -> Tensor:
-    """Batch dims in front of either input: the other repeats along them (the op reads them side by side)."""
-    sizes = batch_sizes(inputs, flags, nb)
-    g, x = (t if f else repeated(t, sizes) for t, f in zip(inputs, flags))
-    return layer_norm_backward(g, x, n, eps)
+    """Batch dims in front of any input: the others repeat along them (the op reads them side by side)."""
+    return apply("layer_norm_backward", *_repeated_all(inputs, flags, nb), n=n, eps=eps)
 
 
-def _normalized_shape(attrs: dict, inputs: tuple) -> dict:
-    x = inputs[-1]
-    return {"normalized": tuple_text([str(d) for d in x.shape[x.ndim - attrs["n"] :]])}
+def _lifted(p: Tensor, nb: int, lead: int) -> Tensor:
+    """A stack of parameters (nb batch dims, then the normalized shape) broadcast against the batched input."""
+    return p.reshape(*p.shape[:nb], *(1 for _ in range(lead)), *p.shape[nb:])
 
+
+def _affine_batch(inputs: list, flags: list, nb: int, *, n: int, eps: Any) -> Tensor:
+    x, w, b = inputs
+    if not flags[1] and not flags[2]:  # the parameters broadcast along any leading dims
+        return apply("layer_norm_affine", x, w, b, n=n, eps=eps)
+    x = _repeated_all(inputs, flags, nb)[0]
+    lead = x.ndim - nb - n
+    w, b = (_lifted(p, nb, lead) if f else p for p, f in zip((w, b), flags[1:]))
+    return apply("layer_norm", x, n=n, eps=eps) * w + b
+
+
+def _affine_backward_batch(inputs: list, flags: list, nb: int, *, n: int, eps: Any) -> Tensor:
+    if not flags[4] and not flags[5]:
+        g, x, mean, rstd = _repeated_all(inputs[:4], flags[:4], nb)
+        return apply("layer_norm_affine_backward", g, x, mean, rstd, *inputs[4:], n=n, eps=eps)
+    g, x, mean, rstd, w, _ = _repeated_all(inputs, flags, nb)
+    scale = w.reshape(*w.shape[:nb], *(1 for _ in range(x.ndim - nb - n)), *w.shape[nb:])
+    return apply("layer_norm_backward", g * scale, x, mean, rstd, n=n, eps=eps)
+
+
+def _parameter_grad_batch(which: int):
+    def rule(inputs: list, flags: list, nb: int, *, n: int, eps: Any) -> Tensor:
+        g, x, _, _ = _repeated_all(inputs, flags, nb)
+        value = g * apply("layer_norm", x, n=n, eps=eps) if which == 1 else g
+        lead = tuple(range(nb, x.ndim - n))
+        return value.sum(dim=lead) if lead else value
+
+    return rule
+
+
+def _spelling(position: int):
+    """Template fields: the normalized shape, and the sum over the leading dims of the input at ``position``."""
+
+    def spell(attrs: dict, inputs: tuple) -> dict:
+        x = inputs[position]
+        lead = tuple(range(x.ndim - attrs["n"]))
+        return {
+            "normalized": tuple_text([str(d) for d in x.shape[x.ndim - attrs["n"] :]]),
+            "lead_sum": f".sum(dim={lead[0] if len(lead) == 1 else lead})" if lead else "",
+        }
+
+    return spell
+
+
+def _native_backward(torch: Any, g, x, mean, rstd, w=None, b=None, *, n: int, eps: Any, mask=(True, False, False)):
+    shape = tuple(x.shape[x.dim() - n :])
+    return torch.ops.aten.native_layer_norm_backward(
+        g, x, shape, mean.contiguous(), rstd.contiguous(), w, b, list(mask)
+    )
+
+
+def _torch_parameter_grad(torch: Any, g: Any, x: Any, mean: Any, rstd: Any, *, n: int, eps: Any, which: int) -> Any:
+    lead = tuple(range(x.dim() - n))
+    value = g if which == 2 else g * torch.nn.functional.layer_norm(x, tuple(x.shape[x.dim() - n :]), eps=eps)
+    return value.sum(lead) if lead else value
+
+
+# the kernel reads the statistics as contiguous memory whatever their strides (a Hessian's batch expands them)
+_NATIVE_BACKWARD = (
+    "torch.ops.aten.native_layer_norm_backward({0}, {1}, {normalized}, {2}.contiguous(), {3}.contiguous(), "
+)
 
 register(
     Op(
@@ -130,388 +283,111 @@ register(
         "torch.nn.functional.layer_norm({0}, {normalized}, eps={eps})",
         r"\operatorname{{LN}}\left({0}\right)",
         "NativeLayerNormBackward0",
-        vjp=lambda g, out, a, *, n, eps: (layer_norm_backward(g, a, n, eps),),
-        spell=_normalized_shape,
+        vjp=_vjp,
+        spell=_spelling(0),
+        tuple_code="torch.ops.aten.native_layer_norm({0}, {normalized}, None, None, {eps})",
         float_result=True,
         float64=_layer_norm_float64,
         batch="trailing",
     )
 )
-
+register(
+    Op(
+        "layer_norm_affine",
+        lambda a, w, b, *, n, eps: a,
+        _layer_norm_meaning,
+        lambda torch, a, w, b, *, n, eps: torch.nn.functional.layer_norm(a, tuple(w.shape), w, b, eps=eps),
+        "torch.nn.functional.layer_norm({0}, {normalized}, {1}, {2}, eps={eps})",
+        r"\operatorname{{LN}}_{{{1}, {2}}}\left({0}\right)",
+        "NativeLayerNormBackward0",
+        vjp=_vjp,
+        spell=_spelling(0),
+        tuple_code="torch.ops.aten.native_layer_norm({0}, {normalized}, {1}, {2}, {eps})",
+        float_result=True,
+        float64=_layer_norm_float64,
+        batch=_affine_batch,
+    )
+)
+for _name, _position, _latex in (("layer_norm_mean", 1, r"\mu"), ("layer_norm_rstd", 2, r"\sigma^{{-1}}")):
+    register(
+        Op(
+            _name,
+            _statistic_shape,
+            functools.partial(_statistic_meaning, which=_position),
+            lambda torch, x, *, n, eps, _p=_position: torch.ops.aten.native_layer_norm(
+                x, tuple(x.shape[x.dim() - n :]), None, None, eps
+            )[_p],
+            f"torch.ops.aten.native_layer_norm({{0}}, {{normalized}}, None, None, {{eps}})[{_position}]",
+            _latex + r"\left({0}\right)",
+            "none",
+            vjp=_statistic_vjp[_position],
+            spell=_spelling(0),
+            companion_of=(("layer_norm", _position), ("layer_norm_affine", _position)),
+            float_result=True,
+            batch="trailing",
+        )
+    )
 register(
     Op(
         "layer_norm_backward",
-        lambda g, x, *, n, eps: x,
+        lambda g, x, mean, rstd, *, n, eps: x,
         _layer_norm_backward_meaning,
-        lambda torch, g, x, *, n, eps: torch.ops.aten.native_layer_norm_backward(
-            g,
-            x,
-            tuple(x.shape[x.dim() - n :]),
-            *torch.ops.aten.native_layer_norm(x, tuple(x.shape[x.dim() - n :]), None, None, eps)[1:],
-            None,
-            None,
-            [True, False, False],
-        )[0],
-        "torch.ops.aten.native_layer_norm_backward({0}, {1}, {normalized}, *torch.ops.aten.native_layer_norm({1}, "
-        "{normalized}, None, None, {eps})[1:], None, None, [True, False, False])[0]",
+        lambda torch, g, x, mean, rstd, *, n, eps: _native_backward(torch, g, x, mean, rstd, n=n, eps=eps)[0],
+        _NATIVE_BACKWARD + "None, None, [True, False, False])[0]",
         r"\operatorname{{LN}}'_{{{1}}}\left({0}\right)",
         "NativeLayerNormBackwardBackward0",
-        vjp=_second_vjp,
-        spell=_normalized_shape,
+        vjp=_backward_vjp,
+        spell=_spelling(1),
         float_result=True,
         float64=_layer_norm_backward_float64,
         batch=_backward_batch,
     )
 )
-
-
-# ── batch normalization in training mode ──────────────────────────────────
-# The same law over other dims: each channel (dim 1) is normalized over the batch and spatial dims. The affine
-# form is one op, as torch's native_batch_norm is one kernel, so that its weight's and bias's gradients come from
-# the backward kernel's own sums (torch's output mask) and the backward saves no normalized copy of x.
-
-
-def _channel_rows(a: np.ndarray) -> np.ndarray:
-    """The entries grouped by channel: (C, N · spatial)."""
-    return np.moveaxis(a, 1, 0).reshape(a.shape[1], -1)
-
-
-def _from_channel_rows(rows: np.ndarray, shape: tuple) -> np.ndarray:
-    moved = (shape[1], shape[0], *shape[2:])
-    return np.moveaxis(rows.reshape(moved), 0, 1)
-
-
-def _bn_normalized(x: np.ndarray, eps: Any) -> np.ndarray:
-    rows = np.empty(_channel_rows(x).shape, dtype=object)
-    for c, row in enumerate(_channel_rows(x)):
-        rows[c] = _normalized(list(row), eps)[0]
-    return rows
-
-
-def _bn_meaning(x: np.ndarray, *weights: np.ndarray, eps: Any) -> np.ndarray:
-    rows = _bn_normalized(x, eps)
-    if weights:
-        w, b = weights
-        rows = rows * w.reshape(-1, 1) + b.reshape(-1, 1)
-    return _from_channel_rows(rows, x.shape)
-
-
-def _bn_statistic_meaning(x: np.ndarray, *, eps: Any, which: int) -> np.ndarray:
-    out = []
-    for row in _channel_rows(x):
-        row = list(row)
-        out.append(sympy.Add(*row) / len(row) if which == 1 else _normalized(row, eps)[1])
-    return np.array(out, dtype=object)
-
-
-def _bn_input_grad_meaning(g: np.ndarray, x: np.ndarray, *rest: np.ndarray, eps: Any) -> np.ndarray:
-    grads = _channel_rows(g) if len(rest) == 2 else _channel_rows(g) * rest[2].reshape(-1, 1)
-    out = np.empty(grads.shape, dtype=object)
-    for c, (grad, row) in enumerate(zip(grads, _channel_rows(x))):
-        normal, rstd = _normalized(list(row), eps)
-        mean_g = sympy.Add(*grad) / len(row)
-        mean_gx = sympy.Add(*(a * b for a, b in zip(grad, normal))) / len(row)
-        out[c] = [rstd * (a - mean_g - b * mean_gx) for a, b in zip(grad, normal)]
-    return _from_channel_rows(out, x.shape)
-
-
-def _bn_parameter_grad_meaning(g: np.ndarray, x: np.ndarray, mean: np.ndarray, rstd: np.ndarray, *, eps: Any, which):
-    normal = _bn_normalized(x, eps) if which == 1 else np.ones(_channel_rows(x).shape, dtype=object)
-    return np.array([sympy.Add(*(a * b for a, b in zip(grad, n))) for grad, n in zip(_channel_rows(g), normal)])
-
-
-def _bn_parameter_grad_float64(g: np.ndarray, x: np.ndarray, mean, rstd, *, eps: float, which: int) -> np.ndarray:
-    grad = _channel_rows(g).astype(float)
-    if which == 2:
-        return grad.sum(axis=1)
-    rows, mean, rstd = _bn_statistics64(x, float(eps))
-    return (grad * (rows - mean) * rstd).sum(axis=1)
-
-
-def _bn_statistics64(x: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rows = _channel_rows(x).astype(float)
-    mean = rows.mean(axis=1, keepdims=True)
-    return rows, mean, 1 / np.sqrt(((rows - mean) ** 2).mean(axis=1, keepdims=True) + eps)
-
-
-def _bn_float64(x: np.ndarray, *weights: np.ndarray, eps: float) -> np.ndarray:
-    rows, mean, rstd = _bn_statistics64(x, float(eps))
-    out = (rows - mean) * rstd
-    if weights:
-        out = out * weights[0].reshape(-1, 1) + weights[1].reshape(-1, 1)
-    return _from_channel_rows(out, x.shape)
-
-
-def _bn_input_grad_float64(g: np.ndarray, x: np.ndarray, *rest: np.ndarray, eps: float) -> np.ndarray:
-    rows, mean, rstd = _bn_statistics64(x, float(eps))
-    normal, grad = (rows - mean) * rstd, _channel_rows(g)
-    if len(rest) == 3:
-        grad = grad * rest[2].reshape(-1, 1)
-    mean_g, mean_gx = grad.mean(axis=1, keepdims=True), (grad * normal).mean(axis=1, keepdims=True)
-    return _from_channel_rows(rstd * (grad - mean_g - normal * mean_gx), x.shape)
-
-
-def _channels(x: Tensor) -> tuple[int, ...]:
-    return (0, *range(2, x.ndim))
-
-
-def _per_channel(v: Tensor, x: Tensor) -> Tensor:
-    """A (C,) tensor shaped to broadcast against x (N, C, *spatial)."""
-    return v.reshape(1, v.shape[0], *([1] * (x.ndim - 2)))
-
-
-def batch_norm_statistics(x: Tensor, eps: Any) -> tuple[Tensor, Tensor]:
-    """(the mean, 1 / √(var + eps)) per channel, as torch's native_batch_norm saves them."""
-    return apply("batch_norm_mean", x, eps=eps), apply("batch_norm_invstd", x, eps=eps)
-
-
-def _bn_vjp(g: Tensor, out: Tensor, x: Tensor, *weights: Tensor, eps: Any) -> tuple:
-    mean, invstd = batch_norm_statistics(x, eps)
-    if not weights:
-        return (apply("batch_norm_backward", g, x, mean, invstd, eps=eps),)
-    parts = (g, x, mean, invstd)
-    return (
-        apply("batch_norm_affine_backward", *parts, weights[0], eps=eps),
-        apply("batch_norm_weight_grad", *parts, eps=eps),
-        apply("batch_norm_bias_grad", *parts, eps=eps),
-    )
-
-
-def _bn_second_x(h: Tensor, g: Tensor, x: Tensor, eps: Any) -> Tensor:
-    """The VJP in x of ``batch_norm_backward(g, x)`` for the cotangent ``h`` (layer norm's, over other dims)."""
-    dims = _channels(x)
-    count = math.prod(x.shape[d] for d in dims)
-
-    def inner(a: Tensor, b: Tensor) -> Tensor:
-        return (a * b).sum(dim=dims, keepdim=True)
-
-    mean, invstd = batch_norm_statistics(x, eps)
-    normal = apply("batch_norm", x, eps=eps)
-    rstd = _per_channel(invstd, x)
-    hx, gx = inner(h, normal), inner(g, normal)
-    centered = inner(h - h.mean(dim=dims, keepdim=True), g)
-    backward_h = apply("batch_norm_backward", h, x, mean, invstd, eps=eps)
-    backward_g = apply("batch_norm_backward", g, x, mean, invstd, eps=eps)
-    return -(rstd * rstd * normal / count) * (centered - hx * gx / count) - (rstd / count) * (
-        gx * backward_h + hx * backward_g
-    )
-
-
-def _bn_backward_vjp(h: Tensor, out: Tensor, g: Tensor, x: Tensor, mean: Tensor, invstd: Tensor, *w, eps: Any):
-    backward_h = apply("batch_norm_backward", h, x, mean, invstd, eps=eps)
-    if not w:
-        return backward_h, _bn_second_x(h, g, x, eps), None, None
-    scale = _per_channel(w[0], x)
-    grad_w = (g * backward_h).sum(dim=_channels(x))
-    return backward_h * scale, _bn_second_x(h, g * scale, x, eps), None, None, grad_w
-
-
-def _bn_weight_grad_vjp(h: Tensor, out: Tensor, g: Tensor, x: Tensor, mean: Tensor, invstd: Tensor, *, eps: Any):
-    scale = _per_channel(h, x)
-    normal = apply("batch_norm", x, eps=eps)
-    return normal * scale, apply("batch_norm_backward", g * scale, x, mean, invstd, eps=eps), None, None
-
-
-def _bn_bias_grad_vjp(h: Tensor, out: Tensor, g: Tensor, x: Tensor, mean: Tensor, invstd: Tensor, *, eps: Any):
-    return _per_channel(h, x).expand(*g.shape), None, None, None
-
-
-def _channel_batched(name: str, per_channel_result: bool):
-    """A batch rule: the batch dims fold into the channel dim (each batch entry normalizes its own channels), the
-    op applies, and they unfold again. Unbatched operands repeat along the batch first."""
-
-    def rule(inputs: list, flags: list, nb: int, **attrs) -> Tensor:
-        sizes = batch_sizes(inputs, flags, nb)
-        count = math.prod(sizes)
-        folded = []
-        for t, f in zip(inputs, flags):
-            t = (t if f else repeated(t, sizes)).reshape(count, *t.shape[nb:] if f else t.shape)
-            if t.ndim == 2:  # a per-channel (B, C) operand
-                folded.append(t.reshape(-1))
-            else:
-                n, c, *spatial = t.shape[1:]
-                folded.append(t.transpose(0, 1).reshape(n, count * c, *spatial))
-        out = apply(name, *folded, **attrs)
-        if per_channel_result:
-            return out.reshape(*sizes, -1)
-        n, _, *spatial = out.shape
-        return out.reshape(n, count, -1, *spatial).transpose(0, 1).reshape(*sizes, n, -1, *spatial)
-
-    return rule
-
-
-def _bn_forward_spelling(attrs: dict, inputs: tuple) -> dict:
-    """No running statistics; emitted code that updates a model's passes them to the same call (see
-    ``emit.codegen``), as torch's batch_norm does."""
-    return {"running": "None, None, True", "momentum": "0.0"}
-
-
-def _native_statistic(torch: Any, x: Any, eps: float, position: int) -> Any:
-    return torch.ops.aten.native_batch_norm(x, None, None, None, None, True, 0.0, eps)[position]
-
-
-def _count(x: Tensor) -> Any:
-    return math.prod(x.shape[d] for d in _channels(x))
-
-
-# The statistics' own derivatives: backward rules read them as the kernel's saved values and give them no
-# gradient (the rules differentiate through x), so these hold for a proof's rule check, not for emitted code
-_bn_statistic_vjp = {
-    1: lambda g, out, x, eps: ((_per_channel(g, x) / _count(x)).expand(*x.shape),),
-    2: lambda g, out, x, eps: (-_per_channel(g * out * out, x) * apply("batch_norm", x, eps=eps) / _count(x),),
-}
-
-
-def _bn_rule_shapes(*shapes: tuple, **attrs: Any) -> tuple:
-    """Two samples of two channels, each spatial size 2: the rule's check reads every entry of a channel."""
-    x = next(s for s in shapes if len(s) > 1)
-    channels = min(2, x[1]) if isinstance(x[1], int) else 2
-    return tuple((channels,) if len(s) == 1 else (2, channels, *(2 for _ in s[2:])) for s in shapes)
-
-
-def _torch_parameter_grad(torch: Any, g: Any, x: Any, mean: Any, invstd: Any, eps: float, which: int) -> Any:
-    dims = (0, *range(2, x.dim()))
-    if which == 2:
-        return g.sum(dims)
-    return (g * torch.nn.functional.batch_norm(x, None, None, training=True, eps=eps)).sum(dims)
-
-
-# Alone (when the input gets no gradient) they are written out: torch's backward kernel with no weight cannot be
-# differentiated for the weight's gradient, and the saved mean and 1/std are constants to torch's autograd (its
-# native_batch_norm does not differentiate them), so the normalized input is computed again from x
-_PARAMETER_GRAD_CODE = {
-    1: "({0} * torch.nn.functional.batch_norm({1}, None, None, training=True, eps={eps})).sum({dims})",
-    2: "{0}.sum({dims})",
-}
-
-
-def _bn_spelling(attrs: dict, inputs: tuple) -> dict:
-    x = inputs[1]
-    return {"dims": tuple(_channels(x)), "view": ", ".join(["1", "-1", *["1"] * (x.ndim - 2)])}
-
-
-_BN_BACKWARD = "torch.ops.aten.native_batch_norm_backward({0}, {1}, {w}, None, None, {2}, {3}, True, {eps}, {mask})"
-
-
-def _bn_backward_code(weight: bool, mask: str, index: int) -> str:
-    return _BN_BACKWARD.replace("{w}", "{4}" if weight else "None").replace("{mask}", mask) + f"[{index}]"
-
-
 register(
     Op(
-        "batch_norm",
-        lambda x, *weights, eps: x,
-        _bn_meaning,
-        lambda torch, x, eps: torch.nn.functional.batch_norm(x, None, None, training=True, eps=eps),
-        "torch.nn.functional.batch_norm({0}, None, None, training=True, eps={eps})",
-        r"\operatorname{{BN}}\left({0}\right)",
-        "NativeBatchNormBackward0",
-        vjp=_bn_vjp,
-        tuple_code="torch.ops.aten.native_batch_norm({0}, None, None, {running}, {momentum}, {eps})",
-        spell=_bn_forward_spelling,
+        "layer_norm_affine_backward",
+        lambda g, x, mean, rstd, w, b, *, n, eps: x,
+        _layer_norm_backward_meaning,
+        lambda torch, g, x, mean, rstd, w, b, *, n, eps: _native_backward(torch, g, x, mean, rstd, w, b, n=n, eps=eps)[
+            0
+        ],
+        _NATIVE_BACKWARD + "{4}, {5}, [True, False, False])[0]",
+        r"\operatorname{{LN}}'_{{{1}}}\left({4} \odot {0}\right)",
+        "NativeLayerNormBackwardBackward0",
+        vjp=_backward_vjp,
+        spell=_spelling(1),
+        tuple_code=_NATIVE_BACKWARD + "{4}, {5}, [True, True, True])",
         float_result=True,
-        rule_shapes=_bn_rule_shapes,
-        float64=_bn_float64,
-        batch=_channel_batched("batch_norm", False),
+        float64=_layer_norm_backward_float64,
+        batch=_affine_backward_batch,
     )
 )
-register(
-    Op(
-        "batch_norm_affine",
-        lambda x, w, b, eps: x,
-        _bn_meaning,
-        lambda torch, x, w, b, eps: torch.nn.functional.batch_norm(x, None, None, w, b, True, 0.0, eps),
-        "torch.nn.functional.batch_norm({0}, None, None, {1}, {2}, training=True, eps={eps})",
-        r"\operatorname{{BN}}_{{{1}, {2}}}\left({0}\right)",
-        "NativeBatchNormBackward0",
-        vjp=_bn_vjp,
-        tuple_code="torch.ops.aten.native_batch_norm({0}, {1}, {2}, {running}, {momentum}, {eps})",
-        spell=_bn_forward_spelling,
-        float_result=True,
-        rule_shapes=_bn_rule_shapes,
-        float64=_bn_float64,
-        batch=_channel_batched("batch_norm_affine", False),
-    )
-)
-for _name, _position, _latex in (("batch_norm_mean", 1, r"\mu"), ("batch_norm_invstd", 2, r"\sigma^{{-1}}")):
-    register(
-        Op(
-            _name,
-            lambda x, eps: (x[1],),
-            functools.partial(_bn_statistic_meaning, which=_position),
-            lambda torch, x, eps, _p=_position: torch.ops.aten.native_batch_norm(
-                x, None, None, None, None, True, 0.0, eps
-            )[_p],
-            f"torch.ops.aten.native_batch_norm({{0}}, None, None, None, None, True, 0.0, {{eps}})[{_position}]",
-            _latex + r"\left({0}\right)",
-            "none",
-            vjp=_bn_statistic_vjp[_position],
-            companion_of=(("batch_norm", _position), ("batch_norm_affine", _position)),
-            float_result=True,
-            batch=_channel_batched(_name, True),
-        )
-    )
-register(
-    Op(
-        "batch_norm_backward",
-        lambda g, x, mean, invstd, eps: x,
-        _bn_input_grad_meaning,
-        lambda torch, g, x, mean, invstd, eps: torch.ops.aten.native_batch_norm_backward(
-            g, x, None, None, None, mean, invstd, True, eps, [True, False, False]
-        )[0],
-        _bn_backward_code(False, "[True, False, False]", 0),
-        r"\operatorname{{BN}}'_{{{1}}}\left({0}\right)",
-        "NativeBatchNormBackwardBackward0",
-        vjp=_bn_backward_vjp,
-        float_result=True,
-        rule_shapes=_bn_rule_shapes,
-        float64=_bn_input_grad_float64,
-        batch=_channel_batched("batch_norm_backward", False),
-    )
-)
-register(
-    Op(
-        "batch_norm_affine_backward",
-        lambda g, x, mean, invstd, w, eps: x,
-        _bn_input_grad_meaning,
-        lambda torch, g, x, mean, invstd, w, eps: torch.ops.aten.native_batch_norm_backward(
-            g, x, w, None, None, mean, invstd, True, eps, [True, False, False]
-        )[0],
-        _bn_backward_code(True, "[True, False, False]", 0),
-        r"\operatorname{{BN}}'_{{{1}}}\left({4} \odot {0}\right)",
-        "NativeBatchNormBackwardBackward0",
-        vjp=_bn_backward_vjp,
-        tuple_code=_bn_backward_code(True, "[True, True, True]", 0)[: -len("[0]")],
-        float_result=True,
-        rule_shapes=_bn_rule_shapes,
-        float64=_bn_input_grad_float64,
-        batch=_channel_batched("batch_norm_affine_backward", False),
-    )
-)
-for _name, _position, _latex, _vjp in (
+for _name, _position, _code, _latex, _rule in (
     (
-        "batch_norm_weight_grad",
+        "layer_norm_weight_grad",
         1,
-        r"\sum_{{{dims}}} {0} \odot \operatorname{{BN}}\left({1}\right)",
-        _bn_weight_grad_vjp,
+        "({0} * torch.nn.functional.layer_norm({1}, {normalized}, eps={eps})){lead_sum}",
+        r"\sum {0} \odot \operatorname{{LN}}\left({1}\right)",
+        _weight_grad_vjp,
     ),
-    ("batch_norm_bias_grad", 2, r"\sum_{{{dims}}} {0}", _bn_bias_grad_vjp),
+    ("layer_norm_bias_grad", 2, "{0}{lead_sum}", r"\sum {0}", _bias_grad_vjp),
 ):
     register(
         Op(
             _name,
-            lambda g, x, mean, invstd, eps: (x[1],),
-            functools.partial(_bn_parameter_grad_meaning, which=_position),
+            lambda g, x, mean, rstd, *, n, eps: tuple(x[len(x) - n :]),
+            functools.partial(_parameter_grad_meaning, which=_position),
             functools.partial(_torch_parameter_grad, which=_position),
-            _PARAMETER_GRAD_CODE[_position],
+            # alone (the input gets no gradient), written out: the saved statistics are constants to torch's
+            # autograd, so the normalized input is computed again from x
+            _code,
             _latex,
-            "NativeBatchNormBackwardBackward0",
-            vjp=_vjp,
-            spell=_bn_spelling,
-            companion_of=(("batch_norm_affine_backward", _position),),
+            "NativeLayerNormBackwardBackward0",
+            vjp=_rule,
+            spell=_spelling(1),
+            companion_of=(("layer_norm_affine_backward", _position),),
             float_result=True,
-            rule_shapes=_bn_rule_shapes,
-            float64=functools.partial(_bn_parameter_grad_float64, which=_position),
-            batch=_channel_batched(_name, True),
+            float64=functools.partial(_parameter_grad_float64, which=_position),
+            batch=_parameter_grad_batch(_position),
         )
     )

@@ -1591,6 +1591,14 @@ UNREACHABLE = {
     "max_pool_gather": "internal: the VJP of max_pool_backward, reached by second-order laws",
     "layer_norm_backward": "internal: the VJP of layer_norm (torch's native_layer_norm_backward); fuzzed through "
     "the layer_norm spec's laws",
+    "layer_norm_affine": "reached from LayerNorm modules and F.layer_norm with weight and bias: tests/ops/"
+    "test_layer_norm.py, the ModuleInfo samples and the public models; the spec's layer_norm is the same law "
+    "without them",
+    "layer_norm_mean": "internal: layer norm's saved mean, which emitted code takes from native_layer_norm",
+    "layer_norm_rstd": "internal: layer norm's saved 1/std, which emitted code takes from native_layer_norm",
+    "layer_norm_affine_backward": "internal: the VJP of layer_norm_affine in its input",
+    "layer_norm_weight_grad": "internal: the VJP of layer_norm_affine in its weight",
+    "layer_norm_bias_grad": "internal: the VJP of layer_norm_affine in its bias",
     "gelu_derivative": "internal: the VJP of gelu (GELU'(x), which emitted code runs as gelu_backward); fuzzed "
     "through the gelu spec's laws",
     "gelu_tanh_derivative": "internal: the VJP of gelu with approximate='tanh'; fuzzed through the gelu spec's laws",

@@ -65,7 +65,9 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Any = None, bias: A
     shape, dims = _normalized_dims(input, normalized_shape, "layer_norm")
     _affine_parameter(weight, shape, "weight")
     _affine_parameter(bias, shape, "bias")
-    # one op (torch's native_layer_norm, forward and backward), with the affine parameters applied after it
+    # one op (torch's native_layer_norm, forward and backward); with a weight alone, it is applied after it
+    if weight is not None and bias is not None:
+        return apply("layer_norm_affine", input, weight, bias, n=len(dims), eps=eps)
     return _affine(apply("layer_norm", input, n=len(dims), eps=eps), weight, bias)
 
 
