@@ -96,12 +96,16 @@ def _step(call, inputs, parameters) -> None:
     call(*inputs).backward()
 
 
-def _saved_bytes(call, inputs) -> int:
+def _saved_bytes(call, inputs, model: nn.Module) -> int:
+    """Bytes of the tensors the step saves for its backward, each storage once, without the model's own parameters
+    and buffers (a saved reference to a weight holds no memory of its own)."""
+    owned = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
     seen: dict[int, int] = {}
 
     def pack(t):
         storage = t.untyped_storage()
-        seen[storage.data_ptr()] = storage.nbytes()
+        if storage.data_ptr() not in owned:
+            seen[storage.data_ptr()] = storage.nbytes()
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
@@ -140,7 +144,79 @@ def measure(name: str, batch: int, dtype: torch.dtype, with_compile: bool) -> di
     out = {label: statistics.median(t) for label, t in times.items()}
     ratios = sorted(s / a for s, a in zip(times["symgrad"], times["autograd"]))
     out["ratio"] = (ratios[0], statistics.median(ratios), ratios[-1])
-    out["saved"] = {label: _saved_bytes(call, inputs) for label, (call, _) in calls.items() if label != "torch.compile"}
+    models = {"autograd": model, "symgrad": twin}
+    out["saved"] = {label: _saved_bytes(calls[label][0], inputs, models[label]) for label in models}
+    return out
+
+
+class _NativeLayerNorm(torch.autograd.Function):
+    """The floor of any Python autograd.Function for a layer norm: autograd's own two kernels and nothing else."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        out, mean, rstd = torch.ops.aten.native_layer_norm(x, tuple(w.shape), w, b, 1e-5)
+        ctx.save_for_backward(x, w, b, mean, rstd)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w, b, mean, rstd = ctx.saved_tensors
+        return torch.ops.aten.native_layer_norm_backward(g, x, tuple(w.shape), mean, rstd, w, b, [True] * 3)
+
+
+def measure_layer_norm(batch: int, dtype: torch.dtype) -> dict:
+    """The layer-norm layer alone: forward and backward for its input, weight and bias (width 256), autograd's
+    ``F.layer_norm`` against the emitted ``autograd.Function`` of the same call, each given the same cotangent."""
+    width = 256
+    x, w, b = sg.symbols("x", (sg.dims("m")[0], width)), sg.symbols("w", (width,)), sg.symbols("c", (width,))
+    module = sg.compile(sg.torch.nn.functional.layer_norm(x, (width,), w, b), [x, w, b], style="autograd_function")
+    generator = torch.Generator().manual_seed(0)
+    values = [torch.randn(shape, dtype=dtype, generator=generator) for shape in ((batch, width), (width,), (width,))]
+    cotangent = torch.randn(batch, width, dtype=dtype, generator=generator)
+    leaves = [v.requires_grad_() for v in values]
+
+    def step(function) -> None:
+        for leaf in leaves:
+            leaf.grad = None
+        function(*leaves).backward(cotangent)
+
+    calls = {
+        "autograd": lambda a, w_, b_: F.layer_norm(a, (width,), w_, b_),
+        "symgrad": module.apply,
+        "floor": _NativeLayerNorm.apply,
+    }
+    grads = {}
+    for label, call in calls.items():
+        step(call)
+        grads[label] = [leaf.grad.clone() for leaf in leaves]
+    tolerance = {"rtol": 1e-3, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 1e-9, "atol": 1e-12}
+    for a, c in zip(grads["autograd"], grads["symgrad"], strict=True):
+        torch.testing.assert_close(a, c, **tolerance)
+    times: dict[str, list[float]] = {label: [] for label in calls}
+    for _ in range(ROUNDS):
+        for label, call in calls.items():
+            start = time.perf_counter()
+            for _ in range(STEPS * 4):
+                step(call)
+            times[label].append((time.perf_counter() - start) / (STEPS * 4))
+    out = {label: statistics.median(t) for label, t in times.items()}
+    ratios = sorted(a / c for a, c in zip(times["symgrad"], times["autograd"]))
+    out["ratio"] = (ratios[0], statistics.median(ratios), ratios[-1])
+    out["floor"] = statistics.median(f / c for f, c in zip(times["floor"], times["autograd"]))
+    saved = {}
+    for label, call in list(calls.items())[:2]:
+        seen: dict[int, int] = {}
+        owned = {leaf.untyped_storage().data_ptr() for leaf in leaves}
+
+        def pack(t, seen=seen, owned=owned):
+            if t.untyped_storage().data_ptr() not in owned:
+                seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            call(*leaves)
+        saved[label] = sum(seen.values())
+    out["saved"] = saved
     return out
 
 
@@ -148,7 +224,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="batch 64 in float32 only")
     parser.add_argument("--torch-compile", action="store_true", help="also time torch.compile of each model")
-    parser.add_argument("--models", nargs="*", default=list(MODELS), help=f"any of {', '.join(MODELS)}")
+    every = [*MODELS, "layer norm"]
+    parser.add_argument("--models", nargs="*", default=every, help=f"any of {', '.join(every)}")
     args = parser.parse_args()
     torch.set_num_threads(1)
     settings = [(64, torch.float32)] if args.quick else [(256, torch.float32), (64, torch.float32), (64, torch.float64)]
@@ -159,14 +236,19 @@ def main() -> None:
     print(header)
     for name in args.models:
         for batch, dtype in settings:
-            m = measure(name, batch, dtype, args.torch_compile)
+            if name == "layer norm":
+                m = measure_layer_norm(batch, dtype)
+            else:
+                m = measure(name, batch, dtype, args.torch_compile)
             low, mid, high = m["ratio"]
             saved = m["saved"]["symgrad"] / max(m["saved"]["autograd"], 1)
             line = f"{name:12} {batch:5d} {str(dtype).replace('torch.', ''):>7} {m['autograd'] * 1e3:11.2f}"
             line += f" {m['symgrad'] * 1e3:10.2f} {low:8.2f} {mid:7.2f} {high:7.2f} {saved:11.2f}"
             if args.torch_compile:
-                line += f" {m['torch.compile'] * 1e3:16.2f}"
+                line += f" {m['torch.compile'] * 1e3:16.2f}" if "torch.compile" in m else f" {'-':>16}"
             print(line, flush=True)
+            if "floor" in m:
+                print(f"{'':12} (a minimal Python autograd.Function with autograd's own two kernels: {m['floor']:.2f})")
     print("(ratios: symgrad's drop-in over autograd; below 1 is faster, or saves fewer bytes)")
 
 

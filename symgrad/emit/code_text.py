@@ -225,6 +225,11 @@ class CodePrinter(TorchPrinter):
         in the layout it is used in, as autograd computes a weight's gradient ``G.T @ X``, where a transposed
         view of a tall skinny product is slower to make and to accumulate."""
         (product,) = t.inputs
+        if product.op is not None and product.op.name == "sum" and self._inline(product):
+            folded = self._folded_batch_product(product, transposed=True)
+            if folded is not None:
+                self.fused_parts[id(t)] = self.fused_parts.pop(id(product))
+                return folded
         if len(t.shape) != 2 or product.op is None or product.op.name != "matmul" or not self._inline(product):
             return None
         if not all(len(p.shape) == 2 and is_floating(p.dtype) for p in product.inputs):
@@ -413,11 +418,12 @@ class CodePrinter(TorchPrinter):
         fused = (self._fused_loss(t, "sum") or self._folded_batch_product(t)) if self.fused else None
         return fused if fused is not None else self._print_template(t)
 
-    def _folded_batch_product(self, t: Tensor) -> tuple[str, int] | None:
+    def _folded_batch_product(self, t: Tensor, transposed: bool = False) -> tuple[str, int] | None:
         """``(X @ Y).sum(dim=0)`` over a batch of matrices (a weight's gradient over a batch of sequences) as one
         matrix product of the batch laid side by side, ``X.transpose(0, 1).reshape(m, -1) @ Y.reshape(-1, n)``
         (``A.reshape(-1, m).T`` for ``X = A.mT``): one GEMM, where a batched product and a sum over its result
-        build b products of small matrices and a (b, m, n) tensor."""
+        build b products of small matrices and a (b, m, n) tensor. ``transposed``: the product's transpose,
+        ``Y.reshape(-1, n).T @ A.reshape(-1, m)``, which reads both factors in place."""
         (product,) = t.inputs
         if t.attrs.get("keepdim") or tuple(t.attrs.get("dim", ())) != (0,) or not self._inline(product):
             return None
@@ -433,9 +439,14 @@ class CodePrinter(TorchPrinter):
         swapped = swapped and sorted(d % 3 for d in (x.attrs.get("dim0", 0), x.attrs.get("dim1", 0))) == [1, 2]
         left = x.inputs[0] if swapped else x
         self.fused_parts[id(t)] = [left, y]
-        left_text = self._operand(left)
+        left_text, right_text = self._operand(left), f"{self._operand(y)}.reshape(-1, {n})"
+        if transposed:
+            left_text = (
+                f"{left_text}.reshape(-1, {m})" if swapped else f"{left_text}.transpose(0, 1).reshape({m}, -1).T"
+            )
+            return f"{right_text}.T @ {left_text}", 5
         left_text = f"{left_text}.reshape(-1, {m}).T" if swapped else f"{left_text}.transpose(0, 1).reshape({m}, -1)"
-        return f"({left_text} @ {self._operand(y)}.reshape(-1, {n}))", 9
+        return f"({left_text} @ {right_text})", 9
 
     def _operand(self, t: Tensor) -> str:
         """``t`` printed as the receiver of a method call: in parentheses unless it binds tighter."""

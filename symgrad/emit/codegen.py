@@ -49,7 +49,7 @@ from .code_text import (
 )
 from .curvature_code import STYLES, curvature_codegen
 from .formatting import formatted
-from .kernels import joined_cross_entropy, masks_of_relu_outputs, split_cross_entropy
+from .kernels import joined_cross_entropy, masks_of_relu_outputs, split_cross_entropy, tiled_slice_gradients
 from .runtime_dtypes import drifts
 from .shape_checks import dim_lines, message_literal, shape_checks
 from .statements import count_uses, fit_statement, name_statements, needs_name, tuple_call
@@ -116,7 +116,7 @@ def plan(
     *laws, output = simplify([*derived, output], context=[output], exact=True)
     readable = simplify(derived, context=[output])  # for the docstring: the law as a person writes it
     output, laws = split_cross_entropy(output, laws)
-    laws = masks_of_relu_outputs(output, laws)
+    laws = tiled_slice_gradients(masks_of_relu_outputs(output, laws))
     law_nodes: dict[int, Tensor] = {}
     for g in laws:
         for node in topological(g):

@@ -21,6 +21,7 @@ log-probabilities (the ``cross_entropy_grad`` row).
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Sequence
 
@@ -106,6 +107,53 @@ def masks_of_relu_outputs(output: Tensor, laws: Sequence[Tensor]) -> list[Tensor
                 replacements[id(node)] = with_inputs(node, [relus[id(node.inputs[0])], node.inputs[1]])
     rebuilt: dict[int, Tensor] = {}
     return [_rebuild(g, replacements, rebuilt) for g in laws] if replacements else list(laws)
+
+
+def tiled_slice_gradients(laws: Sequence[Tensor]) -> list[Tensor]:
+    """``laws`` with each sum of slices' gradients that tile one dim (the gradient of ``q, k, v =
+    qkv.split(n, dim=2)``) written as ``cat`` of the slices' gradients in order, as autograd's split backward
+    computes it: one copy, where each gradient scattered into zeros and the sum take a pass each."""
+    replacements: dict[int, Tensor] = {}
+    for root in laws:
+        for node in topological(root):
+            if node.op is not None and node.op.name == "add" and id(node) not in replacements:
+                joined = _joined_slices(node)
+                if joined is not None:
+                    replacements[id(node)] = joined
+    rebuilt: dict[int, Tensor] = {}
+    return [_rebuild(g, replacements, rebuilt) for g in laws] if replacements else list(laws)
+
+
+def _joined_slices(total: Tensor) -> Tensor | None:
+    terms, stack = [], [total]
+    while stack:
+        node = stack.pop()
+        if node.op is not None and node.op.name == "add":
+            stack.extend(node.inputs)
+        elif node.op is not None and node.op.name == "index_backward":
+            terms.append(node)
+        else:
+            return None
+    shape = tuple(total.shape)
+    if len(terms) < 2 or any(tuple(n.attrs["shape"]) != shape or n.dtype != total.dtype for n in terms):
+        return None
+    spans = []
+    for node in terms:
+        index = node.attrs["index"]
+        if len(index) > len(shape) or not all(isinstance(i, slice) for i in index):
+            return None
+        cut = [d for d, i in enumerate(index) if i != slice(None)]
+        if len(cut) != 1 or index[cut[0]].step not in (None, 1) or not isinstance(shape[cut[0]], int):
+            return None
+        start, stop, _ = index[cut[0]].indices(shape[cut[0]])
+        if tuple(node.inputs[0].shape) != (*shape[: cut[0]], stop - start, *shape[cut[0] + 1 :]):
+            return None
+        spans.append((cut[0], start, stop, node.inputs[0]))
+    spans.sort(key=lambda span: span[1])
+    tiled = all(a[2] == b[1] for a, b in itertools.pairwise(spans))
+    if len({span[0] for span in spans}) != 1 or not tiled or spans[0][1] != 0 or spans[-1][2] != shape[spans[0][0]]:
+        return None
+    return apply("cat", *(span[3] for span in spans), dim=spans[0][0])
 
 
 def _scale_and_total(scale: Tensor, lp: Tensor, y: Tensor) -> tuple[Tensor, Tensor]:

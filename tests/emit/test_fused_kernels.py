@@ -73,3 +73,59 @@ def test_a_weight_gradient_over_a_batch_of_sequences_is_one_matrix_product():
     ws.requires_grad_(True)
     theirs = torch.autograd.grad(torch.tanh(xs @ ws.T).sum(), ws)[0]
     torch.testing.assert_close(module.vjp(xs, ws.detach(), torch.tensor(1.0, dtype=torch.float64))[0], theirs)
+
+
+def _code(module) -> str:
+    """The emitted module without its docstring (which keeps the law a person writes)."""
+    return module.__symgrad_source__.split('"""\n', 1)[1]
+
+
+def _check_against_torch(module, args, reference) -> None:
+    assert torch.autograd.gradcheck(module.apply, args)
+    assert torch.autograd.gradgradcheck(module.apply, args)
+    wrt = [a for a in args if a.requires_grad]
+    theirs = torch.autograd.grad(reference(*args), wrt)
+    ours = torch.autograd.grad(module.apply(*args), wrt)
+    for mine, real in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(mine, real, rtol=1e-12, atol=1e-12)
+
+
+def test_a_linear_layer_and_its_weight_gradient_run_as_nn_linear_does():
+    """``x @ W.T + b`` runs F.linear (one addmm); the weight's gradient is ``G.T @ x``, made in its own layout."""
+    x, w, b = sg.symbols("x", (5, 4)), sg.symbols("w", (3, 4)), sg.symbols("b", (3,))
+    out = storch.tanh(storch.nn.functional.linear(x, w, b)).sum()
+    module = sg.compile(out, [x, w, b], inputs=[x, w, b], style="autograd_function", name="Linear")
+    code = _code(module)
+    assert "torch.nn.functional.linear(x, w, b)" in code and ").T\n" not in code
+    generator = torch.Generator().manual_seed(1)
+    args = [torch.randn(t.shape, dtype=torch.float64, generator=generator, requires_grad=True) for t in (x, w, b)]
+    _check_against_torch(module, args, lambda a, c, d: torch.tanh(torch.nn.functional.linear(a, c, d)).sum())
+
+
+def test_a_convolution_adds_its_bias_in_its_own_kernel():
+    x, w, b = sg.symbols("x", (2, 2, 5, 5)), sg.symbols("w", (3, 2, 3, 3)), sg.symbols("b", (3,))
+    out = storch.tanh(storch.nn.functional.conv2d(x, w, b, padding=1)).sum()
+    module = sg.compile(out, [w, b], inputs=[x, w, b], style="autograd_function", name="Conv")
+    assert "torch.nn.functional.conv2d(x, w, b, padding=(1, 1))" in _code(module)
+    generator = torch.Generator().manual_seed(2)
+    args = [torch.randn(t.shape, dtype=torch.float64, generator=generator, requires_grad=t is not x) for t in (x, w, b)]
+    _check_against_torch(module, args, lambda a, c, d: torch.tanh(torch.nn.functional.conv2d(a, c, d, padding=1)).sum())
+
+
+def test_the_gradient_of_a_split_is_one_cat():
+    """q, k, v cut out of one projection: their gradients are joined by torch.cat, as autograd's split backward
+    does, never scattered into zeros and added."""
+    x, w = sg.symbols("x", (4, 3)), sg.symbols("w", (3, 6))
+    q, k, v = (x @ w).split(2, dim=1)
+    out = (storch.tanh(q) * k.sigmoid() + v**2).sum()
+    module = sg.compile(out, [x, w], inputs=[x, w], style="autograd_function", name="Split")
+    code = _code(module)
+    assert "torch.cat(" in code and "_index_backward(" not in code
+    generator = torch.Generator().manual_seed(3)
+    args = [torch.randn(t.shape, dtype=torch.float64, generator=generator, requires_grad=True) for t in (x, w)]
+
+    def reference(a, c):
+        q, k, v = (a @ c).split(2, dim=1)
+        return (torch.tanh(q) * k.sigmoid() + v**2).sum()
+
+    _check_against_torch(module, args, reference)
