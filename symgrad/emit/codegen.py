@@ -416,8 +416,10 @@ def codegen(
             lines = [wrapped(f"{n} = {docstring_safe(b)}", "    ") for n, b in forward.definitions + forward.results]
             expression_line = "Expression:\n" + "\n".join(lines)
             expression = "the expression at the top of this module"
+    reached = {id(node) for node in topological(output)}
     context = {
         "module_args": module_args if owned and style == "autograd_function" else [],
+        "step_parameters": _step_parameters(output, wrt, owned, reached),
         "modes": modes,
         "data_inputs": [t.name for t in inputs if t.name not in owned],
         "plan": p,
@@ -494,6 +496,21 @@ def _one_output(output: Any) -> tuple[Tensor, list[Tensor]]:
         )
     flat = [part.reshape(-1) for part in output]
     return (flat[0] if len(flat) == 1 else apply("cat", *flat, dim=0)), list(output)
+
+
+def _step_parameters(
+    output: Tensor, wrt: Sequence[Tensor], owned: Mapping[str, str], reached: set[int]
+) -> list[tuple[str, int]] | None:
+    """For the drop-in's ``forward_and_backward``: the parameters the loss reads (their attribute paths) and the
+    positions of their gradients (autograd leaves the ``.grad`` of a parameter it never reached alone). None when
+    the method is
+    not emitted: a loss that is not one number, or a loss whose dtype differs from its parameters' (its incoming
+    gradient, 1, is made in their dtype)."""
+    if output.shape or not wrt or any(x.name not in owned for x in wrt):
+        return None
+    if any(x.dtype != output.dtype for x in wrt) or not is_floating(output.dtype):
+        return None
+    return [(_attribute_path("self.model", owned[x.name]), k) for k, x in enumerate(wrt) if id(x) in reached] or None
 
 
 def _split_context(pieces: Sequence[Tensor], sources: dict) -> dict[str, Any]:

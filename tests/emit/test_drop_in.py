@@ -71,6 +71,54 @@ def test_training_through_the_drop_in_ends_where_torch_ends(emitted):
     torch.testing.assert_close(ours(x, y), theirs(x, y), rtol=1e-12, atol=1e-14)
 
 
+def test_forward_and_backward_trains_as_loss_backward_does(emitted):
+    """One pass without autograd's graph: the same losses, gradients (accumulated into .grad across calls, as
+    backward accumulates them), buffers and dropout draws as the model's own forward and backward."""
+    model, _, module = emitted
+    ours, theirs = copy.deepcopy(model), copy.deepcopy(model)
+    drop_in = module.SmallCnnModule(ours)
+    optimisers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (ours, theirs)]
+    for step in range(6):
+        x, y = _batch(3 + step % 3)
+        state = torch.random.get_rng_state()
+        for optimiser in optimisers:
+            optimiser.zero_grad()
+        torch.random.set_rng_state(state)
+        ours_loss = drop_in.forward_and_backward(x, y)
+        ours_loss = ours_loss + drop_in.forward_and_backward(x, y)  # a second call adds to .grad
+        torch.random.set_rng_state(state)
+        first = theirs(x, y)
+        first.backward()
+        second = theirs(x, y)
+        second.backward()
+        torch.testing.assert_close(ours_loss, (first + second).detach(), rtol=1e-12, atol=1e-14)
+        for (name, a), (_, b) in zip(ours.named_parameters(), theirs.named_parameters(), strict=True):
+            torch.testing.assert_close(a.grad, b.grad, rtol=1e-12, atol=1e-14, msg=name)
+        for optimiser in optimisers:
+            optimiser.step()
+    for (name, a), (_, b) in zip(ours.named_buffers(), theirs.named_buffers(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14, msg=name)
+
+
+class Unused(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.used, self.unused = torch.nn.Linear(2, 1), torch.nn.Linear(2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.used(x).square().sum()
+
+
+def test_forward_and_backward_leaves_unreached_and_frozen_parameters_alone():
+    torch.manual_seed(0)
+    model = Unused().double()
+    model.used.bias.requires_grad_(False)
+    module = sg.compile(sg.trace(model, torch.randn(3, 2, dtype=F64)), name="Unused")
+    module.UnusedModule(model).forward_and_backward(torch.randn(3, 2, dtype=F64))
+    assert model.used.weight.grad is not None
+    assert model.used.bias.grad is None and model.unused.weight.grad is None and model.unused.bias.grad is None
+
+
 def test_the_drop_in_refuses_the_mode_it_was_not_traced_in(emitted):
     model, traced, module = emitted
     assert traced.modes == {"bn": True, "drop": True}  # SmallCnn's own code never reads self.training
