@@ -18,8 +18,8 @@ F = storch.nn.functional
 # (spatial dims, input shape after the batch, keyword arguments)
 GEOMETRIES = [
     (1, (2, 7), {"kernel_size": 3, "stride": 2, "padding": 1, "dilation": 1, "ceil_mode": True}),
-    (2, (2, 5, 6), {"kernel_size": (2, 3), "stride": (2, 1), "padding": (1, 0), "dilation": (1, 2)}),
-    (3, (1, 3, 4, 3), {"kernel_size": 2, "stride": (1, 2, 1), "padding": 1}),
+    (2, (1, 4, 6), {"kernel_size": (2, 3), "stride": (2, 1), "padding": (1, 0), "dilation": (1, 2)}),
+    (3, (1, 2, 3, 2), {"kernel_size": 2, "stride": (1, 2, 1), "padding": 1}),
 ]
 IDS = ["1d", "2d", "3d"]
 
