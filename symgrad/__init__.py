@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # what the names below resolve to, for readers and type check
     from .report import explain
     from .report.graph import graph
     from .torch.tracing import trace
-    from .verify import CheckReport, Proof, check, prove, prove_hessian, prove_jacobian
+    from .verify import CheckReport, Proof, check, prove, prove_hessian, prove_jacobian, verify_backward
 
 _WHERE = {
     "core": (
@@ -71,7 +71,7 @@ _WHERE = {
     ),
     "ops": "function",
     "derive": "backward gauss_newton_law hessian_law hvp_law jacobian jacobian_law jvp law vjp",
-    "verify": "CheckReport Proof check prove prove_hessian prove_jacobian",
+    "verify": "CheckReport Proof check prove prove_hessian prove_jacobian verify_backward",
     "emit": "codegen compile",
     "report": "explain",
     "graph": "graph",
@@ -124,6 +124,7 @@ __all__ = [
     "symbols_like",
     "tensor",
     "trace",
+    "verify_backward",
     "vjp",
 ]
 

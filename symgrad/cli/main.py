@@ -1,10 +1,11 @@
 """The ``symgrad`` command: ``derive`` a gradient formula, ``explain`` it as a document,
-``codegen`` a module, draw its computation ``graph``, or start a ``repl``.
+``codegen`` a module, draw its computation ``graph``, ``verify`` a hand-written backward, or start a ``repl``.
 
     symgrad derive "w @ x" --value w="[[1.0, 2.0]]" --value x="[[1,1],[2,2]]" --wrt w
     symgrad explain "w @ x" --value w="[[1.0, 2.0]]" --value x="[[1,1],[2,2]]" --wrt w --format pdf -o w.pdf
     symgrad explain "(w * w * w).sum()" --value w="[1.0, 2.0]" --wrt w --create-graph
     symgrad graph "torch.tanh(w @ x).sum()" --shape w=2,3 --shape x=3 --wrt w -o graph.svg
+    symgrad verify layers.py:LayerNorm --input x=m,n
 
 No Python traceback reaches the user: every failure is one line on stderr, and ``--debug`` (or the
 environment variable ``SYMGRAD_DEBUG=1``) shows the traceback instead. Exit codes:
@@ -51,6 +52,7 @@ from ..report.render import render_explanation, render_markdown
 from ..report.tex import compile_pdf
 from ..torch.tracing import Trace
 from . import catalogue
+from . import verify as verification
 from .catalogue import strict_json
 from .errors import EXIT_MISMATCH, EXIT_USAGE, one_line, report_error, say
 from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of
@@ -244,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         "without it, print the DOT source",
     )
 
+    verify = verification.add_parser(verbs)
     verbs.add_parser("repl", help="an interactive console with `torch` bound to symgrad.torch")
 
     catalogue = verbs.add_parser("catalogue", help="regenerate the checkout's generated/ folder")
@@ -255,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for verb in verbs.choices.values():  # --debug is accepted after the verb too
         verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    for verb in (derive, explain, emit, picture):
+    for verb in (derive, explain, emit, picture, verify):
         verb.add_argument(
             "--time-limit",
             type=seconds,
@@ -606,6 +609,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_verb(args: argparse.Namespace) -> int:
+    if args.verb == "verify":
+        return verification.run_verify(args)
     if args.verb == "explain":
         return run_explain(args)
     if args.verb == "codegen":

@@ -161,19 +161,25 @@ def _examples(fn: Any, shapes: dict[str, InputSpec]) -> tuple[list, dict]:
     return examples, dynamic
 
 
-def load_model(spec: str, shapes: dict[str, Any]) -> Model:
-    """Load ``FILE.py:NAME``, run it on ``--input`` examples under :func:`symgrad.trace`, and name its leaves."""
+def find_in_file(spec: str, option: str = "--module") -> tuple[Any, str, Path]:
+    """What ``FILE.py:NAME`` names (the file runs as Python), its name and the file."""
     where, _, name = spec.rpartition(":")
     if not where or not name.isidentifier():
-        raise SymgradError(f"--module takes FILE.py:NAME, such as model.py:Net; got {spec!r}")
+        raise SymgradError(f"{option} takes FILE.py:NAME, such as model.py:Net; got {spec!r}")
     path = Path(where)
     if path.suffix != ".py" or not path.is_file():
-        raise SymgradError(f"--module: {where} is not a Python file")
+        raise SymgradError(f"{option}: {where} is not a Python file")
     module = _read_module(path)
     if not hasattr(module, name):
         found = sorted(n for n in vars(module) if not n.startswith("_"))
-        raise SymgradError(f"--module: {path.name} has no {name} (it defines {', '.join(found) or 'nothing'})")
-    fn = _callable(getattr(module, name), name, path)
+        raise SymgradError(f"{option}: {path.name} has no {name} (it defines {', '.join(found) or 'nothing'})")
+    return getattr(module, name), name, path
+
+
+def load_model(spec: str, shapes: dict[str, Any]) -> Model:
+    """Load ``FILE.py:NAME``, run it on ``--input`` examples under :func:`symgrad.trace`, and name its leaves."""
+    found, name, path = find_in_file(spec)
+    fn = _callable(found, name, path)
     specs = {k: v if isinstance(v, InputSpec) else InputSpec(tuple(v)) for k, v in shapes.items()}
     examples, dynamic = _examples(fn, specs)
     traced = trace(fn, *examples, dynamic_shapes=dynamic)

@@ -460,11 +460,14 @@ def _dropout(recorder: _Recorder, call: Callable[[], Any], args: tuple, kwargs: 
     return real
 
 
-def _leaf(real: Any, name: str, symbolic_dims: Mapping[int, str] | None, requires_grad: bool) -> Tensor:
+def _leaf(
+    real: Any, name: str, symbolic_dims: Mapping[int, str] | None, requires_grad: bool, symbolic: bool = False
+) -> Tensor:
     dtype = str(real.dtype).replace("torch.", "")
-    if symbolic_dims:
+    if symbolic_dims or (symbolic and real.dtype.is_floating_point):
         shape = tuple(
-            dims(symbolic_dims[axis])[0] if axis in symbolic_dims else int(size) for axis, size in enumerate(real.shape)
+            dims(symbolic_dims[axis])[0] if axis in (symbolic_dims or {}) else int(size)
+            for axis, size in enumerate(real.shape)
         )
         return symbols(name, shape, requires_grad=requires_grad, dtype=dtype)
     values = _numbers(real.detach().cpu().double())
@@ -476,6 +479,7 @@ def trace(
     *example_inputs: Any,
     dynamic_shapes: Mapping[str, Mapping[int, str]] | None = None,
     modules: Mapping[str, Any] | None = None,
+    symbolic_values: bool = False,
 ) -> Trace:
     """Run ``fn(*example_inputs)`` — real torch code, possibly an ``nn.Module`` — and return its symbolic graph.
 
@@ -491,6 +495,9 @@ def trace(
     The parameters are a module's own, or those of the modules and ``nn.Parameter`` objects a loss function closes
     over, named by where they were found (``model.fc1.weight``); ``modules={"model": model}`` names them
     explicitly. :attr:`Trace.model` is the module an emitted drop-in takes.
+
+    With ``symbolic_values``, floating inputs stand for symbols at every size (the code still runs on the
+    example's values), so that what the graph says holds for every value, not the example's alone.
     """
     import torch
 
@@ -517,7 +524,7 @@ def trace(
     roots = owners(fn, modules)
     model = holder(roots) if roots else None
     with state_kept(model):
-        first = _run(fn, model, example_inputs, names, shapes)
+        first = _run(fn, model, example_inputs, names, shapes, symbolic_values)
     first.guards.check_symbolic()
     if any(shapes.values()):
         _probe(fn, model, example_inputs, names, shapes, first)
@@ -551,12 +558,14 @@ class _Run:
     decomposed: bool = False
 
 
-def _run(fn: Callable, model: Any, example_inputs: Sequence[Any], names: list[str], shapes: dict) -> _Run:
+def _run(
+    fn: Callable, model: Any, example_inputs: Sequence[Any], names: list[str], shapes: dict, symbolic: bool = False
+) -> _Run:
 
     recorder = _Recorder()
     inputs = []
     for name, real in zip(names, example_inputs, strict=False):
-        leaf = _leaf(real, name, shapes.get(name), requires_grad=real.requires_grad)
+        leaf = _leaf(real, name, shapes.get(name), requires_grad=real.requires_grad, symbolic=symbolic)
         recorder.bind(real, leaf)
         recorder.leaves.add(id(leaf))
         inputs.append(leaf)

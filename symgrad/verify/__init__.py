@@ -6,12 +6,14 @@
 - :mod:`.curvature`: :func:`prove_hessian` and :func:`prove_jacobian`, the same for second-order laws;
 - :mod:`.prove`: :func:`prove` proves a law exactly (entrywise, at small distinct sizes: rule by rule, see
   :mod:`.rules`, for the laws symgrad derives) and numerically (torch, at larger sizes); :mod:`.instances` puts
-  a graph at concrete sizes, and :mod:`.zeros` decides whether a difference is 0.
+  a graph at concrete sizes, and :mod:`.zeros` decides whether a difference is 0;
+- :mod:`.backward`: :func:`verify_backward` proves a hand-written ``torch.autograd.Function``'s backward.
 
 torch is imported only when a check runs. This package imports :mod:`symgrad.derive`,
 :mod:`symgrad.ops` and :mod:`symgrad.core`.
 """
 
+from .backward import BackwardVerdict, input_names, verify_backward
 from .curvature import prove_hessian, prove_jacobian
 from .instances import instantiate, size_assignments
 from .prove import Proof, check_numerically, prove
@@ -20,12 +22,14 @@ from .verify import CheckReport, Comparison, check
 from .zeros import is_zero, zero_by
 
 __all__ = [
+    "BackwardVerdict",
     "CheckReport",
     "Comparison",
     "Proof",
     "check",
     "check_numerically",
     "evaluate_graph",
+    "input_names",
     "instantiate",
     "is_zero",
     "leaf_assignment",
@@ -34,5 +38,6 @@ __all__ = [
     "prove_jacobian",
     "size_assignments",
     "substitute",
+    "verify_backward",
     "zero_by",
 ]

@@ -1,0 +1,113 @@
+"""``symgrad verify FILE.py:NAME --input x=m,n --input W=n,k [--value y="[0,3,1]"]``: prove a hand-written
+``torch.autograd.Function``'s backward (see :func:`symgrad.verify_backward`).
+
+Each input of the Function's forward is given once: ``--input NAME=DIMS[:KIND]`` draws it at random (float64
+normals, or integers in a range, as ``--module`` inputs are drawn), with a name making a size symbolic, and
+``--value NAME=LIST`` gives its numbers. The file runs as Python. Exit 0 when every gradient is proved, 1 when one
+differs (the report names it, with the first entry that differs and numbers), 2 on bad input or code that cannot
+be traced (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from typing import Any
+
+from ..core.errors import SymgradError
+from ..reader import parse_values
+from ..verify import input_names, verify_backward
+from .errors import EXIT_MISMATCH
+from .models import FIRST_SIZE, SEED, InputSpec, find_in_file, parse_input
+
+
+def add_parser(verbs: Any) -> argparse.ArgumentParser:
+    verify = verbs.add_parser(
+        "verify", help="prove that a torch.autograd.Function's backward is the vector-Jacobian product of its forward"
+    )
+    verify.add_argument("function", metavar="FILE.py:NAME", help="the Function subclass (the file runs as Python)")
+    verify.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME=DIMS",
+        help="one input of forward, drawn at random: its sizes (names make them symbolic), e.g. x=m,n or "
+        "y=m:int64[0,10)",
+    )
+    verify.add_argument(
+        "--value", action="append", default=[], metavar="NAME=LIST", help='one input\'s numbers, e.g. y="[0,3,1]"'
+    )
+    verify.add_argument("--order", type=int, choices=(1,), default=1, help="the order proved (1: the gradients)")
+    return verify
+
+
+def _pairs(items: list[str], option: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip().isidentifier():
+            raise SymgradError(f"{option} takes NAME=..., got {item!r}")
+        if name.strip() in out:
+            raise SymgradError(f"{option} gives {name.strip()} twice")
+        out[name.strip()] = text
+    return out
+
+
+def _examples(names: list[str], specs: dict[str, InputSpec], values: dict[str, Any]) -> tuple[list, dict]:
+    """The example inputs in forward's order, and torch.export's dynamic_shapes for the symbolic sizes."""
+    import torch
+
+    unknown = sorted((set(specs) | set(values)) - set(names))
+    if unknown:
+        raise SymgradError(f"the Function's forward takes {', '.join(names)}; it has no input {unknown[0]}")
+    both = sorted(set(specs) & set(values))
+    if both:
+        raise SymgradError(f"{both[0]} is given by both --input and --value: give one")
+    missing = [n for n in names if n not in specs and n not in values]
+    if missing:
+        raise SymgradError(
+            f"give each input of forward with --input NAME=DIMS or --value NAME=LIST; missing {missing[0]}"
+        )
+    sizes = itertools.count(FIRST_SIZE)
+    symbolic: dict[str, int] = {}
+    generator = torch.Generator().manual_seed(SEED)
+    examples, dynamic = [], {}
+    for name in names:
+        if name in values:
+            data = values[name]
+            floating = any(isinstance(v, float) for v in _flat(data))
+            examples.append(torch.tensor(data, dtype=torch.float64 if floating else torch.int64))
+            continue
+        spec = specs[name]
+        concrete = []
+        for axis, size in enumerate(spec.shape):
+            if isinstance(size, int):
+                concrete.append(size)
+                continue
+            symbolic.setdefault(str(size), next(sizes))
+            concrete.append(symbolic[str(size)])
+            dynamic.setdefault(name, {})[axis] = str(size)
+        if spec.dtype.startswith("float"):
+            examples.append(torch.randn(concrete, dtype=getattr(torch, spec.dtype), generator=generator))
+        else:
+            drawn = torch.randint(spec.low, spec.high, concrete, generator=generator, dtype=torch.int64)
+            examples.append(drawn.bool() if spec.dtype == "bool" else drawn.to(getattr(torch, spec.dtype)))
+    return examples, dynamic
+
+
+def _flat(data: Any) -> list:
+    return [v for item in data for v in _flat(item)] if isinstance(data, list) else [data]
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    import torch
+
+    found, name, path = find_in_file(args.function, "verify")
+    if not (isinstance(found, type) and issubclass(found, torch.autograd.Function)):
+        raise SymgradError(f"verify: {name} in {path.name} is a {type(found).__name__}, not a torch.autograd.Function")
+    specs = {k: parse_input(v) for k, v in _pairs(args.input, "--input").items()}
+    values = {k: parse_values(v) for k, v in _pairs(args.value, "--value").items()}
+    examples, dynamic = _examples(input_names(found), specs, values)
+    verdict = verify_backward(found, *examples, dynamic_shapes=dynamic or None, order=args.order)
+    print(verdict.report())
+    return 0 if verdict.held else EXIT_MISMATCH

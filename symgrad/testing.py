@@ -1,0 +1,30 @@
+"""Helpers for a project's own tests: ``assert_backward_correct(Fn, *example_inputs)`` fails with symgrad's
+report when a hand-written ``torch.autograd.Function``'s backward is not the vector-Jacobian product of its
+forward (see :func:`symgrad.verify_backward`).
+
+>>> import torch
+>>> class Double(torch.autograd.Function):
+...     @staticmethod
+...     def forward(ctx, x):
+...         return 2 * x
+...     @staticmethod
+...     def backward(ctx, g):
+...         return 2 * g
+>>> assert_backward_correct(Double, torch.ones(3, dtype=torch.float64))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .verify import verify_backward
+
+
+def assert_backward_correct(
+    fn: Any, *example_inputs: Any, dynamic_shapes: Mapping[str, Mapping[int, str]] | None = None, order: int = 1
+) -> None:
+    """Raise AssertionError with the verdict's report unless every gradient ``fn.backward`` returns is proved."""
+    verdict = verify_backward(fn, *example_inputs, dynamic_shapes=dynamic_shapes, order=order)
+    if not verdict.held:
+        raise AssertionError("\n" + verdict.report())

@@ -1,0 +1,343 @@
+"""Prove a hand-written backward: ``sg.verify_backward(Fn, *example_inputs)`` for a ``torch.autograd.Function``.
+
+The Function's code runs as it is, on the example inputs, under :func:`symgrad.trace` with symbols for every
+floating input and for each incoming gradient. Its forward, run with gradients on, is the truth: symgrad derives
+its vector-Jacobian product. Its forward and backward, run as torch runs them (the forward under ``no_grad``,
+``ctx`` saving what it saves), give the gradients the backward claims. Each claimed gradient is then proved equal
+to the true one the way :func:`symgrad.prove` proves a law: exactly, entry by entry, at the example's sizes (or at
+small distinct sizes for ``dynamic_shapes``), and numerically against torch at larger ones. Where they differ the
+verdict names the input, the first entry that differs, both formulas there and a small input where the numbers
+differ. Where the code cannot be traced, it says so in one line and proves nothing.
+
+>>> import torch, symgrad as sg
+>>> class Square(torch.autograd.Function):
+...     @staticmethod
+...     def forward(ctx, x):
+...         ctx.save_for_backward(x)
+...         return x * x
+...     @staticmethod
+...     def backward(ctx, g):
+...         (x,) = ctx.saved_tensors
+...         return g * x  # the 2 is missing
+>>> verdict = sg.verify_backward(Square, torch.tensor([1.0, 2.0], dtype=torch.float64))
+>>> verdict.held, verdict.gradients[0].name, verdict.gradients[0].index
+(False, 'x', (0,))
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+from ..core.errors import SymgradError, UnsupportedError
+from ..core.graph import dims_of
+from ..core.tensor import Tensor
+from ..derive.reverse import law
+from ..ops.calculus import unbroadcast
+from ..torch.creation import zeros
+from ..torch.tracing import trace
+from .instances import instantiate, size_assignments
+from .prove import prove
+from .zeros import zero_by
+
+
+@dataclass
+class GradientVerdict:
+    """The verdict on one input's gradient."""
+
+    name: str
+    held: bool
+    proof: str = ""  # what the proof says, one line per size
+    index: tuple | None = None  # the first entry that differs
+    claimed: str = ""  # the backward's formula there
+    true: str = ""  # the true one
+    example: str = ""  # a small input where the numbers differ, and both numbers
+
+
+@dataclass
+class BackwardVerdict:
+    """What :func:`verify_backward` found: ``held`` when every gradient is proved equal to the true one."""
+
+    function: str
+    order: int
+    gradients: list[GradientVerdict] = field(default_factory=list)
+
+    @property
+    def held(self) -> bool:
+        return all(g.held for g in self.gradients)
+
+    def __bool__(self) -> bool:
+        return self.held
+
+    def report(self) -> str:
+        """The verdict as text: one line per gradient, and the counterexample of each that differs."""
+        lines = [f"{self.function}.backward: {'proved' if self.held else 'WRONG'} (first order)"]
+        for g in self.gradients:
+            lines.append(f"- grad of {g.name}: {'proved' if g.held else 'differs'}")
+            lines += [f"    {line}" for line in g.proof.splitlines()]
+            if not g.held and g.index is not None:
+                lines.append(f"    first entry that differs: {g.name}{list(g.index)}")
+                lines.append(f"    the backward gives: {g.claimed}")
+                lines.append(f"    the true VJP is:    {g.true}")
+                if g.example:
+                    lines += [f"    {line}" for line in g.example.splitlines()]
+        return "\n".join(lines)
+
+    __str__ = report
+
+
+class _Context:
+    """What a Function's forward and backward see as ``ctx``: saved tensors, ``needs_input_grad`` and attributes."""
+
+    def __init__(self, needs: tuple[bool, ...]) -> None:
+        self.needs_input_grad = needs
+        self.saved: tuple = ()
+        self.non_differentiable: list[Any] = []
+        self.materialize_grads = True
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self.saved = tensors
+
+    def save_for_forward(self, *tensors: Any) -> None:
+        self.saved_for_forward = tensors
+
+    @property
+    def saved_tensors(self) -> tuple:
+        return self.saved
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        self.non_differentiable.extend(tensors)
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        raise UnsupportedError("the Function changes its inputs in place (ctx.mark_dirty); verify_backward cannot")
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = value
+
+
+def _function_class(fn: Any) -> type:
+    import torch
+
+    if isinstance(fn, type) and issubclass(fn, torch.autograd.Function):
+        return fn
+    raise SymgradError(f"verify_backward takes a torch.autograd.Function subclass, not {type(fn).__name__}")
+
+
+def _new_style(cls: type) -> bool:
+    """Whether forward takes no ctx (torch's ``setup_context`` style)."""
+    import torch
+
+    return inspect.getattr_static(cls, "setup_context") is not inspect.getattr_static(
+        torch.autograd.Function, "setup_context"
+    )
+
+
+def _forward(cls: type, ctx: _Context, inputs: tuple) -> Any:
+    if _new_style(cls):
+        out = cls.forward(*inputs)
+        cls.setup_context(ctx, inputs, out)
+        return out
+    return cls.forward(ctx, *inputs)
+
+
+def _as_tuple(value: Any) -> tuple:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def input_names(cls: type, count: int | None = None) -> list[str]:
+    """The names of a Function's inputs, from its forward (without ``ctx``); ``x<i>`` past them, up to ``count``."""
+    signature = inspect.signature(cls.forward)
+    names = [p.name for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    names = names if _new_style(cls) else names[1:]  # forward(ctx, ...): ctx is not an input
+    if count is None:
+        return names
+    return (names + [f"x{i}" for i in range(len(names), count)])[:count]
+
+
+def verify_backward(
+    fn: Any,
+    *example_inputs: Any,
+    dynamic_shapes: Mapping[str, Mapping[int, str]] | None = None,
+    order: int = 1,
+    numeric: bool = True,
+) -> BackwardVerdict:
+    """Prove that ``fn.backward`` (a ``torch.autograd.Function``) returns the vector-Jacobian product of its
+    ``forward`` for every value of the floating inputs (see the module docstring). ``dynamic_shapes`` makes sizes
+    symbolic, in torch.export's spelling (``{"x": {0: "m"}}``): then for every size. Integer inputs (targets,
+    indices) keep the example's values. The gradients checked are those of the inputs that require grad (of every
+    floating input when none does), as ``ctx.needs_input_grad`` tells the backward."""
+    import torch
+
+    cls = _function_class(fn)
+    if order != 1:
+        raise UnsupportedError(f"verify_backward(order={order}): only the first order is proved so far")
+    names = input_names(cls, len(example_inputs))
+    if not all(isinstance(x, torch.Tensor) for x in example_inputs):
+        raise UnsupportedError("verify_backward takes tensors as example inputs (a number can be a 0-d tensor)")
+    # the inputs that need a gradient: those that require grad, or, if none does, every floating one
+    chosen = any(x.requires_grad for x in example_inputs)
+    needs = tuple(x.is_floating_point() and (x.requires_grad or not chosen) for x in example_inputs)
+    inputs = tuple(x.detach().clone().requires_grad_(need) for x, need in zip(example_inputs, needs))
+    with torch.no_grad():
+        probe_ctx = _Context(needs)
+        outputs = _as_tuple(_forward(cls, probe_ctx, tuple(x.detach() for x in inputs)))
+    generator = torch.Generator().manual_seed(0)
+    cotangents = tuple(
+        torch.randn(out.shape, dtype=out.dtype, generator=generator)
+        if out.is_floating_point()
+        else torch.zeros(out.shape, dtype=torch.float64)
+        for out in outputs
+    )
+    grad_names = ["grad_output"] if len(outputs) == 1 else [f"grad_output{k}" for k in range(len(outputs))]
+    count = len(inputs)
+    if dynamic_shapes:  # the incoming gradients have the outputs' symbolic sizes
+        dynamic_shapes = {**dynamic_shapes, **_output_dims(cls, needs, names, inputs, dynamic_shapes, grad_names)}
+
+    def both(*args: Any) -> tuple:
+        xs, gs = args[:count], args[count:]
+        truth = _as_tuple(_forward(cls, _Context(needs), xs))
+        ctx = _Context(needs)
+        # the forward again, for what it saves, then the backward: their values are torch's whether or not torch
+        # records them (it does not, at first order; no_grad here would cut the graph a proof instantiates)
+        _forward(cls, ctx, xs)
+        claimed = _as_tuple(cls.backward(ctx, *gs))
+        return (*truth, *claimed)
+
+    both.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in [*names, *grad_names]]
+    )
+    traced = trace(both, *inputs, *cotangents, dynamic_shapes=dynamic_shapes, symbolic_values=True)
+    results = _as_tuple(traced.output)
+    truth, claimed = results[: len(outputs)], results[len(outputs) :]
+    if len(claimed) != count:
+        raise SymgradError(
+            f"function backward returned an incorrect number of gradients (expected {count}, got {len(claimed)})"
+        )
+    leaves, gs = traced.inputs[:count], traced.inputs[count:]
+    differentiable = [
+        k for k, out in enumerate(outputs) if out.is_floating_point() and not _marked(out, probe_ctx, outputs)
+    ]
+    verdict = BackwardVerdict(cls.__name__, order)
+    for k, (leaf, grad) in enumerate(zip(leaves, claimed)):
+        if not needs[k]:
+            continue
+        verdict.gradients.append(
+            _verdict_for(leaf, grad, [truth[i] for i in differentiable], [gs[i] for i in differentiable], numeric)
+        )
+    return verdict
+
+
+def _output_dims(
+    cls: type, needs: tuple, names: list[str], inputs: tuple, dynamic_shapes: Mapping, grad_names: list[str]
+) -> dict[str, dict[int, str]]:
+    """``dynamic_shapes`` entries for the incoming gradients: each output's symbolic sizes, from a trace of the
+    forward alone."""
+
+    def forward(*xs: Any) -> tuple:
+        return _as_tuple(_forward(cls, _Context(needs), xs))
+
+    forward.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+    )
+    outputs = _as_tuple(trace(forward, *inputs, dynamic_shapes=dynamic_shapes).output)
+    found: dict[str, dict[int, str]] = {}
+    for name, out in zip(grad_names, outputs):
+        axes = {}
+        for axis, size in enumerate(getattr(out, "shape", ())):
+            if isinstance(size, int):
+                continue
+            if not isinstance(size, sympy.Symbol):
+                raise UnsupportedError(
+                    f"the forward's output has a size {size} that is no dimension name; give that size its own "
+                    "name in dynamic_shapes, or leave it out"
+                )
+            axes[axis] = str(size)
+        found[name] = axes
+    return found
+
+
+def _marked(out: Any, ctx: _Context, outputs: tuple) -> bool:
+    return any(out is t for t in ctx.non_differentiable)
+
+
+def _verdict_for(leaf: Tensor, grad: Any, outs: list, gs: list, numeric: bool) -> GradientVerdict:
+    name = leaf.name
+    if grad is None:
+        grad = zeros(*leaf.shape, dtype=leaf.dtype)
+    if not isinstance(grad, Tensor):
+        return GradientVerdict(name, False, f"the backward returned a {type(grad).__name__} for {name}")
+    if tuple(str(d) for d in grad.shape) != tuple(str(d) for d in leaf.shape):
+        if not _expandable(leaf.shape, grad.shape):
+            got, expected = (", ".join(map(str, s)) for s in (grad.shape, leaf.shape))
+            return GradientVerdict(
+                name,
+                False,
+                f"Function backward returned an invalid gradient for {name} - got [{got}] but expected shape "
+                f"compatible with [{expected}]",
+            )
+        grad = unbroadcast(grad, leaf.shape)  # torch sums a gradient of a broadcast shape down, as here
+    # at the example's sizes the exact proof covers every value; numbers against torch add nothing there, and a
+    # .detach() at concrete sizes keeps formulas, not a graph that other sizes can be made of
+    symbolic = bool(dims_of([leaf, *outs]))
+    proof = prove(outs, [leaf], gs, laws=[grad], numeric=numeric and symbolic, sizes=None if symbolic else [{}])
+    verdict = GradientVerdict(name, proof.held, str(proof))
+    if not proof.held:
+        _counterexample(verdict, leaf, grad, outs, gs)
+    return verdict
+
+
+def _expandable(shape: tuple, to: tuple) -> bool:
+    """Whether ``shape`` broadcasts to ``to`` (torch then sums a gradient of shape ``to`` down to it)."""
+    if len(shape) > len(to):
+        return False
+    return all(str(a) == str(b) or a == 1 for a, b in zip(shape[::-1], to[::-1]))
+
+
+def _counterexample(verdict: GradientVerdict, leaf: Tensor, grad: Tensor, outs: list, gs: list) -> None:
+    """The first entry that differs at the smallest sizes, both formulas there, and numbers at a random point."""
+    (true,) = law(outs, [leaf], gs)
+    dims = dims_of([grad, true, leaf])
+    assignment = next(iter(size_assignments(dims)), {}) if dims else {}
+    made = instantiate([grad, true], assignment) if dims else {id(grad): grad, id(true): true}
+    claimed, expected = made[id(grad)].entries(), made[id(true)].entries()
+    for index in _indices(claimed.shape):
+        a, e = sympy.sympify(claimed[index]), sympy.sympify(expected[index])
+        if zero_by(a - e) is not None:
+            continue
+        verdict.index, verdict.claimed, verdict.true = index, _short(a), _short(e)
+        point = _random_point(a, e)
+        if point:
+            shown = ", ".join(f"{s} = {v}" for s, v in sorted(point.items(), key=lambda p: str(p[0]))[:12])
+            verdict.example = (
+                f"at {shown}{' …' if len(point) > 12 else ''}"
+                + (f" ({', '.join(f'{k}={v}' for k, v in assignment.items())})" if assignment else "")
+                + f":\nthe backward gives {float(a.subs(point)):.6g}, the true VJP {float(e.subs(point)):.6g}"
+            )
+        return
+
+
+def _indices(shape: tuple) -> list[tuple]:
+    return list(itertools.product(*(range(n) for n in shape)))
+
+
+def _short(expr: sympy.Expr, limit: int = 160) -> str:
+    text = str(expr)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _random_point(claimed: sympy.Expr, true: sympy.Expr) -> dict:
+    """Small rational values for the symbols of both formulas at which they differ (a few tries)."""
+    rng = random.Random(0)
+    symbols = sorted(claimed.free_symbols | true.free_symbols, key=str)
+    for _ in range(8):
+        point = {s: sympy.Rational(rng.randint(-20, 20), 10) for s in symbols}
+        value = (claimed - true).subs(point)
+        if value.is_number and value != 0 and value.is_finite:
+            return point
+    return {}

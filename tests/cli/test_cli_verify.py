@@ -1,0 +1,96 @@
+"""``symgrad verify FILE.py:NAME``: a hand-written Function's backward proved (exit 0), caught with its report
+(exit 1), or refused in one line (exit 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from symgrad.cli import main
+
+FUNCTIONS = """\
+import torch
+
+
+class Affine(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w)
+        return x @ w + b
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g @ w.T, x.T @ g, g.sum(0)
+
+
+class AffineFirstRow(Affine):
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g @ w.T, x.T @ g, g[0]
+
+
+class PickedLoss(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z, y):
+        ctx.save_for_backward(z, y)
+        return -z.gather(1, y[:, None]).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        z, y = ctx.saved_tensors
+        return -g * torch.zeros_like(z).scatter(1, y[:, None], 1.0), None
+
+
+def not_a_function(x):
+    return x
+"""
+
+
+@pytest.fixture
+def functions(tmp_path: Path) -> Path:
+    path = tmp_path / "layers.py"
+    path.write_text(FUNCTIONS, encoding="utf-8")
+    return path
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["verify", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_right_backward_is_proved_for_every_size(capsys, functions):
+    code, out, err = run(capsys, f"{functions}:Affine", "--input", "x=m,n", "--input", "w=n,k", "--input", "b=k")
+    assert code == 0 and err == ""
+    assert out.startswith("Affine.backward: proved") and "torch at" in out
+
+
+def test_a_wrong_backward_exits_1_with_the_report(capsys, functions):
+    code, out, _ = run(capsys, f"{functions}:AffineFirstRow", "--input", "x=3,2", "--input", "w=2,4", "--input", "b=4")
+    assert code == 1
+    assert "grad of b: differs" in out and "first entry that differs: b[0]" in out and "the true VJP" in out
+
+
+def test_integer_inputs_take_values(capsys, functions):
+    code, out, _ = run(capsys, f"{functions}:PickedLoss", "--input", "z=3,4", "--value", "y=[0, 3, 1]")
+    assert code == 0 and "grad of z: proved" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["{dir}/layers.py:not_a_function", "--input", "x=2"], "not a torch.autograd.Function"),
+        (["{dir}/layers.py:Affine", "--input", "x=2,3"], "missing w"),
+        (["{dir}/layers.py:Affine", "--input", "q=2"], "it has no input q"),
+        (["{dir}/layers.py:Nope", "--input", "x=2"], "has no Nope"),
+        (["{dir}/nothing.py:Affine", "--input", "x=2"], "is not a Python file"),
+        (["{dir}/layers.py:Affine", "--input", "x=3,2", "--input", "w=3,4", "--input", "b=4"], "cannot be multiplied"),
+    ],
+)
+def test_bad_input_is_one_line_with_exit_2(capsys, functions, argv, message):
+    code, out, err = run(capsys, *[a.replace("{dir}", str(functions.parent)) for a in argv])
+    assert code == 2 and out == ""
+    assert message in err and err.count("\n") == 1

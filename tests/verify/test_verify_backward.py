@@ -1,0 +1,185 @@
+"""sg.verify_backward on hand-written torch.autograd.Functions, right and wrong: each bug class is caught and
+the wrong input named, including where torch's gradcheck passes (a symmetric test matrix, a batch of one)."""
+
+from __future__ import annotations
+
+import pytest
+
+import symgrad as sg
+from symgrad.testing import assert_backward_correct
+
+torch = pytest.importorskip("torch")
+F64 = torch.float64
+
+
+def _randn(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, dtype=F64, generator=torch.Generator().manual_seed(seed + len(shape)))
+
+
+class Affine(torch.autograd.Function):
+    """y = x @ W + b, the right backward; the subclasses below each break one thing."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w)
+        return x @ w + b
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g @ w.T, x.T @ g, g.sum(0)
+
+
+class TransposedWeight(Affine):
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g @ w.T, g.T @ x, g.sum(0)  # the weight's gradient transposed
+
+
+class BiasFromFirstRow(Affine):
+    """The bias's gradient read from the first row only: right for a batch of one."""
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g @ w.T, x.T @ g, g[0]
+
+
+class LostSign(Affine):
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return -(g @ w.T), x.T @ g, g.sum(0)
+
+
+class Quadratic(torch.autograd.Function):
+    """xᵀ A x with the gradient 2 A x in x: right only for a symmetric A."""
+
+    @staticmethod
+    def forward(ctx, x, a):
+        ctx.save_for_backward(x, a)
+        return x @ a @ x
+
+    @staticmethod
+    def backward(ctx, g):
+        x, a = ctx.saved_tensors
+        return 2 * g * (a @ x), g * torch.outer(x, x)
+
+
+class MeanSquare(torch.autograd.Function):
+    """mean((x - t)²) whose backward forgets to divide by the number of entries."""
+
+    @staticmethod
+    def forward(ctx, x, t):
+        ctx.save_for_backward(x, t)
+        return ((x - t) ** 2).mean()
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        return 2 * g * (x - t), None
+
+
+class LayerNorm(torch.autograd.Function):
+    """A hand-written layer norm over the last dim that saves its statistics, in torch's setup_context style."""
+
+    @staticmethod
+    def forward(x):
+        mean = x.mean(-1, keepdim=True)
+        rstd = torch.rsqrt(((x - mean) ** 2).mean(-1, keepdim=True) + 1e-5)
+        return (x - mean) * rstd, mean, rstd
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (x,) = inputs
+        _, mean, rstd = output
+        ctx.mark_non_differentiable(mean, rstd)
+        ctx.save_for_backward(x, mean, rstd)
+
+    @staticmethod
+    def backward(ctx, g, _mean, _rstd):
+        x, mean, rstd = ctx.saved_tensors
+        xhat = (x - mean) * rstd
+        n = x.shape[-1]
+        return rstd * (g - g.mean(-1, keepdim=True) - xhat * (g * xhat).sum(-1, keepdim=True) / n)
+
+
+class LayerNormDroppedTerm(LayerNorm):
+    @staticmethod
+    def backward(ctx, g, _mean, _rstd):
+        rstd = ctx.saved_tensors[2]
+        return rstd * (g - g.mean(-1, keepdim=True))  # the x̂ · mean(g x̂) term is gone
+
+
+def test_a_right_backward_is_proved_for_every_value():
+    verdict = sg.verify_backward(Affine, _randn(3, 2), _randn(2, 4), _randn(4))
+    assert verdict.held and [g.name for g in verdict.gradients] == ["x", "w", "b"]
+    assert "proved" in verdict.report()
+
+
+def test_a_right_backward_is_proved_for_every_size():
+    dynamic = {"x": {0: "m", 1: "n"}, "w": {0: "n", 1: "k"}, "b": {0: "k"}}
+    verdict = sg.verify_backward(Affine, _randn(3, 2), _randn(2, 4), _randn(4), dynamic_shapes=dynamic)
+    assert verdict.held
+    assert "torch at" in verdict.report()  # numbers against torch at larger sizes too
+
+
+@pytest.mark.parametrize(
+    ("function", "wrong"),
+    [(BiasFromFirstRow, "b"), (LostSign, "x")],
+    ids=["bias from the first row", "lost sign"],
+)
+def test_a_wrong_gradient_is_named_with_an_entry_and_numbers(function, wrong):
+    verdict = sg.verify_backward(function, _randn(3, 2), _randn(2, 4), _randn(4))
+    assert not verdict.held
+    assert [g.name for g in verdict.gradients if not g.held] == [wrong]
+    bad = next(g for g in verdict.gradients if not g.held)
+    assert bad.index is not None and bad.claimed != bad.true and "the true VJP" in bad.example
+    with pytest.raises(AssertionError, match=f"grad of {wrong}: differs"):
+        assert_backward_correct(function, _randn(3, 2), _randn(2, 4), _randn(4))
+
+
+def test_a_transposed_weight_gradient_is_caught_whatever_its_shape():
+    """Refused as torch refuses it where its shape is wrong; where the weight is square, proved wrong."""
+    verdict = sg.verify_backward(TransposedWeight, _randn(3, 2), _randn(2, 4), _randn(4))
+    bad = next(g for g in verdict.gradients if not g.held)
+    assert bad.name == "w" and "got [4, 2] but expected shape compatible with [2, 4]" in bad.proof
+    verdict = sg.verify_backward(TransposedWeight, _randn(3, 3), _randn(3, 3), _randn(3))
+    assert [g.name for g in verdict.gradients if not g.held] == ["w"]
+
+
+def test_gradchecks_blind_spots_are_caught():
+    """gradcheck passes a backward that is right only for a symmetric matrix, or only for a batch of one, when
+    that is what it is given; symgrad's proof is for every value."""
+    a = _randn(3, 3)
+    symmetric = (a + a.T).requires_grad_()
+    x = _randn(3).requires_grad_()
+    assert torch.autograd.gradcheck(lambda v: Quadratic.apply(v, symmetric.detach()), (x,))
+    verdict = sg.verify_backward(Quadratic, x.detach(), symmetric.detach())
+    assert [g.name for g in verdict.gradients if not g.held] == ["x"]
+    one = (_randn(1, 2).requires_grad_(), _randn(2, 4).requires_grad_(), _randn(4).requires_grad_())
+    assert torch.autograd.gradcheck(BiasFromFirstRow.apply, one)
+    verdict = sg.verify_backward(BiasFromFirstRow, *(t.detach() for t in one), dynamic_shapes={"x": {0: "m"}})
+    assert [g.name for g in verdict.gradients if not g.held] == ["b"]
+
+
+def test_a_missing_batch_divisor_is_caught_and_only_inputs_that_require_grad_are_checked():
+    verdict = sg.verify_backward(MeanSquare, _randn(4).requires_grad_(), _randn(4, seed=1))
+    assert [g.name for g in verdict.gradients] == ["x"] and not verdict.held  # t needs no gradient
+    verdict = sg.verify_backward(MeanSquare, _randn(4), _randn(4, seed=1))
+    assert [g.name for g in verdict.gradients if not g.held] == ["x", "t"]  # t's None is not its gradient
+
+
+def test_a_layer_norms_backward_is_proved_at_symbolic_sizes_and_a_dropped_term_is_caught():
+    dynamic = {"x": {0: "m", 1: "n"}}
+    assert_backward_correct(LayerNorm, _randn(2, 3), dynamic_shapes=dynamic)
+    verdict = sg.verify_backward(LayerNormDroppedTerm, _randn(2, 3))
+    assert [g.name for g in verdict.gradients if not g.held] == ["x"]
+
+
+def test_what_cannot_be_verified_is_refused_in_one_line():
+    with pytest.raises(sg.SymgradError, match=r"takes a torch\.autograd\.Function subclass"):
+        sg.verify_backward(lambda x: x, _randn(2))
+    with pytest.raises(sg.UnsupportedError, match="only the first order"):
+        sg.verify_backward(Affine, _randn(3, 2), _randn(2, 4), _randn(4), order=2)
