@@ -22,9 +22,10 @@ from .verify import verify_backward
 
 
 def assert_backward_correct(
-    fn: Any, *example_inputs: Any, dynamic_shapes: Mapping[str, Mapping[int, str]] | None = None, order: int = 1
+    fn: Any, *example_inputs: Any, dynamic_shapes: Mapping[str, Mapping[int, str]] | None = None, order: int = 2
 ) -> None:
-    """Raise AssertionError with the verdict's report unless every gradient ``fn.backward`` returns is proved."""
+    """Raise AssertionError with the verdict's report unless every gradient ``fn.backward`` returns is proved (and,
+    with ``order=2``, differentiating through it gives the true second derivatives)."""
     verdict = verify_backward(fn, *example_inputs, dynamic_shapes=dynamic_shapes, order=order)
     if not verdict.held:
         raise AssertionError("\n" + verdict.report())

@@ -37,7 +37,13 @@ def add_parser(verbs: Any) -> argparse.ArgumentParser:
     verify.add_argument(
         "--value", action="append", default=[], metavar="NAME=LIST", help='one input\'s numbers, e.g. y="[0,3,1]"'
     )
-    verify.add_argument("--order", type=int, choices=(1,), default=1, help="the order proved (1: the gradients)")
+    verify.add_argument(
+        "--order",
+        type=int,
+        choices=(1, 2),
+        default=2,
+        help="1: the gradients; 2 (the default): also differentiating through the backward, as create_graph does",
+    )
     return verify
 
 

@@ -67,27 +67,44 @@ class BackwardVerdict:
     function: str
     order: int
     gradients: list[GradientVerdict] = field(default_factory=list)
+    second: list[GradientVerdict] = field(default_factory=list)  # the derivatives of Σ ⟨gradient, u⟩
+    second_note: str = ""  # why the second order was not proved, or why it differs
 
     @property
     def held(self) -> bool:
-        return all(g.held for g in self.gradients)
+        return all(g.held for g in self.gradients) and all(g.held for g in self.second)
 
     def __bool__(self) -> bool:
         return self.held
 
     def report(self) -> str:
         """The verdict as text: one line per gradient, and the counterexample of each that differs."""
-        lines = [f"{self.function}.backward: {'proved' if self.held else 'WRONG'} (first order)"]
-        for g in self.gradients:
-            lines.append(f"- grad of {g.name}: {'proved' if g.held else 'differs'}")
+        first = all(g.held for g in self.gradients)
+        orders = "first and second order" if self.second else "first order"
+        lines = [f"{self.function}.backward: {'proved' if self.held else 'WRONG'} ({orders})"]
+        lines += self._lines(self.gradients, "grad of")
+        if self.second:
+            lines.append("second order (differentiating through the backward, as create_graph=True does):")
+            lines += self._lines(self.second, "d/d")
+        elif self.order == 2 and not first:
+            lines.append("second order: not checked, since the first is wrong")
+        if self.second_note:
+            lines.append(self.second_note)
+        return "\n".join(lines)
+
+    @staticmethod
+    def _lines(verdicts: list[GradientVerdict], label: str) -> list[str]:
+        lines = []
+        for g in verdicts:
+            lines.append(f"- {label} {g.name}: {'proved' if g.held else 'differs'}")
             lines += [f"    {line}" for line in g.proof.splitlines()]
             if not g.held and g.index is not None:
                 lines.append(f"    first entry that differs: {g.name}{list(g.index)}")
                 lines.append(f"    the backward gives: {g.claimed}")
-                lines.append(f"    the true VJP is:    {g.true}")
+                lines.append(f"    the true one is:    {g.true}")
                 if g.example:
                     lines += [f"    {line}" for line in g.example.splitlines()]
-        return "\n".join(lines)
+        return lines
 
     __str__ = report
 
@@ -164,19 +181,24 @@ def verify_backward(
     fn: Any,
     *example_inputs: Any,
     dynamic_shapes: Mapping[str, Mapping[int, str]] | None = None,
-    order: int = 1,
+    order: int = 2,
     numeric: bool = True,
 ) -> BackwardVerdict:
     """Prove that ``fn.backward`` (a ``torch.autograd.Function``) returns the vector-Jacobian product of its
     ``forward`` for every value of the floating inputs (see the module docstring). ``dynamic_shapes`` makes sizes
     symbolic, in torch.export's spelling (``{"x": {0: "m"}}``): then for every size. Integer inputs (targets,
     indices) keep the example's values. The gradients checked are those of the inputs that require grad (of every
-    floating input when none does), as ``ctx.needs_input_grad`` tells the backward."""
+    floating input when none does), as ``ctx.needs_input_grad`` tells the backward.
+
+    With ``order=2`` (unless the backward is ``once_differentiable``), differentiating through the backward as
+    ``create_graph=True`` does must give the true second derivative too; where it does not, the verdict says
+    why: a saved intermediate (a tensor the forward saves that is neither an input nor an output, which torch
+    keeps as a constant), or a ``.detach()``, ``torch.no_grad()`` region or in-place change in the backward."""
     import torch
 
     cls = _function_class(fn)
-    if order != 1:
-        raise UnsupportedError(f"verify_backward(order={order}): only the first order is proved so far")
+    if order not in (1, 2):
+        raise UnsupportedError(f"verify_backward(order={order}): the order is 1 or 2")
     names = input_names(cls, len(example_inputs))
     if not all(isinstance(x, torch.Tensor) for x in example_inputs):
         raise UnsupportedError("verify_backward takes tensors as example inputs (a number can be a 0-d tensor)")
@@ -195,42 +217,120 @@ def verify_backward(
         for out in outputs
     )
     grad_names = ["grad_output"] if len(outputs) == 1 else [f"grad_output{k}" for k in range(len(outputs))]
-    count = len(inputs)
     if dynamic_shapes:  # the incoming gradients have the outputs' symbolic sizes
         dynamic_shapes = {**dynamic_shapes, **_output_dims(cls, needs, names, inputs, dynamic_shapes, grad_names)}
-
-    def both(*args: Any) -> tuple:
-        xs, gs = args[:count], args[count:]
-        truth = _as_tuple(_forward(cls, _Context(needs), xs))
-        ctx = _Context(needs)
-        # the forward again, for what it saves, then the backward: their values are torch's whether or not torch
-        # records them (it does not, at first order; no_grad here would cut the graph a proof instantiates)
-        _forward(cls, ctx, xs)
-        claimed = _as_tuple(cls.backward(ctx, *gs))
-        return (*truth, *claimed)
-
-    both.__signature__ = inspect.Signature(
-        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in [*names, *grad_names]]
-    )
-    traced = trace(both, *inputs, *cotangents, dynamic_shapes=dynamic_shapes, symbolic_values=True)
-    results = _as_tuple(traced.output)
-    truth, claimed = results[: len(outputs)], results[len(outputs) :]
-    if len(claimed) != count:
-        raise SymgradError(
-            f"function backward returned an incorrect number of gradients (expected {count}, got {len(claimed)})"
-        )
-    leaves, gs = traced.inputs[:count], traced.inputs[count:]
-    differentiable = [
-        k for k, out in enumerate(outputs) if out.is_floating_point() and not _marked(out, probe_ctx, outputs)
-    ]
-    verdict = BackwardVerdict(cls.__name__, order)
+    run = _Runs(cls, needs, [*names, *grad_names], inputs + cotangents, dynamic_shapes)
+    truth, claimed, leaves, gs = run.traced(as_torch=False)
+    differentiable = [k for k, out in enumerate(outputs) if out.is_floating_point() and not _marked(out, probe_ctx)]
+    truth, gs = [truth[i] for i in differentiable], [gs[i] for i in differentiable]
+    once = _once_differentiable(cls)
+    verdict = BackwardVerdict(cls.__name__, order if not once else 1)
     for k, (leaf, grad) in enumerate(zip(leaves, claimed)):
-        if not needs[k]:
-            continue
-        verdict.gradients.append(
-            _verdict_for(leaf, grad, [truth[i] for i in differentiable], [gs[i] for i in differentiable], numeric)
-        )
+        if needs[k]:
+            verdict.gradients.append(_verdict_for(leaf, grad, truth, gs, numeric))
+    if order == 2 and once:
+        verdict.second_note = "the backward is once_differentiable: torch refuses to differentiate it again"
+    elif order == 2 and verdict.held:
+        verdict.second = _second_order(run, differentiable, as_torch=True)
+        if not all(g.held for g in verdict.second):
+            attached = _second_order(run, differentiable, as_torch=False)
+            verdict.second_note = (
+                "cause: a saved intermediate (the forward saves a tensor that is neither an input nor an output; "
+                "torch keeps it as a constant, so nothing flows back through it)"
+                if all(g.held for g in attached)
+                else "cause: a .detach(), a torch.no_grad() region or an in-place change in the backward"
+            )
     return verdict
+
+
+class _Runs:
+    """The Function's code under :func:`symgrad.trace`, as the truth (its forward differentiated) and as what it
+    claims (its forward, then its backward)."""
+
+    def __init__(self, cls: type, needs: tuple, names: list[str], examples: tuple, dynamic_shapes: Any) -> None:
+        self.cls, self.needs, self.names, self.examples = cls, needs, names, examples
+        self.dynamic_shapes = dynamic_shapes
+        self.count = len(needs)
+        self.cache: dict[bool, tuple] = {}
+
+    def traced(self, *, as_torch: bool) -> tuple:
+        """(true outputs, claimed gradients, input leaves, incoming-gradient leaves). ``as_torch``: the forward under
+        no_grad as torch runs it, so that what it saves is a constant but for its inputs and outputs, and the
+        backward recorded as ``create_graph=True`` records it; else the forward's graph kept throughout (the values
+        are the same, and a graph at concrete sizes is kept for a proof to instantiate)."""
+        if as_torch not in self.cache:
+            self.cache[as_torch] = self._trace(as_torch)
+        return self.cache[as_torch]
+
+    def _trace(self, as_torch: bool) -> tuple:
+        import torch
+
+        cls, count = self.cls, self.count
+        backward = inspect.unwrap(cls.backward) if _once_differentiable(cls) else cls.backward
+
+        def both(*args: Any) -> tuple:
+            xs, gs = args[:count], args[count:]
+            truth = _as_tuple(_forward(cls, _Context(self.needs), xs))
+            ctx = _Context(self.needs)
+            if as_torch:
+                with torch.no_grad():
+                    mine = _as_tuple(_forward(cls, ctx, xs))
+                # a saved output is the output itself (its gradient flows through this Function again)
+                ctx.saved = tuple(_same_as(t, mine, truth) for t in ctx.saved)
+            else:
+                _forward(cls, ctx, xs)
+            return (*truth, *_as_tuple(backward(ctx, *gs)))
+
+        both.__signature__ = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in self.names]
+        )
+        traced = trace(both, *self.examples, dynamic_shapes=self.dynamic_shapes, symbolic_values=True)
+        results = _as_tuple(traced.output)
+        outputs = len(self.examples) - count
+        truth, claimed = results[:outputs], results[outputs:]
+        if len(claimed) != count:
+            raise SymgradError(
+                f"function backward returned an incorrect number of gradients (expected {count}, got {len(claimed)})"
+            )
+        return truth, claimed, traced.inputs[:count], traced.inputs[count:]
+
+
+def _same_as(t: Any, mine: tuple, truth: tuple) -> Any:
+    return next((real for out, real in zip(mine, truth) if t is out), t)
+
+
+def _once_differentiable(cls: type) -> bool:
+    """Whether the backward is wrapped in torch's ``once_differentiable``."""
+    import torch
+
+    # the wrapper torch makes runs one code object, whatever it wraps
+    wrapper = torch.autograd.function.once_differentiable(lambda ctx, *grads: grads)
+    return getattr(cls.backward, "__code__", None) is wrapper.__code__
+
+
+def _second_order(run: _Runs, differentiable: list[int], *, as_torch: bool) -> list[GradientVerdict]:
+    """Differentiating Σ ⟨claimed gradient, u⟩ by each input and incoming gradient against the same for the true
+    gradients (symbolic u), all from one trace (a law differentiates by the very leaves it was built on)."""
+    from ..core.constructors import symbols_like
+
+    truth, claimed, leaves, gs = run.traced(as_torch=as_torch)
+    truth, gs = [truth[i] for i in differentiable], [gs[i] for i in differentiable]
+    wrt = [leaf for leaf, need in zip(leaves, run.needs) if need]
+    mine = [g for g, need in zip(claimed, run.needs) if need]
+    true = list(law(truth, wrt, gs))
+    directions = [symbols_like(t, f"u_{leaf.name}", distinct=True) for t, leaf in zip(true, wrt)]
+    claimed_sum = sum((_full(c, leaf) * u).sum() for c, leaf, u in zip(mine, wrt, directions))
+    true_sum = sum((t * u).sum() for t, u in zip(true, directions))
+    targets = [*wrt, *gs]
+    laws = list(law([claimed_sum], targets))
+    # exact proofs only: torch cannot differentiate a sum that does not read a target (a bias, one order up)
+    return [_verdict_for(target, found, [true_sum], [None], False) for target, found in zip(targets, laws)]
+
+
+def _full(grad: Any, leaf: Tensor) -> Tensor:
+    if grad is None:
+        return zeros(*leaf.shape, dtype=leaf.dtype)
+    return grad if tuple(map(str, grad.shape)) == tuple(map(str, leaf.shape)) else unbroadcast(grad, leaf.shape)
 
 
 def _output_dims(
@@ -262,7 +362,7 @@ def _output_dims(
     return found
 
 
-def _marked(out: Any, ctx: _Context, outputs: tuple) -> bool:
+def _marked(out: Any, ctx: _Context) -> bool:
     return any(out is t for t in ctx.non_differentiable)
 
 
@@ -317,7 +417,7 @@ def _counterexample(verdict: GradientVerdict, leaf: Tensor, grad: Tensor, outs: 
             verdict.example = (
                 f"at {shown}{' …' if len(point) > 12 else ''}"
                 + (f" ({', '.join(f'{k}={v}' for k, v in assignment.items())})" if assignment else "")
-                + f":\nthe backward gives {float(a.subs(point)):.6g}, the true VJP {float(e.subs(point)):.6g}"
+                + f":\nthe backward gives {float(a.subs(point)):.6g}, the true one {float(e.subs(point)):.6g}"
             )
         return
 

@@ -15,6 +15,7 @@ import mpmath
 import sympy
 
 from ..ops import functions
+from ..ops.nn import detached
 from .evaluate import NotExact, symbols_of, to_fraction, to_mpmath
 
 CASE_SPLITS = (
@@ -49,6 +50,8 @@ def zero_by(expr: sympy.Expr) -> str | None:
     steps only run on differences that vanish at those points.
     """
     expr = sympy.sympify(expr)
+    if expr.has(detached):  # a value that only derivatives treat as a constant: as a value, itself
+        expr = expr.replace(detached, lambda value: value)
     if expr == 0:
         return "symbolic"
     if _clearly_nonzero(expr):

@@ -135,7 +135,7 @@ def test_a_wrong_gradient_is_named_with_an_entry_and_numbers(function, wrong):
     assert not verdict.held
     assert [g.name for g in verdict.gradients if not g.held] == [wrong]
     bad = next(g for g in verdict.gradients if not g.held)
-    assert bad.index is not None and bad.claimed != bad.true and "the true VJP" in bad.example
+    assert bad.index is not None and bad.claimed != bad.true and "the true one" in bad.example
     with pytest.raises(AssertionError, match=f"grad of {wrong}: differs"):
         assert_backward_correct(function, _randn(3, 2), _randn(2, 4), _randn(4))
 
@@ -181,5 +181,86 @@ def test_a_layer_norms_backward_is_proved_at_symbolic_sizes_and_a_dropped_term_i
 def test_what_cannot_be_verified_is_refused_in_one_line():
     with pytest.raises(sg.SymgradError, match=r"takes a torch\.autograd\.Function subclass"):
         sg.verify_backward(lambda x: x, _randn(2))
-    with pytest.raises(sg.UnsupportedError, match="only the first order"):
-        sg.verify_backward(Affine, _randn(3, 2), _randn(2, 4), _randn(4), order=2)
+    with pytest.raises(sg.UnsupportedError, match="the order is 1 or 2"):
+        sg.verify_backward(Affine, _randn(3, 2), _randn(2, 4), _randn(4), order=3)
+
+
+class Tanh(torch.autograd.Function):
+    """tanh whose backward reads its saved output: right one order up too (the output's gradient flows through
+    this Function again)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.tanh(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * (1 - y * y)
+
+
+class TanhSavedSlope(Tanh):
+    """Saves 1 - y², an intermediate: its first derivative is right, its second is not."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.tanh(x)
+        ctx.save_for_backward(1 - y * y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (slope,) = ctx.saved_tensors
+        return g * slope
+
+
+class TanhDetached(Tanh):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.tanh(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        y = torch.tanh(x).detach()
+        return g * (1 - y * y)
+
+
+class TanhOnce(TanhSavedSlope):
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, g):
+        (slope,) = ctx.saved_tensors
+        return g * slope
+
+
+def test_the_second_order_is_proved_through_a_saved_output():
+    verdict = sg.verify_backward(Tanh, _randn(3))
+    assert verdict.held and [g.name for g in verdict.second] == ["x", "grad_output"]
+
+
+@pytest.mark.parametrize(
+    ("function", "cause"),
+    [(TanhSavedSlope, "a saved intermediate"), (TanhDetached, "a .detach()")],
+    ids=["saved intermediate", "detach"],
+)
+def test_a_backward_right_once_but_not_twice_is_caught_with_its_cause(function, cause):
+    x = _randn(3).requires_grad_()
+    verdict = sg.verify_backward(function, x.detach())
+    assert all(g.held for g in verdict.gradients) and not verdict.held
+    assert [g.name for g in verdict.second if not g.held] == ["x"]
+    assert f"cause: {cause}" in verdict.report()
+
+    def second_derivative(f):
+        (first,) = torch.autograd.grad((f(x) ** 2).sum(), x, create_graph=True)
+        return torch.autograd.grad(first.sum(), x)[0]
+
+    assert not torch.allclose(second_derivative(function.apply), second_derivative(torch.tanh))  # torch's, silently
+
+
+def test_a_once_differentiable_backward_is_checked_once():
+    verdict = sg.verify_backward(TanhOnce, _randn(3))
+    assert verdict.held and verdict.second == [] and "once_differentiable" in verdict.report()
