@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.errors import SymgradError
 from ..reader import parse_values
-from ..verify import input_names, verify_backward
+from ..verify import function_class, input_names, verify_backward
 from .errors import EXIT_MISMATCH
 from .models import FIRST_SIZE, SEED, InputSpec, find_in_file, parse_input
 
@@ -109,11 +109,15 @@ def run_verify(args: argparse.Namespace) -> int:
     import torch
 
     found, name, path = find_in_file(args.function, "verify")
-    if not (isinstance(found, type) and issubclass(found, torch.autograd.Function)):
-        raise SymgradError(f"verify: {name} in {path.name} is a {type(found).__name__}, not a torch.autograd.Function")
+    is_function = isinstance(found, type) and issubclass(found, torch.autograd.Function)
+    if not is_function and not isinstance(found, torch.library.CustomOpDef):
+        raise SymgradError(
+            f"verify: {name} in {path.name} is a {type(found).__name__}, not a torch.autograd.Function or a "
+            "torch.library custom op"
+        )
     specs = {k: parse_input(v) for k, v in _pairs(args.input, "--input").items()}
     values = {k: parse_values(v) for k, v in _pairs(args.value, "--value").items()}
-    examples, dynamic = _examples(input_names(found), specs, values)
+    examples, dynamic = _examples(input_names(function_class(found)), specs, values)
     verdict = verify_backward(found, *examples, dynamic_shapes=dynamic or None, order=args.order)
     print(verdict.report())
     return 0 if verdict.held else EXIT_MISMATCH

@@ -13,7 +13,7 @@ torch is imported only when a check runs. This package imports :mod:`symgrad.der
 :mod:`symgrad.ops` and :mod:`symgrad.core`.
 """
 
-from .backward import BackwardVerdict, input_names, verify_backward
+from .backward import BackwardVerdict, function_class, input_names, verify_backward
 from .curvature import prove_hessian, prove_jacobian
 from .instances import instantiate, size_assignments
 from .prove import Proof, check_numerically, prove
@@ -29,6 +29,7 @@ __all__ = [
     "check",
     "check_numerically",
     "evaluate_graph",
+    "function_class",
     "input_names",
     "instantiate",
     "is_zero",

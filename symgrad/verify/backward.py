@@ -1,4 +1,5 @@
-"""Prove a hand-written backward: ``sg.verify_backward(Fn, *example_inputs)`` for a ``torch.autograd.Function``.
+"""Prove a hand-written backward: ``sg.verify_backward(Fn, *example_inputs)`` for a ``torch.autograd.Function``
+(or a ``torch.library`` custom op with ``register_autograd``).
 
 The Function's code runs as it is, on the example inputs, under :func:`symgrad.trace` with symbols for every
 floating input and for each incoming gradient. Its forward, run with gradients on, is the truth: symgrad derives
@@ -138,12 +139,36 @@ class _Context:
         self.materialize_grads = value
 
 
-def _function_class(fn: Any) -> type:
+def function_class(fn: Any) -> type:
+    """``fn`` as a ``torch.autograd.Function`` subclass: itself, or the Function a custom op stands for."""
     import torch
 
     if isinstance(fn, type) and issubclass(fn, torch.autograd.Function):
         return fn
-    raise SymgradError(f"verify_backward takes a torch.autograd.Function subclass, not {type(fn).__name__}")
+    if isinstance(fn, torch.library.CustomOpDef):
+        return _custom_op_function(fn)
+    raise SymgradError(
+        f"verify_backward takes a torch.autograd.Function subclass or a torch.library custom op, not "
+        f"{type(fn).__name__}"
+    )
+
+
+def _custom_op_function(op: Any) -> type:
+    """A ``torch.library.custom_op`` with ``register_autograd`` as the Function it stands for: its Python
+    implementation as the forward, its setup_context and backward as they are (torch keeps them on the op)."""
+    import torch
+
+    backward = getattr(op, "_backward_fn", None)
+    implementation = getattr(op, "_init_fn", None)
+    if backward is None or implementation is None:
+        raise SymgradError(f"the custom op {op._name} has no backward: give it one with register_autograd")
+    setup = getattr(op, "_setup_context_fn", None) or (lambda ctx, inputs, output: None)
+    return type(
+        op._name,
+        (torch.autograd.Function,),
+        {"forward": staticmethod(implementation), "setup_context": staticmethod(setup),
+         "backward": staticmethod(backward)},
+    )  # fmt: skip
 
 
 def _new_style(cls: type) -> bool:
@@ -196,7 +221,7 @@ def verify_backward(
     keeps as a constant), or a ``.detach()``, ``torch.no_grad()`` region or in-place change in the backward."""
     import torch
 
-    cls = _function_class(fn)
+    cls = function_class(fn)
     if order not in (1, 2):
         raise UnsupportedError(f"verify_backward(order={order}): the order is 1 or 2")
     names = input_names(cls, len(example_inputs))

@@ -82,7 +82,10 @@ def test_integer_inputs_take_values(capsys, functions):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["{dir}/layers.py:not_a_function", "--input", "x=2"], "not a torch.autograd.Function"),
+        (
+            ["{dir}/layers.py:not_a_function", "--input", "x=2"],
+            "not a torch.autograd.Function or a torch.library custom op",
+        ),
         (["{dir}/layers.py:Affine", "--input", "x=2,3"], "missing w"),
         (["{dir}/layers.py:Affine", "--input", "q=2"], "it has no input q"),
         (["{dir}/layers.py:Nope", "--input", "x=2"], "has no Nope"),

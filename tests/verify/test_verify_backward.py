@@ -179,7 +179,9 @@ def test_a_layer_norms_backward_is_proved_at_symbolic_sizes_and_a_dropped_term_i
 
 
 def test_what_cannot_be_verified_is_refused_in_one_line():
-    with pytest.raises(sg.SymgradError, match=r"takes a torch\.autograd\.Function subclass"):
+    with pytest.raises(
+        sg.SymgradError, match=r"takes a torch\.autograd\.Function subclass or a torch\.library custom op"
+    ):
         sg.verify_backward(lambda x: x, _randn(2))
     with pytest.raises(sg.UnsupportedError, match="the order is 1 or 2"):
         sg.verify_backward(Affine, _randn(3, 2), _randn(2, 4), _randn(4), order=3)
@@ -264,3 +266,39 @@ def test_a_backward_right_once_but_not_twice_is_caught_with_its_cause(function, 
 def test_a_once_differentiable_backward_is_checked_once():
     verdict = sg.verify_backward(TanhOnce, _randn(3))
     assert verdict.held and verdict.second == [] and "once_differentiable" in verdict.report()
+
+
+@torch.library.custom_op("symgrad_tests::scaled_sin", mutates_args=())
+def scaled_sin(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return x.sin() * scale
+
+
+def _save_inputs(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _scaled_sin_backward(ctx, grad):
+    x, scale = ctx.saved_tensors
+    return grad * x.cos() * scale, grad * x.sin()
+
+
+scaled_sin.register_autograd(_scaled_sin_backward, setup_context=_save_inputs)
+
+
+@torch.library.custom_op("symgrad_tests::scaled_sin_wrong", mutates_args=())
+def scaled_sin_wrong(x: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return x.sin() * scale
+
+
+def _wrong_backward(ctx, grad):
+    x = ctx.saved_tensors[0]
+    return grad * x.cos(), grad * x.sin()  # the scale is missing from x's gradient
+
+
+scaled_sin_wrong.register_autograd(_wrong_backward, setup_context=_save_inputs)
+
+
+def test_a_torch_library_custom_op_is_verified_through_its_registered_backward():
+    assert sg.verify_backward(scaled_sin, _randn(3), _randn(3, seed=1)).held
+    verdict = sg.verify_backward(scaled_sin_wrong, _randn(3), _randn(3, seed=1))
+    assert [g.name for g in verdict.gradients if not g.held] == ["x"]
