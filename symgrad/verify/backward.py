@@ -39,6 +39,7 @@ import sympy
 from ..core.errors import SymgradError, UnsupportedError
 from ..core.graph import dims_of
 from ..core.tensor import Tensor
+from ..derive.forward import jvp
 from ..derive.reverse import law
 from ..ops.calculus import unbroadcast
 from ..torch.creation import zeros
@@ -70,10 +71,11 @@ class BackwardVerdict:
     gradients: list[GradientVerdict] = field(default_factory=list)
     second: list[GradientVerdict] = field(default_factory=list)  # the derivatives of Σ ⟨gradient, u⟩
     second_note: str = ""  # why the second order was not proved, or why it differs
+    jvp: list[GradientVerdict] = field(default_factory=list)  # the Function's jvp, output by output
 
     @property
     def held(self) -> bool:
-        return all(g.held for g in self.gradients) and all(g.held for g in self.second)
+        return all(g.held for g in [*self.gradients, *self.second, *self.jvp])
 
     def __bool__(self) -> bool:
         return self.held
@@ -91,6 +93,9 @@ class BackwardVerdict:
             lines.append("second order: not checked, since the first is wrong")
         if self.second_note:
             lines.append(self.second_note)
+        if self.jvp:
+            lines.append("forward mode (the Function's jvp against J·t):")
+            lines += self._lines(self.jvp, "jvp of")
         return "\n".join(lines)
 
     @staticmethod
@@ -265,7 +270,49 @@ def verify_backward(
                 if all(g.held for g in attached)
                 else "cause: a .detach(), a torch.no_grad() region or an in-place change in the backward"
             )
+    if _overrides(cls, "jvp"):
+        verdict.jvp = _jvp_verdicts(run, differentiable)
     return verdict
+
+
+def _overrides(cls: type, name: str) -> bool:
+    import torch
+
+    return inspect.getattr_static(cls, name) is not inspect.getattr_static(torch.autograd.Function, name)
+
+
+def _jvp_verdicts(run: _Runs, differentiable: list[int]) -> list[GradientVerdict]:
+    """The Function's ``jvp`` on symbolic tangents against symgrad's J·t, entry by entry (at small distinct sizes
+    for symbolic ones)."""
+    truth, claimed, leaves = run.traced_jvp()
+    tangents = leaves[run.count :]
+    wrt = [leaf for leaf, need in zip(leaves[: run.count], run.needs) if need]
+    moved = [t for t, need in zip(tangents, run.needs) if need]
+    true = jvp([truth[i] for i in differentiable], wrt, moved, simplified=False)
+    verdicts = []
+    for i, expected in zip(differentiable, true):
+        mine = claimed[i] if i < len(claimed) else None
+        name = f"output {i}" if len(truth) > 1 else "the output"
+        verdicts.append(_entries_verdict(name, mine, expected))
+    return verdicts
+
+
+def _entries_verdict(name: str, mine: Any, expected: Tensor) -> GradientVerdict:
+    if mine is None:
+        mine = zeros(*expected.shape, dtype=expected.dtype)
+    if not isinstance(mine, Tensor) or tuple(map(str, mine.shape)) != tuple(map(str, expected.shape)):
+        return GradientVerdict(name, False, f"the jvp returned {getattr(mine, 'shape', mine)} for {name}")
+    dims = dims_of([mine, expected])
+    assignments = list(size_assignments(dims)) if dims else [{}]
+    for assignment in assignments:
+        made = instantiate([mine, expected], assignment) if dims else {id(mine): mine, id(expected): expected}
+        a, e = made[id(mine)].entries(), made[id(expected)].entries()
+        for index in _indices(a.shape):
+            if zero_by(sympy.sympify(a[index]) - sympy.sympify(e[index])) is None:
+                verdict = GradientVerdict(name, False, "exact: FAILED", index, _short(a[index]), _short(e[index]))
+                return verdict
+    sizes = "; ".join(", ".join(f"{k}={v}" for k, v in s.items()) or "the given sizes" for s in assignments)
+    return GradientVerdict(name, True, f"exact at {sizes}: held")
 
 
 class _Runs:
@@ -286,6 +333,34 @@ class _Runs:
         if as_torch not in self.cache:
             self.cache[as_torch] = self._trace(as_torch)
         return self.cache[as_torch]
+
+    def traced_jvp(self) -> tuple:
+        """(true outputs, the tangents the Function's jvp gives, the leaves: inputs, then one tangent per input)."""
+        import torch
+
+        cls, count = self.cls, self.count
+
+        def both(*args: Any) -> tuple:
+            xs, ts = args[:count], args[count:]
+            truth = _as_tuple(_forward(cls, _Context(self.needs), xs))
+            ctx = _Context(self.needs)
+            _forward(cls, ctx, xs)
+            ctx.saved = getattr(ctx, "saved_for_forward", ctx.saved)  # jvp reads what save_for_forward kept
+            return (*truth, *_as_tuple(cls.jvp(ctx, *ts)))
+
+        inputs = self.examples[:count]
+        tangents = tuple(torch.randn_like(x) if x.is_floating_point() else torch.zeros_like(x) for x in inputs)
+        names = [*self.names[:count], *(f"tangent_{n}" for n in self.names[:count])]
+        both.__signature__ = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
+        )
+        given = self.dynamic_shapes or {}
+        shapes = {n: given[n] for n in self.names[:count] if n in given}
+        shapes.update({f"tangent_{n}": given[n] for n in self.names[:count] if n in given})
+        traced = trace(both, *inputs, *tangents, dynamic_shapes=shapes or None, symbolic_values=True)
+        results = _as_tuple(traced.output)
+        outputs = len(self.examples) - count
+        return results[:outputs], results[outputs:], traced.inputs
 
     def _trace(self, as_torch: bool) -> tuple:
         import torch

@@ -302,3 +302,36 @@ def test_a_torch_library_custom_op_is_verified_through_its_registered_backward()
     assert sg.verify_backward(scaled_sin, _randn(3), _randn(3, seed=1)).held
     verdict = sg.verify_backward(scaled_sin_wrong, _randn(3), _randn(3, seed=1))
     assert [g.name for g in verdict.gradients if not g.held] == ["x"]
+
+
+class ExpWithJvp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.exp(x)
+        ctx.save_for_backward(y)
+        ctx.save_for_forward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y
+
+    @staticmethod
+    def jvp(ctx, t):
+        (y,) = ctx.saved_tensors
+        return t * y
+
+
+class ExpWithWrongJvp(ExpWithJvp):
+    @staticmethod
+    def jvp(ctx, t):
+        return t  # exp's slope is missing
+
+
+def test_a_functions_jvp_is_checked_against_the_jacobian_vector_product():
+    verdict = sg.verify_backward(ExpWithJvp, _randn(3), dynamic_shapes={"x": {0: "n"}}, order=1)
+    assert verdict.held and [j.name for j in verdict.jvp] == ["the output"]
+    verdict = sg.verify_backward(ExpWithWrongJvp, _randn(3), order=1)
+    assert all(g.held for g in verdict.gradients) and not verdict.held
+    assert "jvp of the output: differs" in verdict.report()
