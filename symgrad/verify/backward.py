@@ -95,19 +95,19 @@ class BackwardVerdict:
             lines.append(self.second_note)
         if self.jvp:
             lines.append("forward mode (the Function's jvp against J·t):")
-            lines += self._lines(self.jvp, "jvp of")
+            lines += self._lines(self.jvp, "jvp of", "the jvp gives")
         return "\n".join(lines)
 
     @staticmethod
-    def _lines(verdicts: list[GradientVerdict], label: str) -> list[str]:
+    def _lines(verdicts: list[GradientVerdict], label: str, gives: str = "the backward gives") -> list[str]:
         lines = []
         for g in verdicts:
             lines.append(f"- {label} {g.name}: {'proved' if g.held else 'differs'}")
             lines += [f"    {line}" for line in g.proof.splitlines()]
             if not g.held and g.index is not None:
                 lines.append(f"    first entry that differs: {g.name}{list(g.index)}")
-                lines.append(f"    the backward gives: {g.claimed}")
-                lines.append(f"    the true one is:    {g.true}")
+                lines.append(f"    {gives}: {g.claimed}")
+                lines.append(f"    {'the true one is:'.ljust(len(gives) + 1)} {g.true}")
                 if g.example:
                     lines += [f"    {line}" for line in g.example.splitlines()]
         return lines
@@ -250,6 +250,7 @@ def verify_backward(
     if dynamic_shapes:  # the incoming gradients have the outputs' symbolic sizes
         dynamic_shapes = {**dynamic_shapes, **_output_dims(cls, needs, names, inputs, dynamic_shapes, grad_names)}
     run = _Runs(cls, needs, [*names, *grad_names], inputs + cotangents, dynamic_shapes)
+    run.silent = [k for k, out in enumerate(outputs) if _marked(out, probe_ctx) or not out.is_floating_point()]
     truth, claimed, leaves, gs = run.traced(as_torch=False)
     differentiable = [k for k, out in enumerate(outputs) if out.is_floating_point() and not _marked(out, probe_ctx)]
     truth, gs = [truth[i] for i in differentiable], [gs[i] for i in differentiable]
@@ -324,6 +325,7 @@ class _Runs:
         self.dynamic_shapes = dynamic_shapes
         self.count = len(needs)
         self.cache: dict[bool, tuple] = {}
+        self.silent: list[int] = []  # outputs marked non-differentiable: torch gives the backward zeros for them
 
     def traced(self, *, as_torch: bool) -> tuple:
         """(true outputs, claimed gradients, input leaves, incoming-gradient leaves). ``as_torch``: the forward under
@@ -379,6 +381,7 @@ class _Runs:
                 ctx.saved = tuple(_same_as(t, mine, truth) for t in ctx.saved)
             else:
                 _forward(cls, ctx, xs)
+            gs = tuple(torch.zeros_like(g) if k in self.silent else g for k, g in enumerate(gs))
             return (*truth, *_as_tuple(backward(ctx, *gs)))
 
         both.__signature__ = inspect.Signature(
