@@ -236,9 +236,12 @@ def verify_backward(
     chosen = any(x.requires_grad for x in example_inputs)
     needs = tuple(x.is_floating_point() and (x.requires_grad or not chosen) for x in example_inputs)
     inputs = tuple(x.detach().clone().requires_grad_(need) for x, need in zip(example_inputs, needs))
-    with torch.no_grad():
-        probe_ctx = _Context(needs)
-        outputs = _as_tuple(_forward(cls, probe_ctx, tuple(x.detach() for x in inputs)))
+    probe_ctx = _Context(needs)
+    try:
+        with torch.no_grad():
+            outputs = _as_tuple(_forward(cls, probe_ctx, tuple(x.detach() for x in inputs)))
+    except Exception as error:  # the user's forward failed as Python code, before symgrad ran anything
+        raise SymgradError(f"{cls.__name__}'s forward raised {type(error).__name__}: {error}") from error
     generator = torch.Generator().manual_seed(0)
     cotangents = tuple(
         torch.randn(out.shape, dtype=out.dtype, generator=generator)
@@ -327,13 +330,22 @@ class _Runs:
         self.cache: dict[bool, tuple] = {}
         self.silent: list[int] = []  # outputs marked non-differentiable: torch gives the backward zeros for them
 
+    def _user_code(self, run: Any) -> tuple:
+        """``run()``, with an exception the Function's own code raises said as the Function's, in one line."""
+        try:
+            return run()
+        except SymgradError:
+            raise
+        except Exception as error:  # the user's forward, setup_context, backward or jvp failed as Python code
+            raise SymgradError(f"{self.cls.__name__}'s code raised {type(error).__name__}: {error}") from error
+
     def traced(self, *, as_torch: bool) -> tuple:
         """(true outputs, claimed gradients, input leaves, incoming-gradient leaves). ``as_torch``: the forward under
         no_grad as torch runs it, so that what it saves is a constant but for its inputs and outputs, and the
         backward recorded as ``create_graph=True`` records it; else the forward's graph kept throughout (the values
         are the same, and a graph at concrete sizes is kept for a proof to instantiate)."""
         if as_torch not in self.cache:
-            self.cache[as_torch] = self._trace(as_torch)
+            self.cache[as_torch] = self._user_code(lambda: self._trace(as_torch))
         return self.cache[as_torch]
 
     def traced_jvp(self) -> tuple:
@@ -359,7 +371,9 @@ class _Runs:
         given = self.dynamic_shapes or {}
         shapes = {n: given[n] for n in self.names[:count] if n in given}
         shapes.update({f"tangent_{n}": given[n] for n in self.names[:count] if n in given})
-        traced = trace(both, *inputs, *tangents, dynamic_shapes=shapes or None, symbolic_values=True)
+        traced = self._user_code(
+            lambda: trace(both, *inputs, *tangents, dynamic_shapes=shapes or None, symbolic_values=True)
+        )
         results = _as_tuple(traced.output)
         outputs = len(self.examples) - count
         return results[:outputs], results[outputs:], traced.inputs

@@ -44,6 +44,16 @@ class PickedLoss(torch.autograd.Function):
         return -g * torch.zeros_like(z).scatter(1, y[:, None], 1.0), None
 
 
+class Broken(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return 2 * x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.no_such_method()
+
+
 def not_a_function(x):
     return x
 """
@@ -91,6 +101,7 @@ def test_integer_inputs_take_values(capsys, functions):
         (["{dir}/layers.py:Nope", "--input", "x=2"], "has no Nope"),
         (["{dir}/nothing.py:Affine", "--input", "x=2"], "is not a Python file"),
         (["{dir}/layers.py:Affine", "--input", "x=3,2", "--input", "w=3,4", "--input", "b=4"], "cannot be multiplied"),
+        (["{dir}/layers.py:Broken", "--input", "x=2"], "Broken's code raised AttributeError"),
     ],
 )
 def test_bad_input_is_one_line_with_exit_2(capsys, functions, argv, message):
