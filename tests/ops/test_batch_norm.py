@@ -29,9 +29,10 @@ def test_the_law_reads_bn_and_is_proved_one_order_up(affine):
     assert sg.prove(loss, wrt).held
 
 
-@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
-def test_the_gradients_laws_are_proved(affine):
-    """The law of a law, at small sizes: the rules of the backward ops against their entries."""
+def test_the_gradients_laws_are_proved():
+    """The law of a law, at small sizes: the rules of the backward ops (the plain backward's too, which the
+    affine one's rules read) against their entries."""
+    affine = True
     x = sg.symbols("x", (2, 2, 2), requires_grad=True)
     w, bias = sg.symbols("w", (2,), requires_grad=True), sg.symbols("c", (2,), requires_grad=True)
     out = storch.nn.functional.batch_norm(x, None, None, w if affine else None, bias if affine else None, True)
