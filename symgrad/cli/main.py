@@ -50,6 +50,7 @@ from ..report.documents import explain
 from ..report.graph import file_format, graph
 from ..report.render import render_explanation, render_markdown
 from ..report.tex import compile_pdf
+from ..report.verification import render_verification
 from ..torch.tracing import Trace
 from . import catalogue
 from . import verify as verification
@@ -193,6 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="leave out the picture of the graph (with -o, drawn by dot beside the document as NAME-graph.svg for "
         "md, NAME-graph.pdf for tex, and inside a pdf)",
+    )
+    explain.add_argument(
+        "--verify",
+        metavar="FILE.py:NAME",
+        default=None,
+        help="instead of an expression: the proof (or the counterexample) for a hand-written torch.autograd.Function's "
+        "backward, as a Markdown document; its inputs with --input NAME=DIMS and --value NAME=LIST",
     )
     explain.add_argument(
         "--create-graph",
@@ -378,6 +386,8 @@ def _print_law(args: argparse.Namespace, output, wrt) -> int:
 
 
 def run_explain(args: argparse.Namespace) -> int:
+    if args.verify is not None:
+        return _explain_verification(args)
     target = Path(args.output) if args.output else None
     if args.format == "pdf" and target is None:
         raise SymgradError("--format pdf writes a binary file: give its name with -o FILE")
@@ -606,6 +616,24 @@ def _run(args: argparse.Namespace) -> int:
     ).strip()
     with time_limit(seconds, f"symgrad {args.verb}", way_out):
         return _run_verb(args)
+
+
+def _explain_verification(args: argparse.Namespace) -> int:
+    """``explain --verify FILE.py:NAME``: the verdict of ``symgrad verify`` as a Markdown document."""
+    if args.expression is not None or args.module is not None or args.shape or args.create_graph:
+        raise SymgradError("--verify takes FILE.py:NAME with --input and --value, not an expression or --module")
+    if args.format != "md":
+        raise SymgradError("explain --verify writes Markdown: use --format md (LaTeX and PDF are not there yet)")
+    target = Path(args.output) if args.output else None
+    if target is not None:
+        check_writable(target)
+    verdict = verification.verified(args.verify, args.input, args.value, 2)
+    text = render_verification(verdict, args.lang)
+    if target is not None:
+        write_file(target, text)
+    else:
+        print(text, end="")
+    return 0 if verdict.held else EXIT_MISMATCH
 
 
 def _run_verb(args: argparse.Namespace) -> int:

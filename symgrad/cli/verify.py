@@ -106,18 +106,23 @@ def _flat(data: Any) -> list:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    verdict = verified(args.function, args.input, args.value, args.order)
+    print(verdict.report())
+    return 0 if verdict.held else EXIT_MISMATCH
+
+
+def verified(spec: str, inputs: list[str], values: list[str], order: int) -> Any:
+    """The verdict on ``FILE.py:NAME`` with the ``--input`` and ``--value`` options (see the module docstring)."""
     import torch
 
-    found, name, path = find_in_file(args.function, "verify")
+    found, name, path = find_in_file(spec, "verify")
     is_function = isinstance(found, type) and issubclass(found, torch.autograd.Function)
     if not is_function and not isinstance(found, torch.library.CustomOpDef):
         raise SymgradError(
             f"verify: {name} in {path.name} is a {type(found).__name__}, not a torch.autograd.Function or a "
             "torch.library custom op"
         )
-    specs = {k: parse_input(v) for k, v in _pairs(args.input, "--input").items()}
-    values = {k: parse_values(v) for k, v in _pairs(args.value, "--value").items()}
-    examples, dynamic = _examples(input_names(function_class(found)), specs, values)
-    verdict = verify_backward(found, *examples, dynamic_shapes=dynamic or None, order=args.order)
-    print(verdict.report())
-    return 0 if verdict.held else EXIT_MISMATCH
+    specs = {k: parse_input(v) for k, v in _pairs(inputs, "--input").items()}
+    given = {k: parse_values(v) for k, v in _pairs(values, "--value").items()}
+    examples, dynamic = _examples(input_names(function_class(found)), specs, given)
+    return verify_backward(found, *examples, dynamic_shapes=dynamic or None, order=order)

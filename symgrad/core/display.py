@@ -123,7 +123,11 @@ def expression_text(t: Tensor) -> str:
         arr = t.entries()
         if arr.size == 1:
             return str(arr.reshape(-1)[0])
-        return f"tensor({to_python(arr)})" if arr.size <= 4 else f"<constant {'×'.join(map(str, arr.shape))}>"
+        numbers = all(sympy.sympify(v).is_number for v in arr.reshape(-1))
+        if arr.size <= 4 and numbers:
+            return f"tensor({to_python(arr)})"
+        # a detached tensor keeps its formulas: a constant of the graph, though not of numbers
+        return f"<{'constant' if numbers else 'formulas'} {'×'.join(map(str, arr.shape))}>"
     if _tree_size(t, MAX_EXPRESSION_TEXT // 2) <= MAX_EXPRESSION_TEXT // 2:  # else its text is surely too long
         text = TorchPrinter().doprint(t)
         if len(text) <= MAX_EXPRESSION_TEXT:

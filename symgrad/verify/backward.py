@@ -48,6 +48,13 @@ from .instances import instantiate, size_assignments
 from .prove import prove
 from .zeros import zero_by
 
+SECOND_ORDER_CAUSES = {
+    "once_differentiable": "the backward is once_differentiable: torch refuses to differentiate it again",
+    "saved intermediate": "cause: a saved intermediate (the forward saves a tensor that is neither an input nor an "
+    "output; torch keeps it as a constant, so nothing flows back through it)",
+    "detach": "cause: a .detach(), a torch.no_grad() region or an in-place change in the backward",
+}
+
 
 @dataclass
 class GradientVerdict:
@@ -60,6 +67,7 @@ class GradientVerdict:
     claimed: str = ""  # the backward's formula there
     true: str = ""  # the true one
     example: str = ""  # a small input where the numbers differ, and both numbers
+    formulas: tuple = ()  # (the backward's, the true one) at that entry, as SymPy expressions
 
 
 @dataclass
@@ -71,6 +79,7 @@ class BackwardVerdict:
     gradients: list[GradientVerdict] = field(default_factory=list)
     second: list[GradientVerdict] = field(default_factory=list)  # the derivatives of Σ ⟨gradient, u⟩
     second_note: str = ""  # why the second order was not proved, or why it differs
+    second_cause: str = ""  # the same as a key of SECOND_ORDER_CAUSES
     jvp: list[GradientVerdict] = field(default_factory=list)  # the Function's jvp, output by output
 
     @property
@@ -263,17 +272,13 @@ def verify_backward(
         if needs[k]:
             verdict.gradients.append(_verdict_for(leaf, grad, truth, gs, numeric))
     if order == 2 and once:
-        verdict.second_note = "the backward is once_differentiable: torch refuses to differentiate it again"
+        verdict.second_cause = "once_differentiable"
     elif order == 2 and verdict.held:
         verdict.second = _second_order(run, differentiable, as_torch=True)
         if not all(g.held for g in verdict.second):
             attached = _second_order(run, differentiable, as_torch=False)
-            verdict.second_note = (
-                "cause: a saved intermediate (the forward saves a tensor that is neither an input nor an output; "
-                "torch keeps it as a constant, so nothing flows back through it)"
-                if all(g.held for g in attached)
-                else "cause: a .detach(), a torch.no_grad() region or an in-place change in the backward"
-            )
+            verdict.second_cause = "saved intermediate" if all(g.held for g in attached) else "detach"
+    verdict.second_note = SECOND_ORDER_CAUSES.get(verdict.second_cause, "")
     if _overrides(cls, "jvp"):
         verdict.jvp = _jvp_verdicts(run, differentiable)
     return verdict
@@ -314,6 +319,7 @@ def _entries_verdict(name: str, mine: Any, expected: Tensor) -> GradientVerdict:
         for index in _indices(a.shape):
             if zero_by(sympy.sympify(a[index]) - sympy.sympify(e[index])) is None:
                 verdict = GradientVerdict(name, False, "exact: FAILED", index, _short(a[index]), _short(e[index]))
+                verdict.formulas = (sympy.sympify(a[index]), sympy.sympify(e[index]))
                 return verdict
     sizes = "; ".join(", ".join(f"{k}={v}" for k, v in s.items()) or "the given sizes" for s in assignments)
     return GradientVerdict(name, True, f"exact at {sizes}: held")
@@ -528,6 +534,7 @@ def _counterexample(verdict: GradientVerdict, leaf: Tensor, grad: Tensor, outs: 
         if zero_by(a - e) is not None:
             continue
         verdict.index, verdict.claimed, verdict.true = index, _short(a), _short(e)
+        verdict.formulas = (a, e)
         point = _random_point(a, e)
         if point:
             shown = ", ".join(f"{s} = {v}" for s, v in sorted(point.items(), key=lambda p: str(p[0]))[:12])

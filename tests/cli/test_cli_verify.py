@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from markdown_math import katex_errors, math_spans, require_katex
 
 from symgrad.cli import main
 
@@ -108,3 +109,22 @@ def test_bad_input_is_one_line_with_exit_2(capsys, functions, argv, message):
     code, out, err = run(capsys, *[a.replace("{dir}", str(functions.parent)) for a in argv])
     assert code == 2 and out == ""
     assert message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_explain_verify_writes_the_proof_or_the_counterexample_as_a_document(capsys, functions, tmp_path, lang):
+    require_katex()
+    target = tmp_path / f"proof-{lang}.md"
+    argv = ["explain", "--verify", f"{functions}:AffineFirstRow", "--input", "x=3,2", "--input", "w=2,4"]
+    code = main([*argv, "--input", "b=4", "--lang", lang, "-o", str(target)])
+    text = target.read_text(encoding="utf-8")
+    assert code == 1  # a wrong backward, as symgrad verify says
+    assert text.startswith("# Proof of AffineFirstRow.backward" if lang == "en" else "# AffineFirstRow.backward 的证明")
+    assert "b[0]" in text and math_spans(text) and katex_errors(text) == []
+    code = main(
+        ["explain", "--verify", f"{functions}:Affine", "--input", "x=m,n", "--input", "w=n,k", "--input", "b=k"]
+    )
+    out, _ = capsys.readouterr()
+    assert code == 0 and "**Proved**" in out
+    code = main([*argv, "--input", "b=4", "--format", "pdf", "-o", str(tmp_path / "p.pdf")])
+    assert code == 2 and "writes Markdown" in capsys.readouterr().err
