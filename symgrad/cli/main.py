@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE.py:NAME",
         default=None,
         help="instead of an expression: the proof (or the counterexample) for a hand-written torch.autograd.Function's "
-        "backward, as a Markdown document; its inputs with --input NAME=DIMS and --value NAME=LIST",
+        "backward, as a document; its inputs with --input NAME=DIMS and --value NAME=LIST",
     )
     explain.add_argument(
         "--create-graph",
@@ -619,17 +619,19 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _explain_verification(args: argparse.Namespace) -> int:
-    """``explain --verify FILE.py:NAME``: the verdict of ``symgrad verify`` as a Markdown document."""
+    """``explain --verify FILE.py:NAME``: the verdict of ``symgrad verify`` as a document (md, tex or pdf)."""
     if args.expression is not None or args.module is not None or args.shape or args.create_graph:
         raise SymgradError("--verify takes FILE.py:NAME with --input and --value, not an expression or --module")
-    if args.format != "md":
-        raise SymgradError("explain --verify writes Markdown: use --format md (LaTeX and PDF are not there yet)")
     target = Path(args.output) if args.output else None
+    if args.format == "pdf" and target is None:
+        raise SymgradError("--format pdf writes a binary file: give its name with -o FILE")
     if target is not None:
         check_writable(target)
     verdict = verification.verified(args.verify, args.input, args.value, 2)
-    text = render_verification(verdict, args.lang)
-    if target is not None:
+    text = render_verification(verdict, args.lang, "tex" if args.format == "pdf" else args.format)
+    if args.format == "pdf":
+        write_file(target, compile_pdf(text, args.lang))
+    elif target is not None:
         write_file(target, text)
     else:
         print(text, end="")

@@ -23,6 +23,7 @@ import sympy
 
 from ..core.errors import TorchValueError
 from ..emit.templates import document_environment
+from .latex import LINE_BUDGET, break_formula, formula_latex, latex_width
 
 MAX_FORMULA = 1500  # LaTeX characters of a formula shown in the document; longer ones are only in the report
 
@@ -88,10 +89,13 @@ WORDS = {
 }
 
 
-def render_verification(verdict: Any, lang: str = "en") -> str:
-    """A :class:`symgrad.verify.backward.BackwardVerdict` as a Markdown document in ``lang`` (``en`` or ``zh``)."""
+def render_verification(verdict: Any, lang: str = "en", fmt: str = "md") -> str:
+    """A :class:`symgrad.verify.backward.BackwardVerdict` as a Markdown (``md``) or standalone LaTeX (``tex``)
+    document in ``lang`` (``en`` or ``zh``)."""
     if lang not in WORDS:
         raise TorchValueError(f"unknown language {lang!r}: choose en or zh")
+    if fmt not in ("md", "tex"):
+        raise TorchValueError(f"unknown format {fmt!r}: choose md or tex")
     words = WORDS[lang]
 
     def cause(kind: str) -> str:
@@ -101,13 +105,44 @@ def render_verification(verdict: Any, lang: str = "en") -> str:
         text = sympy.latex(expr)
         return f"${text}$" if len(text) <= MAX_FORMULA else words["long"]
 
-    template = document_environment().get_template("verify.md.j2")
+    def display(expr: Any) -> str:
+        """A formula set on as many lines as the page needs (long sums elided)."""
+        lines = break_formula(formula_latex(expr), LINE_BUDGET)
+        if any(latex_width(line) > LINE_BUDGET for line in lines):  # a fraction or root wider than the page
+            return text_latex_prose(words["long"])
+        return "\\begin{align*}\n" + " \\\\\n".join(f"& {line}" for line in lines) + "\n\\end{align*}"
+
+    def bold(markdown: str) -> str:
+        return re.sub(r"\*\*(.+?)\*\*", lambda m: "\\textbf{" + m.group(1) + "}", text_latex_prose(markdown))
+
+    template = document_environment().get_template(f"verify.{fmt}.j2")
     text = template.render(
         verdict=verdict,
         w=type("Words", (), words),
         formula=formula,
+        display=display,
+        text=text_latex_prose,
+        bold=bold,
         cause=cause,
         first_held=all(g.held for g in verdict.gradients),
         list=list,
+        lang=lang,
     )
     return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def text_latex_prose(text: str) -> str:
+    """Prose for TeX's text mode: special characters escaped, Markdown's `code` as \\texttt (CJK kept as it is:
+    the Chinese document is set by xelatex)."""
+    parts = re.split(r"`([^`]*)`", text)
+    out = []
+    for k, part in enumerate(parts):
+        escaped = "".join(_TEX_ESCAPES.get(c, c) for c in part)
+        out.append("\\texttt{" + escaped + "}" if k % 2 else escaped)
+    return "".join(out)
+
+
+_TEX_ESCAPES = {
+    "\\": "\\textbackslash{}", "{": "\\{", "}": "\\}", "_": "\\_", "&": "\\&", "%": "\\%", "$": "\\$",
+    "#": "\\#", "^": "\\^{}", "~": "\\~{}", "…": "\\ldots{}", "·": "$\\cdot$", "ₓ": "x", "×": "$\\times$",
+}  # fmt: skip

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from markdown_math import katex_errors, math_spans, require_katex
+from tools import require_engine
 
 from symgrad.cli import main
 
@@ -126,5 +127,14 @@ def test_explain_verify_writes_the_proof_or_the_counterexample_as_a_document(cap
     )
     out, _ = capsys.readouterr()
     assert code == 0 and "**Proved**" in out
-    code = main([*argv, "--input", "b=4", "--format", "pdf", "-o", str(tmp_path / "p.pdf")])
-    assert code == 2 and "writes Markdown" in capsys.readouterr().err
+    code = main([*argv, "--input", "b=4", "--format", "tex", "--lang", lang, "-o", str(tmp_path / "p.tex")])
+    tex = (tmp_path / "p.tex").read_text(encoding="utf-8")
+    assert code == 1 and "\\begin{document}" in tex and "b[0]" in tex
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_explain_verify_compiles_to_pdf(capsys, functions, tmp_path, lang):
+    require_engine(lang)
+    argv = ["explain", "--verify", f"{functions}:AffineFirstRow", "--input", "x=3,2", "--input", "w=2,4"]
+    code = main([*argv, "--input", "b=4", "--format", "pdf", "--lang", lang, "-o", str(tmp_path / "p.pdf")])
+    assert code == 1 and (tmp_path / "p.pdf").read_bytes().startswith(b"%PDF")
