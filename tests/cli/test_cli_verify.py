@@ -132,8 +132,9 @@ def test_explain_verify_writes_the_proof_or_the_counterexample_as_a_document(cap
     assert code == 1 and "\\begin{document}" in tex and "b[0]" in tex
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_explain_verify_compiles_to_pdf(capsys, functions, tmp_path, lang):
+def test_explain_verify_compiles_to_pdf(capsys, functions, tmp_path):
+    """In Chinese, with xelatex: English goes through the same template with pdflatex (its LaTeX is checked above)."""
+    lang = "zh"
     require_engine(lang)
     argv = ["explain", "--verify", f"{functions}:AffineFirstRow", "--input", "x=3,2", "--input", "w=2,4"]
     code = main([*argv, "--input", "b=4", "--format", "pdf", "--lang", lang, "-o", str(tmp_path / "p.pdf")])
