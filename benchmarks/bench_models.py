@@ -100,10 +100,10 @@ def _step(call, inputs, parameters) -> None:
         out.backward()
 
 
-def _saved_bytes(call, inputs, model: nn.Module) -> int:
-    """Bytes of the tensors the step saves for its backward, each storage once, without the model's own parameters
-    and buffers (a saved reference to a weight holds no memory of its own)."""
-    owned = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
+def _saved_bytes(call, inputs, owned_tensors) -> int:
+    """Bytes of the tensors the step saves for its backward, each storage once, without ``owned_tensors`` (the
+    model's own parameters and buffers: a saved reference to a weight holds no memory of its own)."""
+    owned = {t.untyped_storage().data_ptr() for t in owned_tensors}
     seen: dict[int, int] = {}
 
     def pack(t):
@@ -155,7 +155,9 @@ def measure(name: str, batch: int, dtype: torch.dtype, with_compile: bool) -> di
     out["ratio"] = (ratios[0], statistics.median(ratios), ratios[-1])
     out["one pass"] = statistics.median(s / a for s, a in zip(times["one pass"], times["autograd"]))
     models = {"autograd": model, "symgrad": twin}
-    out["saved"] = {label: _saved_bytes(calls[label][0], inputs, models[label]) for label in models}
+    out["saved"] = {
+        label: _saved_bytes(calls[label][0], inputs, [*m.parameters(), *m.buffers()]) for label, m in models.items()
+    }
     return out
 
 
@@ -213,19 +215,7 @@ def measure_layer_norm(batch: int, dtype: torch.dtype) -> dict:
     ratios = sorted(a / c for a, c in zip(times["symgrad"], times["autograd"]))
     out["ratio"] = (ratios[0], statistics.median(ratios), ratios[-1])
     out["floor"] = statistics.median(f / c for f, c in zip(times["floor"], times["autograd"]))
-    saved = {}
-    for label, call in list(calls.items())[:2]:
-        seen: dict[int, int] = {}
-        owned = {leaf.untyped_storage().data_ptr() for leaf in leaves}
-
-        def pack(t, seen=seen, owned=owned):
-            if t.untyped_storage().data_ptr() not in owned:
-                seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-            return t
-
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            call(*leaves)
-        saved[label] = sum(seen.values())
+    saved = {label: _saved_bytes(calls[label], leaves, leaves) for label in ("autograd", "symgrad")}
     out["saved"] = saved
     return out
 

@@ -57,7 +57,7 @@ from . import verify as verification
 from .catalogue import strict_json
 from .errors import EXIT_MISMATCH, EXIT_USAGE, one_line, report_error, say
 from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of
-from .models import Model, load_model, parse_input
+from .models import Model, load_model, option_pairs, parse_input
 from .repl import run as run_repl
 
 EXIT_INTERRUPTED = 130
@@ -89,19 +89,6 @@ Every failure is one line on stderr; --debug (or SYMGRAD_DEBUG=1) shows the Pyth
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2, like every other bad input
         self.exit(EXIT_USAGE, f"symgrad: error: {message}\n")
-
-
-def _pairs(items: Sequence[str], option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        if not sep or not name.strip():
-            raise SymgradError(f"{option} expects NAME=..., got {item!r}")
-        name = name.strip()
-        if name in out:
-            raise SymgradError(f"{option} gives {name!r} twice")
-        out[name] = text
-    return out
 
 
 def _expression_arguments(parser: argparse.ArgumentParser) -> None:
@@ -289,7 +276,9 @@ def _model(args: argparse.Namespace) -> Model | None:
         return None
     if args.shape or args.value:
         raise SymgradError("--module takes --input NAME=DIMS for its arguments, not --shape or --value")
-    model = load_model(args.module, {name: parse_input(text) for name, text in _pairs(args.input, "--input").items()})
+    model = load_model(
+        args.module, {name: parse_input(text) for name, text in option_pairs(args.input, "--input").items()}
+    )
     args.expression = model.description
     return model
 
@@ -315,8 +304,8 @@ def _expression_and_wrt(args: argparse.Namespace) -> tuple[Tensor, list[Tensor]]
     model = _model(args)
     if model is not None:
         return model.trace.output, _model_wrt(model, args.wrt)
-    shapes = {name: parse_shape(text) for name, text in _pairs(args.shape, "--shape").items()}
-    values = {name: parse_values(text) for name, text in _pairs(args.value, "--value").items()}
+    shapes = {name: parse_shape(text) for name, text in option_pairs(args.shape, "--shape").items()}
+    values = {name: parse_values(text) for name, text in option_pairs(args.value, "--value").items()}
     wrt_names = [n.strip() for n in args.wrt.split(",") if n.strip()] if args.wrt else None
     output = parse(args.expression, shapes=shapes, values=values, requires_grad=wrt_names or True)
     leaves = output.leaves()
@@ -549,8 +538,8 @@ def _parsed_for_codegen(args: argparse.Namespace) -> tuple[Tensor, list[Tensor],
     """The expression, its inputs in the order of --shape then --value, and the --wrt tensors."""
     if not args.wrt:
         raise SymgradError("codegen of an expression needs --wrt: the tensors to differentiate with respect to")
-    shapes = {name: parse_shape(text) for name, text in _pairs(args.shape, "--shape").items()}
-    values = {name: parse_values(text) for name, text in _pairs(args.value, "--value").items()}
+    shapes = {name: parse_shape(text) for name, text in option_pairs(args.shape, "--shape").items()}
+    values = {name: parse_values(text) for name, text in option_pairs(args.value, "--value").items()}
     wrt_names = [n.strip() for n in args.wrt.split(",") if n.strip()]
     output = parse(args.expression, shapes=shapes, values=values, requires_grad=wrt_names)
     leaves = output.leaves()

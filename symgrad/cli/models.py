@@ -23,6 +23,7 @@ import inspect
 import itertools
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,27 +139,53 @@ def _examples(fn: Any, shapes: dict[str, InputSpec]) -> tuple[list, dict]:
     if list(shapes) != wanted[: len(shapes)] or len(shapes) < required:
         given = ", ".join(shapes) or "none"
         raise SymgradError(f"--input names the arguments {', '.join(wanted)} in order; got {given}")
-    sizes = itertools.count(FIRST_SIZE)
-    symbolic: dict[str, int] = {}
-    generator = torch.Generator().manual_seed(SEED)
-    examples, dynamic = [], {}
-    for name, spec in shapes.items():
+    draw = InputDraws()
+    return [draw(name, spec) for name, spec in shapes.items()], draw.dynamic
+
+
+class InputDraws:
+    """Random example inputs drawn with a fixed seed (float normals, or integers in their range), the same
+    symbolic size name always drawn at the same size (3, 4, … in order of first use), and torch.export's
+    dynamic_shapes for those names (:attr:`dynamic`)."""
+
+    def __init__(self) -> None:
+        import torch
+
+        self.generator = torch.Generator().manual_seed(SEED)
+        self.sizes = itertools.count(FIRST_SIZE)
+        self.symbolic: dict[str, int] = {}
+        self.dynamic: dict[str, dict[int, str]] = {}
+
+    def __call__(self, name: str, spec: InputSpec) -> Any:
+        import torch
+
         concrete = []
         for axis, size in enumerate(spec.shape):
             if isinstance(size, int):
                 concrete.append(size)
                 continue
             label = str(size)
-            symbolic.setdefault(label, next(sizes))
-            concrete.append(symbolic[label])
-            dynamic.setdefault(name, {})[axis] = label
+            self.symbolic.setdefault(label, next(self.sizes))
+            concrete.append(self.symbolic[label])
+            self.dynamic.setdefault(name, {})[axis] = label
         if spec.dtype.startswith("float"):
-            example = torch.randn(concrete, dtype=getattr(torch, spec.dtype), generator=generator)
-        else:
-            example = torch.randint(spec.low, spec.high, concrete, generator=generator, dtype=torch.int64)
-            example = example.bool() if spec.dtype == "bool" else example.to(getattr(torch, spec.dtype))
-        examples.append(example)
-    return examples, dynamic
+            return torch.randn(concrete, dtype=getattr(torch, spec.dtype), generator=self.generator)
+        drawn = torch.randint(spec.low, spec.high, concrete, generator=self.generator, dtype=torch.int64)
+        return drawn.bool() if spec.dtype == "bool" else drawn.to(getattr(torch, spec.dtype))
+
+
+def option_pairs(items: Sequence[str], option: str) -> dict[str, str]:
+    """``--shape x=2,3 --shape w=3``: the values of a repeated NAME=... option by name, each name once."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise SymgradError(f"{option} expects NAME=..., got {item!r}")
+        name = name.strip()
+        if name in out:
+            raise SymgradError(f"{option} gives {name!r} twice")
+        out[name] = text
+    return out
 
 
 def find_in_file(spec: str, option: str = "--module") -> tuple[Any, str, Path]:

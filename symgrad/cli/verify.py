@@ -11,14 +11,13 @@ be traced (one line).
 from __future__ import annotations
 
 import argparse
-import itertools
 from typing import Any
 
 from ..core.errors import SymgradError
 from ..reader import parse_values
 from ..verify import function_class, input_names, verify_backward
 from .errors import EXIT_MISMATCH
-from .models import FIRST_SIZE, SEED, InputSpec, find_in_file, parse_input
+from .models import InputDraws, InputSpec, find_in_file, option_pairs, parse_input
 
 
 def add_parser(verbs: Any) -> argparse.ArgumentParser:
@@ -47,15 +46,12 @@ def add_parser(verbs: Any) -> argparse.ArgumentParser:
     return verify
 
 
-def _pairs(items: list[str], option: str) -> dict[str, str]:
-    out = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        if not sep or not name.strip().isidentifier():
-            raise SymgradError(f"{option} takes NAME=..., got {item!r}")
-        if name.strip() in out:
-            raise SymgradError(f"{option} gives {name.strip()} twice")
-        out[name.strip()] = text
+def _named(items: list[str], option: str) -> dict[str, str]:
+    """:func:`option_pairs`, each name an identifier (it names an argument of forward)."""
+    out = option_pairs(items, option)
+    bad = next((name for name in out if not name.isidentifier()), None)
+    if bad is not None:
+        raise SymgradError(f"{option} takes NAME=... with NAME an argument of forward, got {bad!r}")
     return out
 
 
@@ -74,31 +70,16 @@ def _examples(names: list[str], specs: dict[str, InputSpec], values: dict[str, A
         raise SymgradError(
             f"give each input of forward with --input NAME=DIMS or --value NAME=LIST; missing {missing[0]}"
         )
-    sizes = itertools.count(FIRST_SIZE)
-    symbolic: dict[str, int] = {}
-    generator = torch.Generator().manual_seed(SEED)
-    examples, dynamic = [], {}
+    draw = InputDraws()
+    examples = []
     for name in names:
         if name in values:
             data = values[name]
             floating = any(isinstance(v, float) for v in _flat(data))
             examples.append(torch.tensor(data, dtype=torch.float64 if floating else torch.int64))
-            continue
-        spec = specs[name]
-        concrete = []
-        for axis, size in enumerate(spec.shape):
-            if isinstance(size, int):
-                concrete.append(size)
-                continue
-            symbolic.setdefault(str(size), next(sizes))
-            concrete.append(symbolic[str(size)])
-            dynamic.setdefault(name, {})[axis] = str(size)
-        if spec.dtype.startswith("float"):
-            examples.append(torch.randn(concrete, dtype=getattr(torch, spec.dtype), generator=generator))
         else:
-            drawn = torch.randint(spec.low, spec.high, concrete, generator=generator, dtype=torch.int64)
-            examples.append(drawn.bool() if spec.dtype == "bool" else drawn.to(getattr(torch, spec.dtype)))
-    return examples, dynamic
+            examples.append(draw(name, specs[name]))
+    return examples, draw.dynamic
 
 
 def _flat(data: Any) -> list:
@@ -122,7 +103,7 @@ def verified(spec: str, inputs: list[str], values: list[str], order: int) -> Any
             f"verify: {name} in {path.name} is a {type(found).__name__}, not a torch.autograd.Function or a "
             "torch.library custom op"
         )
-    specs = {k: parse_input(v) for k, v in _pairs(inputs, "--input").items()}
-    given = {k: parse_values(v) for k, v in _pairs(values, "--value").items()}
+    specs = {k: parse_input(v) for k, v in _named(inputs, "--input").items()}
+    given = {k: parse_values(v) for k, v in _named(values, "--value").items()}
     examples, dynamic = _examples(input_names(function_class(found)), specs, given)
     return verify_backward(found, *examples, dynamic_shapes=dynamic or None, order=order)

@@ -52,7 +52,7 @@ from .formatting import formatted
 from .kernels import joined_cross_entropy, masks_of_relu_outputs, split_cross_entropy, tiled_slice_gradients
 from .runtime_dtypes import drifts
 from .shape_checks import dim_lines, message_literal, shape_checks
-from .statements import count_uses, fit_statement, name_statements, needs_name, tuple_call
+from .statements import count_uses, fit_statement, name_statements, needs_name, tuple_call, tuple_labels
 from .templates import code_environment
 
 
@@ -147,12 +147,8 @@ def plan(
     stateless: dict[str, str] = {}  # those forward statements without the update
     for key, node in forward_nodes.items():
         if key in groups:  # a value and its companions (the backward reads them): one kernel call returns them all
-            labels = ["_"] * (1 + max(groups[key]))
-            for position, part in ((0, node), *groups[key].items()):
-                counter += 1
-                labels[position] = names_map[id(part)] = f"t_{counter}"
-                if id(part) in frontier:
-                    intermediates.append(labels[position])
+            labels, counter = tuple_labels(node, groups[key], names_map, counter)
+            intermediates += [names_map[id(p)] for p in (node, *groups[key].values()) if id(p) in frontier]
             update = _folded_update(node, updates, buffer_names or {}, output)
             fields = {} if update is None else _running_fields(update, buffer_names or {})
             forward_lines.append((", ".join(labels), tuple_call(node, printer, **fields)))

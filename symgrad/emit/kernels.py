@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..core.graph import topological, uniform_constant
 from ..core.tensor import Tensor, apply, constant, with_inputs
@@ -96,35 +96,41 @@ def masks_of_relu_outputs(output: Tensor, laws: Sequence[Tensor]) -> list[Tensor
     same mask (a nan stays a nan), and the tensor autograd's relu backward reads, so that the backward saves
     relu's output, which the next layer saves anyway, and not z."""
     relus = {id(n.inputs[0]): n for n in topological(output) if n.op is not None and n.op.name == "relu"}
-    if not relus:
-        return list(laws)
-    replacements: dict[int, Tensor] = {}
-    for root in laws:
-        for node in topological(root):
-            if node.op is None or node.op.name != "le" or uniform_constant(node.inputs[1]) != 0:
-                continue
-            if id(node.inputs[0]) in relus and not node.inputs[1].shape:
-                replacements[id(node)] = with_inputs(node, [relus[id(node.inputs[0])], node.inputs[1]])
-    rebuilt: dict[int, Tensor] = {}
-    return [_rebuild(g, replacements, rebuilt) for g in laws] if replacements else list(laws)
+
+    def on_relu_output(node: Tensor) -> Tensor | None:
+        if node.op is None or node.op.name != "le" or uniform_constant(node.inputs[1]) != 0:
+            return None
+        if id(node.inputs[0]) not in relus or node.inputs[1].shape:
+            return None
+        return with_inputs(node, [relus[id(node.inputs[0])], node.inputs[1]])
+
+    return _rewritten(laws, on_relu_output) if relus else list(laws)
 
 
 def tiled_slice_gradients(laws: Sequence[Tensor]) -> list[Tensor]:
     """``laws`` with each sum of slices' gradients that tile one dim (the gradient of ``q, k, v =
     qkv.split(n, dim=2)``) written as ``cat`` of the slices' gradients in order, as autograd's split backward
     computes it: one copy, where each gradient scattered into zeros and the sum take a pass each."""
+    return _rewritten(
+        laws, lambda node: _joined_slices(node) if node.op is not None and node.op.name == "add" else None
+    )
+
+
+def _rewritten(laws: Sequence[Tensor], replacement: Callable[[Tensor], Tensor | None]) -> list[Tensor]:
+    """``laws`` with each node for which ``replacement`` gives a tensor swapped for it (the others kept)."""
     replacements: dict[int, Tensor] = {}
     for root in laws:
         for node in topological(root):
-            if node.op is not None and node.op.name == "add" and id(node) not in replacements:
-                joined = _joined_slices(node)
-                if joined is not None:
-                    replacements[id(node)] = joined
+            if id(node) not in replacements:
+                found = replacement(node)
+                if found is not None:
+                    replacements[id(node)] = found
     rebuilt: dict[int, Tensor] = {}
     return [_rebuild(g, replacements, rebuilt) for g in laws] if replacements else list(laws)
 
 
 def _joined_slices(total: Tensor) -> Tensor | None:
+    """``cat`` of the slices' gradients when ``total`` is a sum of them that tiles one dim, else None."""
     terms, stack = [], [total]
     while stack:
         node = stack.pop()

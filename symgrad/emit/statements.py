@@ -67,10 +67,7 @@ def name_statements(
             continue
         if tuples and key in tuples:
             primary, group = tuples[key]
-            labels = ["_"] * (1 + max(group))
-            for position, part in ((0, primary), *group.items()):
-                counter += 1
-                labels[position] = names[id(part)] = f"t_{counter}"
+            labels, counter = tuple_labels(primary, group, names, counter)
             lines.append((", ".join(labels), tuple_call(primary, printer)))
             continue
         if key in skip:
@@ -81,6 +78,18 @@ def name_statements(
             lines.append((label, printer.doprint(node)))
             names[key] = label
     return lines, counter
+
+
+def tuple_labels(
+    primary: Tensor, group: Mapping[int, Tensor], names: dict[int, str], counter: int
+) -> tuple[list[str], int]:
+    """The targets of a tuple call (see :func:`tuple_call`): ``t_<n>`` for the primary and each companion at its
+    position, ``_`` for the positions nothing reads. ``names`` is updated; returns them and the last number used."""
+    labels = ["_"] * (1 + max(group))
+    for position, part in ((0, primary), *group.items()):
+        counter += 1
+        labels[position] = names[id(part)] = f"t_{counter}"
+    return labels, counter
 
 
 def tuple_call(primary: Tensor, printer: TorchPrinter, **fields: str) -> str:

@@ -30,7 +30,7 @@ import sympy
 from ..core.registry import Op, register
 from ..core.tensor import Tensor, apply
 from .batched import batch_sizes, repeated
-from .normalization import normalized_entries
+from .normalization import backward_entries, backward_rows64, normalized_entries, row_statistics64, second_vjp_in_x
 
 
 def _channel_rows(a: np.ndarray) -> np.ndarray:
@@ -70,10 +70,7 @@ def _bn_input_grad_meaning(g: np.ndarray, x: np.ndarray, *rest: np.ndarray, eps:
     grads = _channel_rows(g) if len(rest) == 2 else _channel_rows(g) * rest[2].reshape(-1, 1)
     out = np.empty(grads.shape, dtype=object)
     for c, (grad, row) in enumerate(zip(grads, _channel_rows(x))):
-        normal, rstd = normalized_entries(list(row), eps)
-        mean_g = sympy.Add(*grad) / len(row)
-        mean_gx = sympy.Add(*(a * b for a, b in zip(grad, normal))) / len(row)
-        out[c] = [rstd * (a - mean_g - b * mean_gx) for a, b in zip(grad, normal)]
+        out[c] = backward_entries(grad, row, eps)
     return _from_channel_rows(out, x.shape)
 
 
@@ -92,8 +89,7 @@ def _bn_parameter_grad_float64(g: np.ndarray, x: np.ndarray, mean, rstd, *, eps:
 
 def _bn_statistics64(x: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rows = _channel_rows(x).astype(float)
-    mean = rows.mean(axis=1, keepdims=True)
-    return rows, mean, 1 / np.sqrt(((rows - mean) ** 2).mean(axis=1, keepdims=True) + eps)
+    return (rows, *row_statistics64(rows, eps))
 
 
 def _bn_float64(x: np.ndarray, *weights: np.ndarray, eps: float) -> np.ndarray:
@@ -105,12 +101,10 @@ def _bn_float64(x: np.ndarray, *weights: np.ndarray, eps: float) -> np.ndarray:
 
 
 def _bn_input_grad_float64(g: np.ndarray, x: np.ndarray, *rest: np.ndarray, eps: float) -> np.ndarray:
-    rows, mean, rstd = _bn_statistics64(x, float(eps))
-    normal, grad = (rows - mean) * rstd, _channel_rows(g)
+    grad = _channel_rows(g)
     if len(rest) == 3:
         grad = grad * rest[2].reshape(-1, 1)
-    mean_g, mean_gx = grad.mean(axis=1, keepdims=True), (grad * normal).mean(axis=1, keepdims=True)
-    return _from_channel_rows(rstd * (grad - mean_g - normal * mean_gx), x.shape)
+    return _from_channel_rows(backward_rows64(grad, _channel_rows(x).astype(float), eps), x.shape)
 
 
 def _channels(x: Tensor) -> tuple[int, ...]:
@@ -141,21 +135,16 @@ def _bn_vjp(g: Tensor, out: Tensor, x: Tensor, *weights: Tensor, eps: Any) -> tu
 
 def _bn_second_x(h: Tensor, g: Tensor, x: Tensor, eps: Any) -> Tensor:
     """The VJP in x of ``batch_norm_backward(g, x)`` for the cotangent ``h`` (layer norm's, over other dims)."""
-    dims = _channels(x)
-    count = math.prod(x.shape[d] for d in dims)
-
-    def inner(a: Tensor, b: Tensor) -> Tensor:
-        return (a * b).sum(dim=dims, keepdim=True)
-
     mean, invstd = batch_norm_statistics(x, eps)
     normal = apply("batch_norm", x, eps=eps)
-    rstd = _per_channel(invstd, x)
-    hx, gx = inner(h, normal), inner(g, normal)
-    centered = inner(h - h.mean(dim=dims, keepdim=True), g)
-    backward_h = apply("batch_norm_backward", h, x, mean, invstd, eps=eps)
-    backward_g = apply("batch_norm_backward", g, x, mean, invstd, eps=eps)
-    return -(rstd * rstd * normal / count) * (centered - hx * gx / count) - (rstd / count) * (
-        gx * backward_h + hx * backward_g
+    return second_vjp_in_x(
+        h,
+        g,
+        normal,
+        _per_channel(invstd, x),
+        _channels(x),
+        _count(x),
+        lambda c: apply("batch_norm_backward", c, x, mean, invstd, eps=eps),
     )
 
 
@@ -301,9 +290,7 @@ for _name, _position, _latex in (("batch_norm_mean", 1, r"\mu"), ("batch_norm_in
             _name,
             lambda x, eps: (x[1],),
             functools.partial(_bn_statistic_meaning, which=_position),
-            lambda torch, x, eps, _p=_position: torch.ops.aten.native_batch_norm(
-                x, None, None, None, None, True, 0.0, eps
-            )[_p],
+            functools.partial(_native_statistic, position=_position),
             f"torch.ops.aten.native_batch_norm({{0}}, None, None, None, None, True, 0.0, {{eps}})[{_position}]",
             _latex + r"\left({0}\right)",
             "none",

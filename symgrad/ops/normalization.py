@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -58,15 +59,19 @@ def _layer_norm_meaning(a: np.ndarray, *weights: np.ndarray, n: int, eps: Any) -
     return out.reshape(a.shape)
 
 
+def backward_entries(grad: Any, row: Any, eps: Any) -> list:
+    """r · (g − mean(g) − x̂ · mean(g x̂)) for one group of SymPy entries: the VJP of its normalization."""
+    normal, rstd = normalized_entries(list(row), eps)
+    mean_g = sympy.Add(*grad) / len(row)
+    mean_gx = sympy.Add(*(a * b for a, b in zip(grad, normal))) / len(row)
+    return [rstd * (a - mean_g - b * mean_gx) for a, b in zip(grad, normal)]
+
+
 def _layer_norm_backward_meaning(g: np.ndarray, x: np.ndarray, *rest: np.ndarray, n: int, eps: Any) -> np.ndarray:
     out = np.empty(_rows(x, n).shape, dtype=object)
     grads = _rows(g, n) if len(rest) < 3 else _rows(g, n) * rest[2].reshape(1, -1)
     for i, (grad, row) in enumerate(zip(grads, _rows(x, n))):
-        normal, rstd = normalized_entries(row, eps)
-        count = len(row)
-        mean_g = sympy.Add(*grad) / count
-        mean_gx = sympy.Add(*(a * b for a, b in zip(grad, normal))) / count
-        out[i] = [rstd * (a - mean_g - b * mean_gx) for a, b in zip(grad, normal)]
+        out[i] = backward_entries(grad, row, eps)
     return out.reshape(x.shape)
 
 
@@ -97,12 +102,24 @@ def _parameter_grad_float64(g: np.ndarray, x: np.ndarray, *stats: np.ndarray, n:
     return grads.sum(axis=0).reshape(x.shape[x.ndim - n :])
 
 
+def row_statistics64(rows: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """(the means, 1 / √(var + eps)) of the rows of a (groups, N) float64 array, as torch computes them."""
+    mean = rows.mean(axis=1, keepdims=True)
+    return mean, 1 / np.sqrt(((rows - mean) ** 2).mean(axis=1, keepdims=True) + float(eps))
+
+
+def backward_rows64(grad: np.ndarray, rows: np.ndarray, eps: float) -> np.ndarray:
+    """:func:`backward_entries` of each row, in float64."""
+    mean, rstd = row_statistics64(rows, eps)
+    normal = (rows - mean) * rstd
+    mean_g, mean_gx = grad.mean(axis=1, keepdims=True), (grad * normal).mean(axis=1, keepdims=True)
+    return rstd * (grad - mean_g - normal * mean_gx)
+
+
 def _statistics(x: np.ndarray, n: int, eps: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, their means, 1 / √(var + eps)) in float64, as torch computes them."""
     rows = _rows(x, n)
-    mean = rows.mean(axis=1, keepdims=True)
-    rstd = 1 / np.sqrt(((rows - mean) ** 2).mean(axis=1, keepdims=True) + eps)
-    return rows, mean, rstd
+    return (rows, *row_statistics64(rows, eps))
 
 
 def _layer_norm_float64(a: np.ndarray, *weights: np.ndarray, n: int, eps: float) -> np.ndarray:
@@ -114,12 +131,10 @@ def _layer_norm_float64(a: np.ndarray, *weights: np.ndarray, n: int, eps: float)
 
 
 def _layer_norm_backward_float64(g: np.ndarray, x: np.ndarray, *rest: np.ndarray, n: int, eps: float) -> np.ndarray:
-    rows, mean, rstd = _statistics(x, n, float(eps))
-    normal, grad = (rows - mean) * rstd, _rows(g, n)
+    grad = _rows(g, n)
     if len(rest) == 4:
         grad = grad * rest[2].reshape(1, -1)
-    mean_g, mean_gx = grad.mean(axis=1, keepdims=True), (grad * normal).mean(axis=1, keepdims=True)
-    return (rstd * (grad - mean_g - normal * mean_gx)).reshape(x.shape)
+    return backward_rows64(grad, _rows(x, n), eps).reshape(x.shape)
 
 
 def _dims(x: Tensor, n: int) -> tuple[int, ...]:
@@ -151,20 +166,28 @@ def _vjp(g: Tensor, out: Tensor, x: Tensor, *weights: Tensor, n: int, eps: Any) 
     )
 
 
-def _second_x(h: Tensor, g: Tensor, x: Tensor, n: int, eps: Any) -> Tensor:
-    """The VJP in x of ``layer_norm_backward(g, x)`` for the cotangent ``h`` (see the module docstring)."""
-    dims, count = _dims(x, n), _count(x, n)
+def second_vjp_in_x(
+    h: Tensor, g: Tensor, normal: Tensor, rstd: Tensor, dims: tuple, count: Any, backward: Callable[[Tensor], Tensor]
+) -> Tensor:
+    """The VJP in x of a normalization's backward B(g) for the cotangent ``h`` (see the module docstring), over
+    the ``dims`` it normalizes (``count`` entries each): ``normal`` is x̂, ``rstd`` r shaped to broadcast against
+    x, and ``backward(c)`` is B(c)."""
 
     def inner(a: Tensor, b: Tensor) -> Tensor:
         return (a * b).sum(dim=dims, keepdim=True)
 
-    normal = apply("layer_norm", x, n=n, eps=eps)
-    rstd = layer_norm_statistics(x, n, eps)[1]
     hx, gx = inner(h, normal), inner(g, normal)
     centered = inner(h - h.mean(dim=dims, keepdim=True), g)
     return -(rstd * rstd * normal / count) * (centered - hx * gx / count) - (rstd / count) * (
-        gx * layer_norm_backward(h, x, n, eps) + hx * layer_norm_backward(g, x, n, eps)
+        gx * backward(h) + hx * backward(g)
     )
+
+
+def _second_x(h: Tensor, g: Tensor, x: Tensor, n: int, eps: Any) -> Tensor:
+    """The VJP in x of ``layer_norm_backward(g, x)`` for the cotangent ``h``."""
+    normal = apply("layer_norm", x, n=n, eps=eps)
+    rstd = layer_norm_statistics(x, n, eps)[1]
+    return second_vjp_in_x(h, g, normal, rstd, _dims(x, n), _count(x, n), lambda c: layer_norm_backward(c, x, n, eps))
 
 
 def _backward_vjp(h: Tensor, out: Tensor, g: Tensor, x: Tensor, mean: Tensor, rstd: Tensor, *wb, n: int, eps: Any):
@@ -228,8 +251,7 @@ def _affine_backward_batch(inputs: list, flags: list, nb: int, *, n: int, eps: A
         g, x, mean, rstd = _repeated_all(inputs[:4], flags[:4], nb)
         return apply("layer_norm_affine_backward", g, x, mean, rstd, *inputs[4:], n=n, eps=eps)
     g, x, mean, rstd, w, _ = _repeated_all(inputs, flags, nb)
-    scale = w.reshape(*w.shape[:nb], *(1 for _ in range(x.ndim - nb - n)), *w.shape[nb:])
-    return apply("layer_norm_backward", g * scale, x, mean, rstd, n=n, eps=eps)
+    return apply("layer_norm_backward", g * _lifted(w, nb, x.ndim - nb - n), x, mean, rstd, n=n, eps=eps)
 
 
 def _parameter_grad_batch(which: int):

@@ -53,12 +53,12 @@ def _windows(sizes: tuple, kernel: tuple, stride: tuple, padding: tuple, dilatio
     return tuple(windows)
 
 
-def _geometry(shape: tuple, attrs: dict) -> tuple[tuple, tuple]:
-    """(leading dims, windows) of an input of ``shape``."""
+def _windows_of(shape: tuple, attrs: dict) -> tuple:
+    """The windows (see :func:`_windows`) of an input of ``shape``."""
     n = len(attrs["kernel"])
     sizes = tuple(int(s) for s in shape[len(shape) - n :])
     keys = ("kernel", "stride", "padding", "dilation", "pooled")
-    return tuple(shape[: len(shape) - n]), _windows(sizes, *(tuple(attrs[k]) for k in keys))
+    return _windows(sizes, *(tuple(attrs[k]) for k in keys))
 
 
 def _flat(a: np.ndarray, n: int) -> np.ndarray:
@@ -75,7 +75,7 @@ def _pooled_shape(x: tuple, **attrs) -> tuple:
 
 def _picks(x: np.ndarray, attrs: dict) -> tuple[np.ndarray, tuple]:
     n = len(attrs["kernel"])
-    return _flat(x, n), _geometry(x.shape, attrs)[1]
+    return _flat(x, n), _windows_of(x.shape, attrs)
 
 
 def _max_pool_meaning(x: np.ndarray, **attrs) -> np.ndarray:
@@ -153,7 +153,7 @@ def _gather_float64(h: np.ndarray, x: np.ndarray, indices: np.ndarray, **attrs) 
     return np.take_along_axis(_flat(h, len(attrs["kernel"])), index, 1).reshape(indices.shape)
 
 
-def _merged(torch: Any, pool: Any, x: Any, attrs: dict) -> Any:
+def _merged(pool: Any, x: Any, attrs: dict) -> Any:
     """torch's kernel on ``x`` with its leading dims merged into one (its kernels take one or two)."""
     n = len(attrs["kernel"])
     lead, out = tuple(x.shape[: x.dim() - n]), tuple(attrs["pooled"])
@@ -163,7 +163,7 @@ def _merged(torch: Any, pool: Any, x: Any, attrs: dict) -> Any:
 def _torch_pool(torch: Any, x: Any, *, indices: bool, **attrs) -> Any:
     pool = getattr(torch.nn.functional, f"max_pool{len(attrs['kernel'])}d")
     arguments = [attrs[k] for k in ("kernel", "stride", "padding", "dilation", "ceil_mode")]
-    return _merged(torch, lambda t: pool(t, *arguments, return_indices=True)[1 if indices else 0], x, attrs)
+    return _merged(lambda t: pool(t, *arguments, return_indices=True)[1 if indices else 0], x, attrs)
 
 
 def _torch_backward(torch: Any, g: Any, x: Any, indices: Any, **attrs) -> Any:

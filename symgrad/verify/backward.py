@@ -314,13 +314,10 @@ def _entries_verdict(name: str, mine: Any, expected: Tensor) -> GradientVerdict:
     dims = dims_of([mine, expected])
     assignments = list(size_assignments(dims)) if dims else [{}]
     for assignment in assignments:
-        made = instantiate([mine, expected], assignment) if dims else {id(mine): mine, id(expected): expected}
-        a, e = made[id(mine)].entries(), made[id(expected)].entries()
-        for index in _indices(a.shape):
-            if zero_by(sympy.sympify(a[index]) - sympy.sympify(e[index])) is None:
-                verdict = GradientVerdict(name, False, "exact: FAILED", index, _short(a[index]), _short(e[index]))
-                verdict.formulas = (sympy.sympify(a[index]), sympy.sympify(e[index]))
-                return verdict
+        found = _first_difference(mine, expected, assignment)
+        if found is not None:
+            index, a, e = found
+            return GradientVerdict(name, False, "exact: FAILED", index, _short(a), _short(e), formulas=(a, e))
     sizes = "; ".join(", ".join(f"{k}={v}" for k, v in s.items()) or "the given sizes" for s in assignments)
     return GradientVerdict(name, True, f"exact at {sizes}: held")
 
@@ -371,9 +368,7 @@ class _Runs:
         inputs = self.examples[:count]
         tangents = tuple(torch.randn_like(x) if x.is_floating_point() else torch.zeros_like(x) for x in inputs)
         names = [*self.names[:count], *(f"tangent_{n}" for n in self.names[:count])]
-        both.__signature__ = inspect.Signature(
-            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
-        )
+        _name_arguments(both, names)
         given = self.dynamic_shapes or {}
         shapes = {n: given[n] for n in self.names[:count] if n in given}
         shapes.update({f"tangent_{n}": given[n] for n in self.names[:count] if n in given})
@@ -404,9 +399,7 @@ class _Runs:
             gs = tuple(torch.zeros_like(g) if k in self.silent else g for k, g in enumerate(gs))
             return (*truth, *_as_tuple(backward(ctx, *gs)))
 
-        both.__signature__ = inspect.Signature(
-            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in self.names]
-        )
+        _name_arguments(both, self.names)
         traced = trace(both, *self.examples, dynamic_shapes=self.dynamic_shapes, symbolic_values=True)
         results = _as_tuple(traced.output)
         outputs = len(self.examples) - count
@@ -416,6 +409,11 @@ class _Runs:
                 f"function backward returned an incorrect number of gradients (expected {count}, got {len(claimed)})"
             )
         return truth, claimed, traced.inputs[:count], traced.inputs[count:]
+
+
+def _name_arguments(fn: Any, names: list[str]) -> None:
+    """Give ``fn(*args)`` these argument names, which :func:`symgrad.trace` names its inputs after."""
+    fn.__signature__ = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
 
 
 def _same_as(t: Any, mine: tuple, truth: tuple) -> Any:
@@ -465,9 +463,7 @@ def _output_dims(
     def forward(*xs: Any) -> tuple:
         return _as_tuple(_forward(cls, _Context(needs), xs))
 
-    forward.__signature__ = inspect.Signature(
-        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names]
-    )
+    _name_arguments(forward, names)
     outputs = _as_tuple(trace(forward, *inputs, dynamic_shapes=dynamic_shapes).output)
     found: dict[str, dict[int, str]] = {}
     for name, out in zip(grad_names, outputs):
@@ -527,23 +523,31 @@ def _counterexample(verdict: GradientVerdict, leaf: Tensor, grad: Tensor, outs: 
     (true,) = law(outs, [leaf], gs)
     dims = dims_of([grad, true, leaf])
     assignment = next(iter(size_assignments(dims)), {}) if dims else {}
-    made = instantiate([grad, true], assignment) if dims else {id(grad): grad, id(true): true}
-    claimed, expected = made[id(grad)].entries(), made[id(true)].entries()
-    for index in _indices(claimed.shape):
-        a, e = sympy.sympify(claimed[index]), sympy.sympify(expected[index])
-        if zero_by(a - e) is not None:
-            continue
-        verdict.index, verdict.claimed, verdict.true = index, _short(a), _short(e)
-        verdict.formulas = (a, e)
-        point = _random_point(a, e)
-        if point:
-            shown = ", ".join(f"{s} = {v}" for s, v in sorted(point.items(), key=lambda p: str(p[0]))[:12])
-            verdict.example = (
-                f"at {shown}{' …' if len(point) > 12 else ''}"
-                + (f" ({', '.join(f'{k}={v}' for k, v in assignment.items())})" if assignment else "")
-                + f":\nthe backward gives {float(a.subs(point)):.6g}, the true one {float(e.subs(point)):.6g}"
-            )
+    found = _first_difference(grad, true, assignment)
+    if found is None:
         return
+    index, a, e = found
+    verdict.index, verdict.claimed, verdict.true, verdict.formulas = index, _short(a), _short(e), (a, e)
+    point = _random_point(a, e)
+    if point:
+        shown = ", ".join(f"{s} = {v}" for s, v in sorted(point.items(), key=lambda p: str(p[0]))[:12])
+        verdict.example = (
+            f"at {shown}{' …' if len(point) > 12 else ''}"
+            + (f" ({', '.join(f'{k}={v}' for k, v in assignment.items())})" if assignment else "")
+            + f":\nthe backward gives {float(a.subs(point)):.6g}, the true one {float(e.subs(point)):.6g}"
+        )
+
+
+def _first_difference(claimed: Tensor, true: Tensor, sizes: dict) -> tuple | None:
+    """(index, claimed entry, true entry) of the first entry where the two differ at ``sizes`` (a size
+    assignment, empty for concrete shapes), or None."""
+    made = instantiate([claimed, true], sizes) if sizes else {id(claimed): claimed, id(true): true}
+    a, e = made[id(claimed)].entries(), made[id(true)].entries()
+    for index in _indices(a.shape):
+        mine, expected = sympy.sympify(a[index]), sympy.sympify(e[index])
+        if zero_by(mine - expected) is None:
+            return index, mine, expected
+    return None
 
 
 def _indices(shape: tuple) -> list[tuple]:
