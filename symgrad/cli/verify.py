@@ -1,5 +1,6 @@
 """``symgrad verify FILE.py:NAME --input x=m,n --input W=n,k [--value y="[0,3,1]"]``: prove a hand-written
-``torch.autograd.Function``'s backward (see :func:`symgrad.verify_backward`).
+``torch.autograd.Function``'s backward (see :func:`symgrad.verify_backward`). NAME may also be a custom op, or a
+plain function that applies a Function: the Function is verified at the arguments it gets there.
 
 Each input of the Function's forward is given once: ``--input NAME=DIMS[:KIND]`` draws it at random (float64
 normals, or integers in a range, as ``--module`` inputs are drawn), with a name making a size symbolic, and
@@ -11,6 +12,7 @@ be traced (one line).
 from __future__ import annotations
 
 import argparse
+import inspect
 from typing import Any
 
 from ..core.errors import SymgradError
@@ -22,9 +24,14 @@ from .models import InputDraws, InputSpec, find_in_file, option_pairs, parse_inp
 
 def add_parser(verbs: Any) -> argparse.ArgumentParser:
     verify = verbs.add_parser(
-        "verify", help="prove that a torch.autograd.Function's backward is the vector-Jacobian product of its forward"
+        "verify",
+        help="prove that a torch.autograd.Function's backward is the vector-Jacobian product of its forward",
     )
-    verify.add_argument("function", metavar="FILE.py:NAME", help="the Function subclass (the file runs as Python)")
+    verify.add_argument(
+        "function",
+        metavar="FILE.py:NAME",
+        help="the Function subclass, custom op, or a function that applies one (the file runs as Python)",
+    )
     verify.add_argument(
         "--input",
         action="append",
@@ -55,20 +62,20 @@ def _named(items: list[str], option: str) -> dict[str, str]:
     return out
 
 
-def _examples(names: list[str], specs: dict[str, InputSpec], values: dict[str, Any]) -> tuple[list, dict]:
+def _examples(label: str, names: list[str], specs: dict[str, InputSpec], values: dict[str, Any]) -> tuple[list, dict]:
     """The example inputs in forward's order, and torch.export's dynamic_shapes for the symbolic sizes."""
     import torch
 
     unknown = sorted((set(specs) | set(values)) - set(names))
     if unknown:
-        raise SymgradError(f"the Function's forward takes {', '.join(names)}; it has no input {unknown[0]}")
+        raise SymgradError(f"{label} takes {', '.join(names)}; it has no input {unknown[0]}")
     both = sorted(set(specs) & set(values))
     if both:
         raise SymgradError(f"{both[0]} is given by both --input and --value: give one")
     missing = [n for n in names if n not in specs and n not in values]
     if missing:
         raise SymgradError(
-            f"give each input of forward with --input NAME=DIMS or --value NAME=LIST; missing {missing[0]}"
+            f"give each input of {label} with --input NAME=DIMS or --value NAME=LIST; missing {missing[0]}"
         )
     draw = InputDraws()
     examples = []
@@ -98,12 +105,14 @@ def verified(spec: str, inputs: list[str], values: list[str], order: int) -> Any
 
     found, name, path = find_in_file(spec, "verify")
     is_function = isinstance(found, type) and issubclass(found, torch.autograd.Function)
-    if not is_function and not isinstance(found, torch.library.CustomOpDef):
+    plain = inspect.isfunction(found)
+    if not is_function and not plain and not isinstance(found, torch.library.CustomOpDef):
         raise SymgradError(
-            f"verify: {name} in {path.name} is a {type(found).__name__}, not a torch.autograd.Function or a "
-            "torch.library custom op"
+            f"verify: {name} in {path.name} is a {type(found).__name__}, not a torch.autograd.Function, a "
+            "torch.library custom op or a function that applies one"
         )
     specs = {k: parse_input(v) for k, v in _named(inputs, "--input").items()}
     given = {k: parse_values(v) for k, v in _named(values, "--value").items()}
-    examples, dynamic = _examples(input_names(function_class(found)), specs, given)
+    label = name if plain else f"{name}.forward"
+    examples, dynamic = _examples(label, input_names(found if plain else function_class(found)), specs, given)
     return verify_backward(found, *examples, dynamic_shapes=dynamic or None, order=order)

@@ -22,6 +22,7 @@ from typing import Any
 import sympy
 
 from ..core.errors import TorchValueError
+from ..core.printers import LatexPrinter
 from ..emit.templates import document_environment
 from .latex import LINE_BUDGET, break_formula, formula_latex, latex_width
 
@@ -47,6 +48,8 @@ WORDS = {
         "first_entry": "first entry that differs",
         "backward_gives": "the backward gives",
         "true_value": "the true value",
+        "law_backward": "as a law, for every size, the backward gives",
+        "law_true": "the true law",
         "example": "numbers",
         "cause": "Why",
         "causes": {
@@ -54,6 +57,8 @@ WORDS = {
             "so only the first order is claimed.",
             "saved intermediate": "a saved intermediate. The forward saves a tensor that is neither an input nor "
             "an output; torch keeps it as a constant, so under `create_graph=True` nothing flows back through it.",
+            "non-differentiable output": "a saved output marked non-differentiable (`ctx.mark_non_differentiable`); "
+            "torch keeps it as a constant, so under `create_graph=True` nothing flows back through it.",
             "detach": "a `.detach()`, a `torch.no_grad()` region or an in-place change in the backward.",
         },
         "long": "(too long to show here: see `symgrad verify`)",
@@ -76,12 +81,16 @@ WORDS = {
         "first_entry": "第一个不一致的元素",
         "backward_gives": "backward 给出",
         "true_value": "正确的值",
+        "law_backward": "写成对任意尺寸成立的公式，backward 给出",
+        "law_true": "正确的公式",
         "example": "数值",
         "cause": "原因",
         "causes": {
             "once_differentiable": "backward 标注了 `once_differentiable`：torch 拒绝对它再求导，因此只声明一阶。",
             "saved intermediate": "保存了中间量。forward 保存的某个张量既不是输入也不是输出，torch 把它当作常量，"
             "所以在 `create_graph=True` 下没有梯度经过它传回去。",
+            "non-differentiable output": "保存了被标记为不可导（`ctx.mark_non_differentiable`）的输出。torch 把它当作"
+            "常量，所以在 `create_graph=True` 下没有梯度经过它传回去。",
             "detach": "backward 里有 `.detach()`、`torch.no_grad()` 区域或原地修改。",
         },
         "long": "（太长，这里不列出：见 `symgrad verify` 的输出）",
@@ -112,6 +121,15 @@ def render_verification(verdict: Any, lang: str = "en", fmt: str = "md") -> str:
             return text_latex_prose(words["long"])
         return "\\begin{align*}\n" + " \\\\\n".join(f"& {line}" for line in lines) + "\n\\end{align*}"
 
+    def law(t: Any) -> str:
+        """A law (a tensor of symbolic shape) in LaTeX: inline in Markdown, displayed in LaTeX."""
+        text = LatexPrinter().doprint(t)
+        if fmt == "md":
+            return f"${text}$" if len(text) <= MAX_FORMULA else words["long"]
+        if latex_width(text) > LINE_BUDGET:
+            return text_latex_prose(words["long"])
+        return f"\\[ {text} \\]"
+
     def bold(markdown: str) -> str:
         return re.sub(r"\*\*(.+?)\*\*", lambda m: "\\textbf{" + m.group(1) + "}", text_latex_prose(markdown))
 
@@ -121,6 +139,7 @@ def render_verification(verdict: Any, lang: str = "en", fmt: str = "md") -> str:
         w=type("Words", (), words),
         formula=formula,
         display=display,
+        law=law,
         text=text_latex_prose,
         bold=bold,
         cause=cause,

@@ -13,8 +13,9 @@ torch is imported only when a check runs. This package imports :mod:`symgrad.der
 :mod:`symgrad.ops` and :mod:`symgrad.core`.
 """
 
-from .backward import BackwardVerdict, function_class, input_names, verify_backward
+from .backward import BackwardVerdict, verify_backward
 from .curvature import prove_hessian, prove_jacobian
+from .functions import function_class, input_names
 from .instances import instantiate, size_assignments
 from .prove import Proof, check_numerically, prove
 from .torch_eval import evaluate_graph, leaf_assignment, substitute

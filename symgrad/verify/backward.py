@@ -36,6 +36,7 @@ from typing import Any
 
 import sympy
 
+from ..core.display import law_text
 from ..core.errors import SymgradError, UnsupportedError
 from ..core.graph import dims_of
 from ..core.tensor import Tensor
@@ -44,7 +45,18 @@ from ..derive.reverse import law
 from ..ops.calculus import unbroadcast
 from ..torch.creation import zeros
 from ..torch.tracing import trace
+from .applied import applied_function
+from .functions import (
+    Context,
+    function_class,
+    input_names,
+    is_function_like,
+    is_once_differentiable,
+    overrides,
+    run_forward,
+)
 from .instances import instantiate, size_assignments
+from .numbers import run_at_larger_sizes
 from .prove import prove
 from .zeros import zero_by
 
@@ -52,6 +64,8 @@ SECOND_ORDER_CAUSES = {
     "once_differentiable": "the backward is once_differentiable: torch refuses to differentiate it again",
     "saved intermediate": "cause: a saved intermediate (the forward saves a tensor that is neither an input nor an "
     "output; torch keeps it as a constant, so nothing flows back through it)",
+    "non-differentiable output": "cause: a saved output marked non-differentiable (ctx.mark_non_differentiable); "
+    "torch keeps it as a constant, so nothing flows back through it",
     "detach": "cause: a .detach(), a torch.no_grad() region or an in-place change in the backward",
 }
 
@@ -68,6 +82,7 @@ class GradientVerdict:
     true: str = ""  # the true one
     example: str = ""  # a small input where the numbers differ, and both numbers
     formulas: tuple = ()  # (the backward's, the true one) at that entry, as SymPy expressions
+    laws: tuple = ()  # at symbolic sizes: (the backward's, the true one) as laws, tensors of symbolic shape
 
 
 @dataclass
@@ -119,101 +134,17 @@ class BackwardVerdict:
                 lines.append(f"    {'the true one is:'.ljust(len(gives) + 1)} {g.true}")
                 if g.example:
                     lines += [f"    {line}" for line in g.example.splitlines()]
+                if g.laws:
+                    mine, true = (law_text(t).replace("\n", "\n    ") for t in g.laws)
+                    lines.append(f"    as a law, {gives}: {mine}")
+                    lines.append(f"    {'the true one is:'.rjust(len(gives) + 11)} {true}")
         return lines
 
     __str__ = report
 
 
-class _Context:
-    """What a Function's forward and backward see as ``ctx``: saved tensors, ``needs_input_grad`` and attributes."""
-
-    def __init__(self, needs: tuple[bool, ...]) -> None:
-        self.needs_input_grad = needs
-        self.saved: tuple = ()
-        self.non_differentiable: list[Any] = []
-        self.materialize_grads = True
-
-    def save_for_backward(self, *tensors: Any) -> None:
-        self.saved = tensors
-
-    def save_for_forward(self, *tensors: Any) -> None:
-        self.saved_for_forward = tensors
-
-    @property
-    def saved_tensors(self) -> tuple:
-        return self.saved
-
-    def mark_non_differentiable(self, *tensors: Any) -> None:
-        self.non_differentiable.extend(tensors)
-
-    def mark_dirty(self, *tensors: Any) -> None:
-        raise UnsupportedError("the Function changes its inputs in place (ctx.mark_dirty); verify_backward cannot")
-
-    def set_materialize_grads(self, value: bool) -> None:
-        self.materialize_grads = value
-
-
-def function_class(fn: Any) -> type:
-    """``fn`` as a ``torch.autograd.Function`` subclass: itself, or the Function a custom op stands for."""
-    import torch
-
-    if isinstance(fn, type) and issubclass(fn, torch.autograd.Function):
-        return fn
-    if isinstance(fn, torch.library.CustomOpDef):
-        return _custom_op_function(fn)
-    raise SymgradError(
-        f"verify_backward takes a torch.autograd.Function subclass or a torch.library custom op, not "
-        f"{type(fn).__name__}"
-    )
-
-
-def _custom_op_function(op: Any) -> type:
-    """A ``torch.library.custom_op`` with ``register_autograd`` as the Function it stands for: its Python
-    implementation as the forward, its setup_context and backward as they are (torch keeps them on the op)."""
-    import torch
-
-    backward = getattr(op, "_backward_fn", None)
-    implementation = getattr(op, "_init_fn", None)
-    if backward is None or implementation is None:
-        raise SymgradError(f"the custom op {op._name} has no backward: give it one with register_autograd")
-    setup = getattr(op, "_setup_context_fn", None) or (lambda ctx, inputs, output: None)
-    return type(
-        op._name,
-        (torch.autograd.Function,),
-        {"forward": staticmethod(implementation), "setup_context": staticmethod(setup),
-         "backward": staticmethod(backward)},
-    )  # fmt: skip
-
-
-def _new_style(cls: type) -> bool:
-    """Whether forward takes no ctx (torch's ``setup_context`` style)."""
-    import torch
-
-    return inspect.getattr_static(cls, "setup_context") is not inspect.getattr_static(
-        torch.autograd.Function, "setup_context"
-    )
-
-
-def _forward(cls: type, ctx: _Context, inputs: tuple) -> Any:
-    if _new_style(cls):
-        out = cls.forward(*inputs)
-        cls.setup_context(ctx, inputs, out)
-        return out
-    return cls.forward(ctx, *inputs)
-
-
 def _as_tuple(value: Any) -> tuple:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
-
-
-def input_names(cls: type, count: int | None = None) -> list[str]:
-    """The names of a Function's inputs, from its forward (without ``ctx``); ``x<i>`` past them, up to ``count``."""
-    signature = inspect.signature(cls.forward)
-    names = [p.name for p in signature.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    names = names if _new_style(cls) else names[1:]  # forward(ctx, ...): ctx is not an input
-    if count is None:
-        return names
-    return (names + [f"x{i}" for i in range(len(names), count)])[:count]
 
 
 def verify_backward(
@@ -235,20 +166,29 @@ def verify_backward(
     keeps as a constant), or a ``.detach()``, ``torch.no_grad()`` region or in-place change in the backward."""
     import torch
 
-    cls = function_class(fn)
+    if callable(fn) and not is_function_like(fn):
+        cls, example_inputs, dynamic_shapes = applied_function(fn, example_inputs, dynamic_shapes)
+    else:
+        cls = function_class(fn)
     if order not in (1, 2):
         raise UnsupportedError(f"verify_backward(order={order}): the order is 1 or 2")
     names = input_names(cls, len(example_inputs))
-    if not all(isinstance(x, torch.Tensor) for x in example_inputs):
-        raise UnsupportedError("verify_backward takes tensors as example inputs (a number can be a 0-d tensor)")
+    tensors = [isinstance(x, torch.Tensor) for x in example_inputs]
     # the inputs that need a gradient: those that require grad, or, if none does, every floating one
-    chosen = any(x.requires_grad for x in example_inputs)
-    needs = tuple(x.is_floating_point() and (x.requires_grad or not chosen) for x in example_inputs)
-    inputs = tuple(x.detach().clone().requires_grad_(need) for x, need in zip(example_inputs, needs))
-    probe_ctx = _Context(needs)
+    chosen = any(x.requires_grad for x, tensor in zip(example_inputs, tensors) if tensor)
+    needs = tuple(
+        tensor and x.is_floating_point() and (x.requires_grad or not chosen)
+        for x, tensor in zip(example_inputs, tensors)
+    )
+    inputs = tuple(
+        x.detach().clone().requires_grad_(need) if tensor else x
+        for x, need, tensor in zip(example_inputs, needs, tensors)
+    )
+    probe_ctx = Context(needs)
+    plain = tuple(x.detach() if t else x for x, t in zip(inputs, tensors))
     try:
         with torch.no_grad():
-            outputs = _as_tuple(_forward(cls, probe_ctx, tuple(x.detach() for x in inputs)))
+            outputs = _as_tuple(run_forward(cls, probe_ctx, plain))
     except Exception as error:  # the user's forward failed as Python code, before symgrad ran anything
         raise SymgradError(f"{cls.__name__}'s forward raised {type(error).__name__}: {error}") from error
     generator = torch.Generator().manual_seed(0)
@@ -259,50 +199,56 @@ def verify_backward(
         for out in outputs
     )
     grad_names = ["grad_output"] if len(outputs) == 1 else [f"grad_output{k}" for k in range(len(outputs))]
+    run = _Runs(cls, needs, names, grad_names, inputs, cotangents)
     if dynamic_shapes:  # the incoming gradients have the outputs' symbolic sizes
-        dynamic_shapes = {**dynamic_shapes, **_output_dims(cls, needs, names, inputs, dynamic_shapes, grad_names)}
-    run = _Runs(cls, needs, [*names, *grad_names], inputs + cotangents, dynamic_shapes)
+        run.dynamic_shapes = {**dynamic_shapes, **run.output_dims(dynamic_shapes)}
     run.silent = [k for k, out in enumerate(outputs) if _marked(out, probe_ctx) or not out.is_floating_point()]
     truth, claimed, leaves, gs = run.traced(as_torch=False)
     differentiable = [k for k, out in enumerate(outputs) if out.is_floating_point() and not _marked(out, probe_ctx)]
     truth, gs = [truth[i] for i in differentiable], [gs[i] for i in differentiable]
-    once = _once_differentiable(cls)
+    once = is_once_differentiable(cls)
     verdict = BackwardVerdict(cls.__name__, order if not once else 1)
     for k, (leaf, grad) in enumerate(zip(leaves, claimed)):
         if needs[k]:
             verdict.gradients.append(_verdict_for(leaf, grad, truth, gs, numeric))
+        elif not tensors[k] and grad is not None:  # torch's own error, raised when backward returns
+            verdict.gradients.append(GradientVerdict(names[k], False, (
+                f"Function {cls.__name__}Backward returned a gradient different than None at position {k + 1}, but "
+                "the corresponding forward input was not a Variable"
+            )))  # fmt: skip
+    if numeric and run.dynamic_shapes and verdict.held:
+        run_at_larger_sizes(run, verdict.gradients, differentiable, "gradient")
     if order == 2 and once:
         verdict.second_cause = "once_differentiable"
     elif order == 2 and verdict.held:
         verdict.second = _second_order(run, differentiable, as_torch=True)
+        if numeric and run.dynamic_shapes and all(g.held for g in verdict.second):
+            run_at_larger_sizes(run, verdict.second, differentiable, "second")
         if not all(g.held for g in verdict.second):
             attached = _second_order(run, differentiable, as_torch=False)
-            verdict.second_cause = "saved intermediate" if all(g.held for g in attached) else "detach"
+            verdict.second_cause = (
+                _constant_cause(probe_ctx, plain, outputs) if all(g.held for g in attached) else "detach"
+            )
     verdict.second_note = SECOND_ORDER_CAUSES.get(verdict.second_cause, "")
-    if _overrides(cls, "jvp"):
-        verdict.jvp = _jvp_verdicts(run, differentiable)
+    if overrides(cls, "jvp"):
+        verdict.jvp = _jvp_verdicts(run, differentiable, numeric)
     return verdict
 
 
-def _overrides(cls: type, name: str) -> bool:
-    import torch
-
-    return inspect.getattr_static(cls, name) is not inspect.getattr_static(torch.autograd.Function, name)
-
-
-def _jvp_verdicts(run: _Runs, differentiable: list[int]) -> list[GradientVerdict]:
+def _jvp_verdicts(run: _Runs, differentiable: list[int], numeric: bool) -> list[GradientVerdict]:
     """The Function's ``jvp`` on symbolic tangents against symgrad's J·t, entry by entry (at small distinct sizes
-    for symbolic ones)."""
+    for symbolic ones, and then the Function's own code against torch.func.jvp at larger sizes)."""
     truth, claimed, leaves = run.traced_jvp()
-    tangents = leaves[run.count :]
+    tangents = run.forward_inputs(tuple(leaves[run.count :]))
     wrt = [leaf for leaf, need in zip(leaves[: run.count], run.needs) if need]
     moved = [t for t, need in zip(tangents, run.needs) if need]
     true = jvp([truth[i] for i in differentiable], wrt, moved, simplified=False)
     verdicts = []
     for i, expected in zip(differentiable, true):
         mine = claimed[i] if i < len(claimed) else None
-        name = f"output {i}" if len(truth) > 1 else "the output"
-        verdicts.append(_entries_verdict(name, mine, expected))
+        verdicts.append(_entries_verdict(f"output {i}" if len(truth) > 1 else "the output", mine, expected))
+    if numeric and run.dynamic_shapes and all(v.held for v in verdicts):
+        run_at_larger_sizes(run, verdicts, differentiable, "jvp")
     return verdicts
 
 
@@ -324,16 +270,41 @@ def _entries_verdict(name: str, mine: Any, expected: Tensor) -> GradientVerdict:
 
 class _Runs:
     """The Function's code under :func:`symgrad.trace`, as the truth (its forward differentiated) and as what it
-    claims (its forward, then its backward)."""
+    claims (its forward, then its backward). Inputs that are no tensors (numbers, None, ...) are constants: the
+    traced code takes the tensors, and the forward gets the constants back at their places."""
 
-    def __init__(self, cls: type, needs: tuple, names: list[str], examples: tuple, dynamic_shapes: Any) -> None:
-        self.cls, self.needs, self.names, self.examples = cls, needs, names, examples
-        self.dynamic_shapes = dynamic_shapes
+    def __init__(self, cls: type, needs: tuple, names: list[str], grad_names: list[str], inputs: tuple, grads: tuple):
+        import torch
+
+        self.cls, self.needs, self.grad_names = cls, needs, grad_names
         self.count = len(needs)
+        self.constants = {k: x for k, x in enumerate(inputs) if not isinstance(x, torch.Tensor)}
+        self.tensor_names = [n for k, n in enumerate(names) if k not in self.constants]
+        self.tensor_inputs = tuple(x for k, x in enumerate(inputs) if k not in self.constants)
+        self.names = [*self.tensor_names, *grad_names]
+        self.examples = (*self.tensor_inputs, *grads)
+        self.dynamic_shapes: Any = None
         self.cache: dict[bool, tuple] = {}
         self.silent: list[int] = []  # outputs marked non-differentiable: torch gives the backward zeros for them
 
-    def _user_code(self, run: Any) -> tuple:
+    def forward_inputs(self, tensors: tuple) -> tuple:
+        """The forward's inputs: these tensors, with the constants at their places."""
+        given = iter(tensors)
+        return tuple(self.constants[k] if k in self.constants else next(given) for k in range(self.count))
+
+    def output_dims(self, dynamic_shapes: Mapping) -> dict[str, dict[int, str]]:
+        """``dynamic_shapes`` entries for the incoming gradients: each output's symbolic sizes, from a trace of the
+        forward alone."""
+        cls, needs = self.cls, self.needs
+
+        def forward(*xs: Any) -> tuple:
+            return _as_tuple(run_forward(cls, Context(needs), self.forward_inputs(xs)))
+
+        _name_arguments(forward, self.tensor_names)
+        outputs = _as_tuple(trace(forward, *self.tensor_inputs, dynamic_shapes=dynamic_shapes).output)
+        return {name: _symbolic_axes(out) for name, out in zip(self.grad_names, outputs)}
+
+    def user_code(self, run: Any) -> tuple:
         """``run()``, with an exception the Function's own code raises said as the Function's, in one line."""
         try:
             return run()
@@ -348,67 +319,74 @@ class _Runs:
         backward recorded as ``create_graph=True`` records it; else the forward's graph kept throughout (the values
         are the same, and a graph at concrete sizes is kept for a proof to instantiate)."""
         if as_torch not in self.cache:
-            self.cache[as_torch] = self._user_code(lambda: self._trace(as_torch))
+            self.cache[as_torch] = self.user_code(lambda: self._trace(as_torch))
         return self.cache[as_torch]
 
     def traced_jvp(self) -> tuple:
         """(true outputs, the tangents the Function's jvp gives, the leaves: inputs, then one tangent per input)."""
         import torch
 
-        cls, count = self.cls, self.count
+        cls, count = self.cls, len(self.tensor_inputs)
 
         def both(*args: Any) -> tuple:
-            xs, ts = args[:count], args[count:]
-            truth = _as_tuple(_forward(cls, _Context(self.needs), xs))
-            ctx = _Context(self.needs)
-            _forward(cls, ctx, xs)
+            xs, ts = self.forward_inputs(args[:count]), self.forward_inputs(args[count:])
+            ts = tuple(None if k in self.constants else t for k, t in enumerate(ts))
+            truth = _as_tuple(run_forward(cls, Context(self.needs), xs))
+            ctx = Context(self.needs)
+            run_forward(cls, ctx, xs)
             ctx.saved = getattr(ctx, "saved_for_forward", ctx.saved)  # jvp reads what save_for_forward kept
             return (*truth, *_as_tuple(cls.jvp(ctx, *ts)))
 
-        inputs = self.examples[:count]
+        inputs = self.tensor_inputs
         tangents = tuple(torch.randn_like(x) if x.is_floating_point() else torch.zeros_like(x) for x in inputs)
-        names = [*self.names[:count], *(f"tangent_{n}" for n in self.names[:count])]
+        names = [*self.tensor_names, *(f"tangent_{n}" for n in self.tensor_names)]
         _name_arguments(both, names)
         given = self.dynamic_shapes or {}
-        shapes = {n: given[n] for n in self.names[:count] if n in given}
-        shapes.update({f"tangent_{n}": given[n] for n in self.names[:count] if n in given})
-        traced = self._user_code(
+        shapes = {n: given[n] for n in self.tensor_names if n in given}
+        shapes.update({f"tangent_{n}": given[n] for n in self.tensor_names if n in given})
+        traced = self.user_code(
             lambda: trace(both, *inputs, *tangents, dynamic_shapes=shapes or None, symbolic_values=True)
         )
         results = _as_tuple(traced.output)
-        outputs = len(self.examples) - count
-        return results[:outputs], results[outputs:], traced.inputs
+        outputs = len(self.grad_names)
+        return results[:outputs], results[outputs:], (*self._leaves(traced.inputs[:count]), *traced.inputs[count:])
+
+    def _leaves(self, traced: tuple) -> tuple:
+        """The traced leaves of the forward's inputs, None for the constants."""
+        return tuple(None if k in self.constants else x for k, x in enumerate(self.forward_inputs(traced)))
 
     def _trace(self, as_torch: bool) -> tuple:
         import torch
 
-        cls, count = self.cls, self.count
-        backward = inspect.unwrap(cls.backward) if _once_differentiable(cls) else cls.backward
+        cls, count = self.cls, len(self.tensor_inputs)
+        backward = inspect.unwrap(cls.backward) if is_once_differentiable(cls) else cls.backward
 
         def both(*args: Any) -> tuple:
-            xs, gs = args[:count], args[count:]
-            truth = _as_tuple(_forward(cls, _Context(self.needs), xs))
-            ctx = _Context(self.needs)
+            xs, gs = self.forward_inputs(args[:count]), args[count:]
+            truth = _as_tuple(run_forward(cls, Context(self.needs), xs))
+            ctx = Context(self.needs)
             if as_torch:
                 with torch.no_grad():
-                    mine = _as_tuple(_forward(cls, ctx, xs))
-                # a saved output is the output itself (its gradient flows through this Function again)
-                ctx.saved = tuple(_same_as(t, mine, truth) for t in ctx.saved)
+                    mine = _as_tuple(run_forward(cls, ctx, xs))
+                # a saved output is the output itself (its gradient flows through this Function again), unless it is
+                # marked non-differentiable: then, as an intermediate, it is a constant
+                ctx.saved = tuple(t if _marked(t, ctx) else _same_as(t, mine, truth) for t in ctx.saved)
             else:
-                _forward(cls, ctx, xs)
+                run_forward(cls, ctx, xs)
             gs = tuple(torch.zeros_like(g) if k in self.silent else g for k, g in enumerate(gs))
             return (*truth, *_as_tuple(backward(ctx, *gs)))
 
         _name_arguments(both, self.names)
         traced = trace(both, *self.examples, dynamic_shapes=self.dynamic_shapes, symbolic_values=True)
         results = _as_tuple(traced.output)
-        outputs = len(self.examples) - count
+        outputs = len(self.grad_names)
         truth, claimed = results[:outputs], results[outputs:]
-        if len(claimed) != count:
+        if len(claimed) != self.count:
             raise SymgradError(
-                f"function backward returned an incorrect number of gradients (expected {count}, got {len(claimed)})"
+                f"function backward returned an incorrect number of gradients (expected {self.count}, got "
+                f"{len(claimed)})"
             )
-        return truth, claimed, traced.inputs[:count], traced.inputs[count:]
+        return truth, claimed, self._leaves(traced.inputs[:count]), traced.inputs[count:]
 
 
 def _name_arguments(fn: Any, names: list[str]) -> None:
@@ -416,17 +394,15 @@ def _name_arguments(fn: Any, names: list[str]) -> None:
     fn.__signature__ = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
 
 
+def _constant_cause(ctx: Context, inputs: tuple, outputs: tuple) -> str:
+    """Which saved tensor torch keeps as a constant: an output marked non-differentiable, or an intermediate."""
+    marked = [t for t in ctx.saved if _marked(t, ctx)]
+    others = [t for t in ctx.saved if not any(t is x for x in (*inputs, *outputs))]
+    return "non-differentiable output" if marked and not others else "saved intermediate"
+
+
 def _same_as(t: Any, mine: tuple, truth: tuple) -> Any:
     return next((real for out, real in zip(mine, truth) if t is out), t)
-
-
-def _once_differentiable(cls: type) -> bool:
-    """Whether the backward is wrapped in torch's ``once_differentiable``."""
-    import torch
-
-    # the wrapper torch makes runs one code object, whatever it wraps
-    wrapper = torch.autograd.function.once_differentiable(lambda ctx, *grads: grads)
-    return getattr(cls.backward, "__code__", None) is wrapper.__code__
 
 
 def _second_order(run: _Runs, differentiable: list[int], *, as_torch: bool) -> list[GradientVerdict]:
@@ -454,34 +430,22 @@ def _full(grad: Any, leaf: Tensor) -> Tensor:
     return grad if tuple(map(str, grad.shape)) == tuple(map(str, leaf.shape)) else unbroadcast(grad, leaf.shape)
 
 
-def _output_dims(
-    cls: type, needs: tuple, names: list[str], inputs: tuple, dynamic_shapes: Mapping, grad_names: list[str]
-) -> dict[str, dict[int, str]]:
-    """``dynamic_shapes`` entries for the incoming gradients: each output's symbolic sizes, from a trace of the
-    forward alone."""
-
-    def forward(*xs: Any) -> tuple:
-        return _as_tuple(_forward(cls, _Context(needs), xs))
-
-    _name_arguments(forward, names)
-    outputs = _as_tuple(trace(forward, *inputs, dynamic_shapes=dynamic_shapes).output)
-    found: dict[str, dict[int, str]] = {}
-    for name, out in zip(grad_names, outputs):
-        axes = {}
-        for axis, size in enumerate(getattr(out, "shape", ())):
-            if isinstance(size, int):
-                continue
-            if not isinstance(size, sympy.Symbol):
-                raise UnsupportedError(
-                    f"the forward's output has a size {size} that is no dimension name; give that size its own "
-                    "name in dynamic_shapes, or leave it out"
-                )
-            axes[axis] = str(size)
-        found[name] = axes
-    return found
+def _symbolic_axes(out: Any) -> dict[int, str]:
+    """The axes of a traced output whose sizes are dimension names, by name."""
+    axes = {}
+    for axis, size in enumerate(getattr(out, "shape", ())):
+        if isinstance(size, int):
+            continue
+        if not isinstance(size, sympy.Symbol):
+            raise UnsupportedError(
+                f"the forward's output has a size {size} that is no dimension name; give that size its own name in "
+                "dynamic_shapes, or leave it out"
+            )
+        axes[axis] = str(size)
+    return axes
 
 
-def _marked(out: Any, ctx: _Context) -> bool:
+def _marked(out: Any, ctx: Context) -> bool:
     return any(out is t for t in ctx.non_differentiable)
 
 
@@ -528,6 +492,8 @@ def _counterexample(verdict: GradientVerdict, leaf: Tensor, grad: Tensor, outs: 
         return
     index, a, e = found
     verdict.index, verdict.claimed, verdict.true, verdict.formulas = index, _short(a), _short(e), (a, e)
+    if dims:
+        verdict.laws = (grad, true)
     point = _random_point(a, e)
     if point:
         shown = ", ".join(f"{s} = {v}" for s, v in sorted(point.items(), key=lambda p: str(p[0]))[:12])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -56,9 +57,19 @@ class Broken(torch.autograd.Function):
         return g.no_such_method()
 
 
-def not_a_function(x):
+def applies_no_function(x):
     return x
+
+
+def layer(x, w, b):
+    return torch.tanh(AffineFirstRow.apply(x, w, b))
+
+
+not_callable = 3
 """
+
+
+PROGRESS = re.compile(r"^symgrad: .*\(\d+ s, limit \d+ s\)$")
 
 
 @pytest.fixture
@@ -69,9 +80,10 @@ def functions(tmp_path: Path) -> Path:
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr without the progress lines long work shows on a slow machine)."""
     code = main(["verify", *argv])
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, out, "".join(line for line in err.splitlines(keepends=True) if not PROGRESS.search(line))
 
 
 def test_a_right_backward_is_proved_for_every_size(capsys, functions):
@@ -86,6 +98,11 @@ def test_a_wrong_backward_exits_1_with_the_report(capsys, functions):
     assert "grad of b: differs" in out and "first entry that differs: b[0]" in out and "the true one" in out
 
 
+def test_a_function_that_applies_one_is_verified_where_it_applies_it(capsys, functions):
+    code, out, _ = run(capsys, f"{functions}:layer", "--input", "x=m,2", "--input", "w=2,4", "--input", "b=4")
+    assert code == 1 and out.startswith("AffineFirstRow.backward: WRONG") and "grad of b: differs" in out
+
+
 def test_integer_inputs_take_values(capsys, functions):
     code, out, _ = run(capsys, f"{functions}:PickedLoss", "--input", "z=3,4", "--value", "y=[0, 3, 1]")
     assert code == 0 and "grad of z: proved" in out
@@ -95,9 +112,10 @@ def test_integer_inputs_take_values(capsys, functions):
     ("argv", "message"),
     [
         (
-            ["{dir}/layers.py:not_a_function", "--input", "x=2"],
-            "not a torch.autograd.Function or a torch.library custom op",
+            ["{dir}/layers.py:not_callable", "--input", "x=2"],
+            "is a int, not a torch.autograd.Function, a torch.library custom op or a function that applies one",
         ),
+        (["{dir}/layers.py:applies_no_function", "--input", "x=2"], "applies no torch.autograd.Function"),
         (["{dir}/layers.py:Affine", "--input", "x=2,3"], "missing w"),
         (["{dir}/layers.py:Affine", "--input", "q=2"], "it has no input q"),
         (["{dir}/layers.py:Nope", "--input", "x=2"], "has no Nope"),

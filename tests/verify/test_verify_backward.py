@@ -173,7 +173,7 @@ def test_a_missing_batch_divisor_is_caught_and_only_inputs_that_require_grad_are
 
 def test_a_layer_norms_backward_is_proved_at_symbolic_sizes_and_a_dropped_term_is_caught():
     dynamic = {"x": {0: "m", 1: "n"}}
-    assert_backward_correct(LayerNorm, _randn(2, 3), dynamic_shapes=dynamic)
+    assert_backward_correct(LayerNorm, _randn(2, 3), dynamic_shapes=dynamic, order=1)
     verdict = sg.verify_backward(LayerNormDroppedTerm, _randn(2, 3))
     assert [g.name for g in verdict.gradients if not g.held] == ["x"]
 
@@ -182,9 +182,69 @@ def test_what_cannot_be_verified_is_refused_in_one_line():
     with pytest.raises(
         sg.SymgradError, match=r"takes a torch\.autograd\.Function subclass or a torch\.library custom op"
     ):
-        sg.verify_backward(lambda x: x, _randn(2))
+        sg.verify_backward(3, _randn(2))
+    with pytest.raises(sg.UnsupportedError, match="applies no torch.autograd.Function"):
+        sg.verify_backward(lambda x: x.tanh(), _randn(2))
+    with pytest.raises(sg.UnsupportedError, match=r"applies 2 Functions \(Affine, Tanh\): verify each one"):
+        sg.verify_backward(lambda x, w, b: Tanh.apply(Affine.apply(x, w, b)), _randn(3, 2), _randn(2, 4), _randn(4))
+    with pytest.raises(sg.UnsupportedError, match="has size 2 on axis 1, which could be n and k"):
+        sg.verify_backward(
+            two_layers, _randn(3, 2), _randn(2, 2), _randn(2), dynamic_shapes={"x": {1: "n"}, "w": {1: "k"}}
+        )
     with pytest.raises(sg.UnsupportedError, match="the order is 1 or 2"):
         sg.verify_backward(Affine, _randn(3, 2), _randn(2, 4), _randn(4), order=3)
+
+
+def two_layers(x, w, b):
+    """Plain code around a Function: the Function is verified at the arguments it gets here."""
+    return torch.relu(Affine.apply(torch.sin(x), w, b * 2))
+
+
+def two_layers_wrong(x, w, b):
+    return torch.relu(TransposedWeight.apply(torch.sin(x), w, b * 2))
+
+
+def test_a_function_applied_by_plain_code_is_verified_where_it_is_applied():
+    dynamic = {"x": {0: "m", 1: "n"}, "w": {0: "n", 1: "k"}, "b": {0: "k"}}
+    verdict = sg.verify_backward(two_layers, _randn(3, 2), _randn(2, 4), _randn(4), dynamic_shapes=dynamic)
+    assert verdict.held and verdict.function == "Affine" and [g.name for g in verdict.gradients] == ["x", "w", "b"]
+    assert "m=" in verdict.report()  # the sizes were carried over, so the proof is for every size
+    verdict = sg.verify_backward(BiasFromFirstRow, _randn(3, 2), _randn(2, 4), _randn(4), dynamic_shapes=dynamic)
+    (wrong,) = [g for g in verdict.gradients if not g.held]
+    assert [law.name for law in wrong.laws] == ["grad_output[0]", "grad_output.sum(dim=0)"]
+    assert "as a law, the backward gives: grad_output[0]" in verdict.report()
+    verdict = sg.verify_backward(two_layers_wrong, _randn(3, 2), _randn(2, 4), _randn(4), order=1)
+    assert [g.name for g in verdict.gradients if not g.held] == ["w"]
+
+
+class ScaledSoftmax(torch.autograd.Function):
+    """softmax(x · scale) along ``dim``: a number and an int among the inputs, whose gradients are None."""
+
+    @staticmethod
+    def forward(ctx, x, scale, dim):
+        y = torch.softmax(x * scale, dim)
+        ctx.save_for_backward(y)
+        ctx.scale, ctx.dim = scale, dim
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return ctx.scale * y * (g - (g * y).sum(ctx.dim, keepdim=True)), None, None
+
+
+class ScaledSoftmaxGradForANumber(ScaledSoftmax):
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return ctx.scale * y * (g - (g * y).sum(ctx.dim, keepdim=True)), g.sum(), None
+
+
+def test_numbers_among_the_inputs_are_constants_whose_gradient_must_be_none():
+    assert_backward_correct(ScaledSoftmax, _randn(2, 3), 0.5, 0, dynamic_shapes={"x": {1: "n"}})
+    verdict = sg.verify_backward(ScaledSoftmaxGradForANumber, _randn(2, 3), 0.5, 0, order=1)
+    assert [g.name for g in verdict.gradients if not g.held] == ["scale"]
+    assert "returned a gradient different than None at position 2" in verdict.report()
 
 
 class Tanh(torch.autograd.Function):
@@ -327,6 +387,34 @@ class ExpWithWrongJvp(ExpWithJvp):
     @staticmethod
     def jvp(ctx, t):
         return t  # exp's slope is missing
+
+
+class ExpWithJvpWrongPastFour(ExpWithJvp):
+    @staticmethod
+    def jvp(ctx, t):
+        (y,) = ctx.saved_tensors
+        return t * y if t.numel() <= 4 else t  # a "fast path" for larger inputs that forgets exp's slope
+
+
+class AffineWrongPastFourRows(Affine):
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        bias = g.sum(0) if g.shape[0] <= 4 else g[:4].sum(0)  # a "chunked" path that drops rows past the fourth
+        return g @ w.T, x.T @ g, bias
+
+
+def test_code_that_branches_on_a_size_is_run_by_torch_at_larger_sizes():
+    # a trace follows the example's branch; torch runs the Function's own code at larger sizes as well
+    dynamic = {"x": {0: "m"}}
+    verdict = sg.verify_backward(AffineWrongPastFourRows, _randn(3, 2), _randn(2, 4), _randn(4), dynamic_shapes=dynamic)
+    assert [g.name for g in verdict.gradients if not g.held] == ["b"]
+    assert "exact at m=2: held" in verdict.gradients[2].proof
+    assert "the Function's own code, run by torch at m=5: FAILED" in verdict.gradients[2].proof
+    verdict = sg.verify_backward(ExpWithJvpWrongPastFour, _randn(3), dynamic_shapes={"x": {0: "n"}}, order=1)
+    assert all(g.held for g in verdict.gradients) and not verdict.held
+    assert "the Function's own code, run by torch at n=5: FAILED" in verdict.jvp[0].proof
+    assert sg.verify_backward(Affine, _randn(3, 2), _randn(2, 4), _randn(4), dynamic_shapes=dynamic, order=1).held
 
 
 def test_a_functions_jvp_is_checked_against_the_jacobian_vector_product():
