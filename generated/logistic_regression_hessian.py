@@ -47,9 +47,7 @@ def gradient(X, w, y):
 def hessian(X, w, y):
     r"""Return H, with torch's layout (x.shape + x.shape)."""
     _check_shapes(X, w, y)
-    d = X.shape[1]
     n = X.shape[0]
     t_1 = torch.sigmoid(X @ w)
-    t_2 = ((torch.eye(d, dtype=w.dtype, device=w.device) @ X.T) / n) * (t_1 * (1 - t_1))
-    hessian_w = t_2 @ X
+    hessian_w = ((X.T / n) * (t_1 * (1 - t_1))) @ X
     return hessian_w

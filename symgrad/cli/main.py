@@ -216,12 +216,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     emit.add_argument(
         "--style",
-        choices=["function", "autograd-function", "autograd_function", "hvp", "hessian"],
+        choices=["function", "autograd-function", "autograd_function", "hvp", "hessian", "newton"],
         default="autograd-function",
         help="autograd-function (or autograd_function; the default) adds a torch.autograd.Function; "
         "function emits only forward, vjp and forward_and_vjp; hvp emits forward, gradient and "
         "hvp(<inputs>, <a tangent v_<x> per --wrt input>), the Hessian-vector product of a one-element "
-        "expression; hessian emits forward, gradient and hessian(<inputs>)",
+        "expression; hessian emits forward, gradient and hessian(<inputs>); newton adds newton_step(<inputs>), the "
+        "Newton step H⁻¹∇f for one --wrt input",
     )
     emit.add_argument("--name", default="Generated", help="CamelCase name of the autograd.Function (…Function)")
     emit.add_argument(
@@ -509,7 +510,7 @@ def run_codegen(args: argparse.Namespace) -> int:
     if not args.no_check:
         try:
             module = load_source(source, args.name, where)
-            if style in ("hvp", "hessian"):
+            if style in ("hvp", "hessian", "newton"):
                 report = check_curvature_module(module, output, wrt, inputs)
             else:
                 report = check_module(module, output, wrt, inputs)

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 
 from ..core.constructors import symbols
 from ..core.errors import SymgradError, UnsupportedError
-from ..core.tensor import Tensor, apply
+from ..core.graph import topological_all
+from ..core.tensor import Tensor, apply, with_inputs
 from .batching import batch
 from .forward import jvp
 from .reverse import law
@@ -68,12 +69,51 @@ def hessian_law(
     f: Tensor, wrt: Tensor | Sequence[Tensor], *, simplified: bool = True
 ) -> Tensor | tuple[tuple[Tensor, ...], ...]:
     """d²f/dx² as a tensor law of shape ``x.shape + x.shape``; for several inputs, the nested tuple
-    ``H[i][j] = d/dx_j (df/dx_i)`` that ``torch.autograd.functional.hessian`` returns."""
+    ``H[i][j] = d/dx_j (df/dx_i)`` that ``torch.autograd.functional.hessian`` returns.
+
+    An input with dims of size 1 (a column ``(d, 1)``) is differentiated as the input without them (a vector
+    ``(d,)``), and its blocks reshaped into torch's layout: the same law as the vector's, not a basis of the
+    column multiplied through."""
     single = isinstance(wrt, Tensor)
     inputs = [wrt] if single else list(wrt)
-    gradients = _gradient(f, inputs)
-    blocks = tuple(tuple(jacobian_law(g, x, simplified=simplified, context=[f]) for x in inputs) for g in gradients)
+    flat = [_without_unit_dims(x) for x in inputs]
+    if all(s is x for s, x in zip(flat, inputs)):
+        gradients = _gradient(f, inputs)
+        blocks = tuple(tuple(jacobian_law(g, x, simplified=simplified, context=[f]) for x in inputs) for g in gradients)
+    else:
+        (g,) = replaced([f], {id(x): s.reshape(*x.shape) for x, s in zip(inputs, flat) if s is not x})
+        found = hessian_law(g, flat, simplified=False)
+        back = {id(s): x.reshape(*s.shape) for x, s in zip(inputs, flat) if s is not x}
+        blocks = tuple(
+            tuple(replaced([found[i][j]], back)[0].reshape(*a.shape, *b.shape) for j, b in enumerate(inputs))
+            for i, a in enumerate(inputs)
+        )
+        if simplified:
+            blocks = tuple(tuple(simplify([block], context=[f])[0] for block in row) for row in blocks)
     return blocks[0][0] if single else blocks
+
+
+def _without_unit_dims(x: Tensor) -> Tensor:
+    """A fresh leaf of ``x``'s shape without its dims of size 1, or ``x`` itself when it has none (or is no leaf)."""
+    shape = tuple(d for d in x.shape if not (isinstance(d, int) and d == 1))
+    if x.op is not None or len(shape) == len(x.shape):
+        return x
+    return symbols(x.name, shape, distinct=True, dtype=x.dtype)
+
+
+def replaced(roots: Sequence[Tensor], mapping: dict[int, Tensor]) -> list[Tensor]:
+    """``roots`` rebuilt with each node whose id is a key of ``mapping`` replaced by its value (of the same shape).
+
+    >>> import symgrad as sg
+    >>> x, y = sg.symbols("x", (2,)), sg.symbols("y", (2,))
+    >>> replaced([(x * 2).sum()], {id(x): y})[0].name
+    '(y * 2).sum()'
+    """
+    rebuilt: dict[int, Tensor] = dict(mapping)
+    for node in topological_all(list(roots)):
+        if id(node) not in rebuilt:
+            rebuilt[id(node)] = node if node.op is None else with_inputs(node, [rebuilt[id(i)] for i in node.inputs])
+    return [rebuilt[id(r)] for r in roots]
 
 
 def hvp_law(

@@ -27,8 +27,10 @@ from ..core.graph import is_size, topological, uniform_constant
 from ..core.registry import lookup
 from ..core.tensor import Tensor, apply, constant, with_inputs
 from .fuse import fuse
+from .identities import identity_product
 from .patterns import cross_entropy_gradient, numeric_cross_entropy_gradient
 from .rewrite_log import Rewrite
+from .unit_dims import unit_dim_rewrite
 
 
 def _same_shape(a: Sequence, b: Sequence) -> bool:
@@ -45,18 +47,24 @@ def _fill(value: sympy.Expr, shape: tuple) -> Tensor:
     return apply("full", shape=shape, value=value)
 
 
-def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple, exact: bool = False) -> Tensor | None:
+def _rewrite(
+    name: str, inputs: list[Tensor], attrs: dict, shape: tuple, exact: bool = False, identities: bool = True
+) -> Tensor | None:
     """A simpler node equal to ``name(*inputs, **attrs)``, or None to keep it.
 
     With ``exact``, only rewrites that keep every value IEEE arithmetic gives (up to rounding, overflow at the
     edge of the range, and the sign of a zero) apply: ``x * 0`` stays, since an infinite ``x`` makes it nan, as
-    in torch's backward.
+    in torch's backward. ``identities``: products with an identity are dropped even so (see
+    :mod:`.identities`).
     """
     op = lookup(name)
     consts = [uniform_constant(t) for t in inputs]
     folded = _fold_constants(name, inputs, consts, attrs, shape)
     if folded is not None:
         return folded
+    unit = unit_dim_rewrite(name, inputs, attrs, shape)
+    if unit is not None:
+        return unit
     if (
         op.has("layout")
         and consts[0] is not None
@@ -75,7 +83,11 @@ def _rewrite(name: str, inputs: list[Tensor], attrs: dict, shape: tuple, exact: 
         if hoisted is not None:
             return hoisted
     if name in ("matmul", "mm"):
-        return _simplify_matmul(inputs, consts, shape, exact)
+        return _simplify_matmul(inputs, consts, shape, exact, identities)
+    if name == "reshape" and _same_shape(inputs[0].shape, shape):
+        return inputs[0]  # a reshape to its own shape
+    if name == "reshape" and inputs[0].op is not None and inputs[0].op.name == "reshape":
+        return apply("reshape", inputs[0].inputs[0], **attrs)  # a reshape of a reshape is one reshape
     if name == "index":
         return _simplify_index(inputs[0], attrs["index"], shape)
     if name == "sum":
@@ -407,14 +419,14 @@ def _simplify_sum(x: Tensor, attrs: dict, shape: tuple, exact: bool) -> Tensor |
     return None
 
 
-def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple, exact: bool) -> Tensor | None:
+def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple, exact: bool, identities: bool) -> Tensor | None:
     """Products with constant or identity matrices simplify; an inner size of 1 is an outer product."""
     a, b = inputs
     if len(a.shape) < 2 or len(b.shape) < 2:
         return None
-    for eye, other in () if exact else ((a, b), (b, a)):
-        if eye.op is not None and eye.op.name == "eye" and _same_shape(other.shape, shape):
-            return other
+    without = identity_product(a, b, shape) if identities else None
+    if without is not None:
+        return without
     if len(a.shape) == 2 and len(b.shape) == 2 and a.shape[1] == 1 and consts[0] is None and consts[1] is None:
         return apply("mul", a, b)
     for factor, other, summed in ((consts[0], b, -2), (consts[1], a, -1)):
@@ -529,15 +541,18 @@ def simplify(
     context: Sequence[Tensor] = (),
     fused: bool = True,
     exact: bool = False,
+    keep_identities: bool | None = None,
     log: list[Rewrite] | None = None,
 ) -> list[Tensor]:
     """Simplified, hash-consed versions of ``results``; nodes equal to ones in ``context`` are reused.
 
     ``exact`` keeps every value IEEE arithmetic gives, at infinities and nans too (what emitted code
-    needs to match torch everywhere): no products with zero dropped, nothing cancelled by SymPy. Each
+    needs to match torch everywhere): no products with zero dropped, nothing cancelled by SymPy; products with
+    an identity stay too unless ``keep_identities=False`` (a Hessian's basis, see :mod:`.identities`). Each
     rewrite applied is appended to ``log`` when one is given; the rest is hash-consing, which merges only
     nodes with the same op, attributes and inputs.
     """
+    identities = not (exact if keep_identities is None else keep_identities)
     memo: dict[tuple, Tensor] = {}
     rebuilt: dict[int, Tensor] = {}
     for root in context:  # forward nodes keep their identity, but equal ones (sigmoid(z) written twice) merge
@@ -555,7 +570,7 @@ def simplify(
             tick("simplifying the law")
             if id(node) in rebuilt:
                 continue
-            rebuilt[id(node)] = _canonical(node, rebuilt, memo, exact=exact, log=log)
+            rebuilt[id(node)] = _canonical(node, rebuilt, memo, exact=exact, identities=identities, log=log)
     simplified = [rebuilt[id(r)] for r in results]
     if not fused or exact:
         return simplified
@@ -573,22 +588,31 @@ def _canonical(
     depth: int = 0,
     *,
     exact: bool = False,
+    identities: bool = True,
     log: list[Rewrite] | None = None,
 ) -> Tensor:
     if node.op is None:
         return memo.setdefault(_key(node), node)
     inputs = [rebuilt[id(i)] for i in node.inputs]
-    replacement = _rewrite(node.op.name, inputs, node.attrs, node.shape, exact) if depth < MAX_REWRITE_DEPTH else None
+    replacement = None
+    if depth < MAX_REWRITE_DEPTH:
+        replacement = _rewrite(node.op.name, inputs, node.attrs, node.shape, exact, identities)
     if replacement is not None:
         if log is not None:
             log.append(Rewrite(with_inputs(node, inputs), replacement, _existing(replacement, inputs, memo)))
-        return _canonical_tree(replacement, memo, depth + 1, exact=exact, log=log)
+        return _canonical_tree(replacement, memo, depth + 1, exact=exact, identities=identities, log=log)
     candidate = with_inputs(node, inputs)
     return memo.setdefault(_key(candidate), candidate)
 
 
 def _canonical_tree(
-    t: Tensor, memo: dict[tuple, Tensor], depth: int = 0, *, exact: bool = False, log: list[Rewrite] | None = None
+    t: Tensor,
+    memo: dict[tuple, Tensor],
+    depth: int = 0,
+    *,
+    exact: bool = False,
+    identities: bool = True,
+    log: list[Rewrite] | None = None,
 ) -> Tensor:
     """Canonicalise a freshly built replacement (its inputs may be new nodes too)."""
     local: dict[int, Tensor] = {}
@@ -596,7 +620,7 @@ def _canonical_tree(
         if memo.get(_key(node)) is node:  # already canonical (or part of the forward graph): keep as is
             local[id(node)] = node
         else:
-            local[id(node)] = _canonical(node, local, memo, depth, exact=exact, log=log)
+            local[id(node)] = _canonical(node, local, memo, depth, exact=exact, identities=identities, log=log)
     return local[id(t)]
 
 

@@ -298,14 +298,18 @@ class CodePrinter(TorchPrinter):
         if fused is not None:
             return fused
         condition, a, b = (self._print(part)[0] for part in t.inputs)
+        if not self.derivatives or not is_floating(t.dtype):
+            return f"torch.where({condition}, {a}, {b})", 9
+        # a number float32 does not hold (1/3, or 1/n for a size n) is a tensor of the input's dtype: torch.where
+        # between two numbers computes in torch's default dtype, float32, and a .to() after it is too late
+        inexact = [not _exact_in_float32(part) for part in t.inputs[1:]]
+        a, b = (f"{self.like}.new_tensor({text})" if lost else text for text, lost in zip((a, b), inexact))
         text = f"torch.where({condition}, {a}, {b})"
         numbers = all(
             part.op is None and not part.shape and uniform_constant(part) is not None for part in t.inputs[1:]
         )
-        if not self.derivatives:
-            return text, 9
-        if not all(_exact_in_float32(part) for part in t.inputs[1:]) or (numbers and is_floating(t.dtype)):
-            return f"{text}.to({self.like}.dtype)", 9  # two numbers make a float32 tensor, or an int64 one (0 and 0)
+        if numbers and not any(inexact):
+            return f"{text}.to({self.like}.dtype)", 9  # two numbers make a float32 tensor
         return text, 9
 
     def _fused_threshold(self, t: Tensor) -> tuple[str, int] | None:
@@ -539,7 +543,11 @@ def _exact_in_float32(t: Tensor) -> bool:
     """Whether ``t`` is a tensor, or a number float32 holds exactly (0, 1, 0.5, nan, inf): torch.where between
     two such numbers loses nothing in its default dtype."""
     value = uniform_constant(t) if t.op is None and not t.shape else None
-    if value is None or not value.is_Number or not value.is_finite:
+    if value is None:
+        return True
+    if not value.is_Number:  # a size ratio such as 1/n: not known to be exact
+        return False
+    if not value.is_finite:
         return True
     return float(np.float32(float(value))) == float(value)
 

@@ -391,7 +391,8 @@ def codegen(
         )
     if style not in ("function", "autograd_function"):
         raise SymgradError(
-            f"style must be 'function', 'autograd_function' (or 'autograd-function'), 'hvp' or 'hessian', not {style!r}"
+            f"style must be 'function', 'autograd_function' (or 'autograd-function'), 'hvp', 'hessian' or 'newton', "
+            f"not {style!r}"
         )
     if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name or ""):
         raise SymgradError(f"module name {name!r} must be a CamelCase identifier")

@@ -40,7 +40,7 @@ from .shape_checks import dim_lines, shape_checks
 from .statements import count_uses, name_statements
 from .templates import code_environment
 
-STYLES = ("hvp", "hessian")
+STYLES = ("hvp", "hessian", "newton")
 
 
 @dataclass
@@ -90,11 +90,40 @@ def _second_order_laws(f: Tensor, wrt: Sequence[Tensor], tangents: Sequence[Tens
 
 
 def _simplified(laws: list, f: Tensor, style: str, *, exact: bool) -> list:
-    """``laws`` simplified as hvp_law (together) or hessian_law (block by block) simplifies them."""
+    """``laws`` simplified as hvp_law (together) or hessian_law (block by block) simplifies them. A Hessian drops
+    the identity of its basis even where ``exact``: at an infinite input torch's own Hessians disagree with each
+    other (see :mod:`symgrad.derive.identities`), so there is no one value of torch's to keep."""
     labels = [label for label, _ in laws]
     if style == "hvp":
         return list(zip(labels, simplify([law for _, law in laws], context=[f], exact=exact)))
-    return [(label, simplify([block], context=[f], exact=exact)[0]) for label, block in laws]
+    return [(label, simplify([block], context=[f], exact=exact, keep_identities=False)[0]) for label, block in laws]
+
+
+def _newton_step(
+    x: Tensor, inputs: Sequence[Tensor], gradient: Tensor, hessian: Tensor, sources: dict, like: str
+) -> tuple[Function, CodePrinter]:
+    """``newton_step``: the gradient and the Hessian from one set of statements (what they share computed once),
+    then one solve with the Hessian as a (k, k) matrix, k the number of entries of ``x``."""
+    grad, block, step = f"grad_{x.name}", f"hessian_{x.name}", f"step_{x.name}"
+    # simplified together, so that what both read (sigmoid(X @ w)) is one node, computed once
+    gradient, hessian = simplify([gradient, hessian], exact=True, keep_identities=False)
+    fn, printer = _function(
+        "newton_step",
+        f"{step} = H⁻¹ ∇out for {x.name} (the Newton update is {x.name} - {step})",
+        inputs,
+        [(grad, gradient), (block, hessian)],
+        sources,
+        like,
+        step,
+    )
+    flat = "" if len(x.shape) == 1 else ".reshape(-1)"
+    matrix = "" if len(x.shape) == 1 else f".reshape({x.name}.numel(), {x.name}.numel())"
+    shaped = "" if len(x.shape) == 1 else f".reshape({x.name}.shape)"
+    if not x.shape:  # one number: the step is a quotient
+        fn.statements.append((step, f"{grad} / {block}"))
+    else:
+        fn.statements.append((step, f"torch.linalg.solve({block}{matrix}, {grad}{flat}){shaped}"))
+    return fn, printer
 
 
 def curvature_codegen(
@@ -108,7 +137,9 @@ def curvature_codegen(
     command: str | None = None,
 ) -> str:
     """Python source of a module with ``forward``, ``gradient`` and ``hvp`` (style ``"hvp"``: one tangent
-    ``v_<x>`` per input of ``wrt``) or ``hessian`` (style ``"hessian"``), for a one-element ``f``."""
+    ``v_<x>`` per input of ``wrt``) or ``hessian`` (style ``"hessian"``), for a one-element ``f``. Style
+    ``"newton"`` (one input in ``wrt``) adds ``newton_step``: ``H⁻¹ ∇f`` from one pass that computes the gradient
+    and the Hessian together and one ``torch.linalg.solve`` (the update is ``x - newton_step(...)``)."""
     if style not in STYLES:
         raise SymgradError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
     if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name or ""):
@@ -116,6 +147,8 @@ def curvature_codegen(
     wrt = list(wrt)
     if not wrt:
         raise SymgradError(f"--style {style} needs at least one input to differentiate with respect to")
+    if style == "newton" and len(wrt) != 1:
+        raise SymgradError(f"--style newton takes one input to differentiate with respect to, not {len(wrt)}")
     if not all(isinstance(d, int) and d == 1 for d in f.shape):
         raise SymgradError(
             f"style {style!r} needs a one-element output (a loss); this one has shape {format_shape(f.shape)}: "
@@ -157,7 +190,7 @@ def curvature_codegen(
         like,
         tuple_text(grad_names),
     )
-    derived = _second_order_laws(f, wrt, tangents, style)  # one derivation, simplified two ways
+    derived = _second_order_laws(f, wrt, tangents, "hvp" if style == "hvp" else "hessian")  # simplified two ways
     results = _simplified(derived, f, style, exact=True)
     readable = _simplified(derived, f, style, exact=False)
     if style == "hvp":
@@ -175,6 +208,9 @@ def curvature_codegen(
             ")" if len(wrt) == 1 else "; H[i][j] = d/dx_j df/dx_i)"
         )
         second, printer = _function("hessian", summary, inputs, results, sources, like, returns)
+    newton = None
+    if style == "newton":
+        newton = _newton_step(wrt[0], inputs, gradients[0], results[0][1], sources, like)
 
     torch_text, latex = TorchPrinter(), LatexPrinter()
     formulas = [
@@ -184,8 +220,8 @@ def curvature_codegen(
         )
         for label, r in readable
     ]
-    functions = [forward, gradient, second]
-    printers = [forward_printer, gradient_printer, printer]
+    functions = [forward, gradient, second] + ([newton[0]] if newton else [])
+    printers = [forward_printer, gradient_printer, printer] + ([newton[1]] if newton else [])
     body = " ".join(text for fn in functions for _, text in fn.statements)
     shapes = ", ".join(f"{t.name}: {format_shape(t.shape)}" for t in inputs)
     source = (
