@@ -456,7 +456,10 @@ def print_rows(style: str, rows: list[Row], names: list[str]) -> None:
     for r in rows:
         print(
             f"{r.case:14s} {r.sizes:>18s} "
-            + " ".join(f"{r.medians[name] * 1e6:{width + 1}.1f}" for name in names)
+            + " ".join(
+                f"{r.medians[name] * 1e6:{width + 1}.1f}" if name in r.medians else f"{'—':>{width + 1}s}"
+                for name in names
+            )
             + f"  {r.fastest:>14s} {r.ratio:7.3f} {'{:.3f}..{:.3f}'.format(*r.spread):>11s} {r.speedup:7.1f}x"
         )
 
@@ -549,10 +552,10 @@ def main() -> None:
 
     rows: dict[str, list[Row]] = {"hessian": [], "hvp": []}
     for style, contenders in (("hessian", hessian_contenders), ("hvp", hvp_contenders)):
-        names = None
+        names: list[str] = []
         for (name, _n), p in problems.items():
             calls = contenders(p, modules[name, style])
-            names = list(calls)
+            names += [c for c in calls if c not in names]
             row = measure(p, style, calls, rounds, min_run_time)
             rows[style].append(row)
             print(

@@ -23,6 +23,7 @@ from ..core.graph import topological_all
 from ..core.tensor import Tensor, apply, with_inputs
 from .batching import batch
 from .forward import jvp
+from .layer_curvature import layer_hessian
 from .reverse import law
 from .simplify import simplify
 
@@ -79,7 +80,15 @@ def hessian_law(
     flat = [_without_unit_dims(x) for x in inputs]
     if all(s is x for s, x in zip(flat, inputs)):
         gradients = _gradient(f, inputs)
-        blocks = tuple(tuple(jacobian_law(g, x, simplified=simplified, context=[f]) for x in inputs) for g in gradients)
+        blocks = tuple(
+            tuple(
+                _layer_block(f, x, simplified)
+                if a is x and layer_hessian(f, x) is not None
+                else jacobian_law(g, x, simplified=simplified, context=[f])
+                for x in inputs
+            )
+            for a, g in zip(inputs, gradients)
+        )
     else:
         (g,) = replaced([f], {id(x): s.reshape(*x.shape) for x, s in zip(inputs, flat) if s is not x})
         found = hessian_law(g, flat, simplified=False)
@@ -91,6 +100,12 @@ def hessian_law(
         if simplified:
             blocks = tuple(tuple(simplify([block], context=[f])[0] for block in row) for row in blocks)
     return blocks[0][0] if single else blocks
+
+
+def _layer_block(f: Tensor, w: Tensor, simplified: bool) -> Tensor:
+    """A weight matrix's own block in the layer's block form (see :mod:`.layer_curvature`)."""
+    block = layer_hessian(f, w)
+    return simplify([block], context=[f])[0] if simplified else block
 
 
 def _without_unit_dims(x: Tensor) -> Tensor:

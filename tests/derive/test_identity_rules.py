@@ -108,3 +108,41 @@ def test_a_column_gives_the_vectors_hessian_law_up_to_the_reshape():
     assert text(sg.hessian_law(vector[0], vector[1][0])) == "A + A.T"
     assert text(sg.hessian_law(column[0], column[1][0])) == "(A + A.T).reshape(n, 1, n, 1)"
     assert sg.prove_hessian(column[0], column[1][0]).held
+
+
+def hidden_layer(per_sample: bool = True):
+    m = sg.dims("m")[0]
+    X, t = sg.symbols("X", (m, 5)), sg.symbols("t", (m,))
+    W1, w2 = sg.symbols("W1", (5, 3), requires_grad=True), sg.symbols("w2", (3,))
+    out = st.tanh(X @ W1) @ w2 - t
+    # the second loss mixes the samples (a squared sum over the batch): its curvature is not per sample
+    loss = (out**2).mean() if per_sample else out.sum() ** 2
+    return loss, W1, [X, W1, w2, t]
+
+
+@pytest.mark.parametrize("per_sample", [True, False], ids=["per sample", "mixing samples"])
+def test_a_layers_hessian_is_one_einsum_over_the_batch_when_its_curvature_is_per_sample(per_sample):
+    f, w, inputs = hidden_layer(per_sample)
+    law = sg.hessian_law(f, w)
+    assert (law.op.name == "einsum3" and law.attrs["equation"] == "sa,sb,jsi->aibj") == per_sample
+    source = sg.codegen(f, [w], inputs=inputs, style="hessian", name="Layer")
+    assert ("torch.eye(15" not in source) == per_sample  # the basis of all 15 weights, only where it must be
+    module = sg.compile(f, [w], inputs=inputs, style="hessian", name="Layer")
+    for seed, m in enumerate((6, 9)):
+        report = check_curvature_module(module, f, [w], inputs, sizes={sg.dims("m")[0]: m}, seed=seed)
+        assert report.ok, report
+
+
+def test_a_layer_read_as_w_t_and_samples_along_columns_keeps_torchs_layout():
+    m = sg.dims("m")[0]
+    X, y = sg.symbols("X", (m, 4)), sg.symbols("y", (m,))
+    W1, W2 = sg.symbols("W1", (3, 4), requires_grad=True), sg.symbols("W2", (1, 3))
+    cases = [
+        (((W2 @ st.tanh(W1 @ X.T)).reshape(-1) - y).pow(2).mean(), [X, y, W1, W2]),
+        (((st.tanh(X @ W1.T) @ W2.T) ** 2).sum(), [X, W1, W2]),
+    ]
+    for f, inputs in cases:
+        assert sg.hessian_law(f, W1).op.name == "einsum3"
+        module = sg.compile(f, [W1], inputs=inputs, style="hessian", name="Layer")
+        report = check_curvature_module(module, f, [W1], inputs, sizes={m: 5})
+        assert report.ok, report

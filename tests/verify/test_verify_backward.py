@@ -183,7 +183,7 @@ def test_what_cannot_be_verified_is_refused_in_one_line():
         sg.SymgradError, match=r"takes a torch\.autograd\.Function subclass or a torch\.library custom op"
     ):
         sg.verify_backward(3, _randn(2))
-    with pytest.raises(sg.UnsupportedError, match="applies no torch.autograd.Function"):
+    with pytest.raises(sg.UnsupportedError, match=r"applies no torch\.autograd\.Function"):
         sg.verify_backward(lambda x: x.tanh(), _randn(2))
     with pytest.raises(sg.UnsupportedError, match=r"applies 2 Functions \(Affine, Tanh\): verify each one"):
         sg.verify_backward(lambda x, w, b: Tanh.apply(Affine.apply(x, w, b)), _randn(3, 2), _randn(2, 4), _randn(4))
