@@ -85,7 +85,7 @@ RTOL = 1e-9  # float64
 ATOL_SCALE = 1e-12  # atol = ATOL_SCALE * max(1, max |reference|)
 # the issue's rows (issue 30): emitted Hessian >= these factors faster than the fastest torch option
 TARGETS = (
-    ("logistic", 2048, 10.0),
+    ("logistic", 2048, 10.0),  # for newton too: newton_step against torch's Hessian followed by torch.linalg.solve
     ("logistic_col", 2048, 10.0),
     ("logistic_col", 256, 10.0),
     ("quadratic", 2048, 10.0),
@@ -352,6 +352,26 @@ def hvp_contenders(p: Problem, module: ModuleType) -> dict[str, Callable[[], obj
     }
 
 
+NEWTON_CASES = ("logistic", "logistic_col")  # the convex classics with one weight: a Newton step is what one takes
+
+
+def newton_contenders(p: Problem, module: ModuleType) -> dict[str, Callable[[], object]]:
+    """The emitted newton_step beside torch's Hessian (two ways) and gradient followed by torch.linalg.solve."""
+    (w,) = p.wrt_values
+    k = w.numel()
+    func_hessian, func_grad = torch.func.hessian(p.f_wrt), torch.func.grad(p.f_wrt)
+
+    def solved(hessian: torch.Tensor) -> torch.Tensor:
+        return torch.linalg.solve(hessian.reshape(k, k), func_grad(w).reshape(k)).reshape(w.shape)
+
+    functional = torch.autograd.functional.hessian
+    return {
+        "symgrad": lambda: module.newton_step(*p.values),
+        "func.hessian+solve": lambda: solved(func_hessian(w)),
+        "AF vectorize+solve": lambda: solved(functional(p.f_wrt, w, vectorize=True)),
+    }
+
+
 def verify(p: Problem, hessian_module: ModuleType, hvp_module: ModuleType) -> list[str]:
     """Every contender's answer against torch's (untimed); the problems found, empty when all agree."""
     problems = []
@@ -525,7 +545,7 @@ def main() -> None:
     modules: dict[tuple[str, str], ModuleType] = {}
     for case in cases:
         seconds = {}
-        for style in ("hessian", "hvp"):
+        for style in ("hessian", "hvp", "newton") if case.name in NEWTON_CASES else ("hessian", "hvp"):
             modules[case.name, style], seconds[style] = emit(case, style)
         print(
             f"  {case.name:14s} {case.text:58s} wrt {','.join(case.wrt):6s} "
@@ -542,6 +562,10 @@ def main() -> None:
     failures = 0
     for (name, _n), p in problems.items():
         found = verify(p, modules[name, "hessian"], modules[name, "hvp"])
+        if (name, "newton") in modules:
+            calls = newton_contenders(p, modules[name, "newton"])
+            if why := mismatch(calls["symgrad"](), calls["func.hessian+solve"]()):
+                found.append(f"newton_step against func.hessian + solve: {why}")
         failures += len(found)
         print(f"  {name:14s} {p.sizes:18s} {'OK' if not found else 'MISMATCH'}")
         for why in found:
@@ -550,10 +574,12 @@ def main() -> None:
         print("\nmismatches above: nothing is timed (the benchmark never times a wrong answer)")
         sys.exit(1)
 
-    rows: dict[str, list[Row]] = {"hessian": [], "hvp": []}
-    for style, contenders in (("hessian", hessian_contenders), ("hvp", hvp_contenders)):
+    rows: dict[str, list[Row]] = {"hessian": [], "hvp": [], "newton": []}
+    for style, contenders in (("hessian", hessian_contenders), ("hvp", hvp_contenders), ("newton", newton_contenders)):
         names: list[str] = []
         for (name, _n), p in problems.items():
+            if (name, style) not in modules:
+                continue
             calls = contenders(p, modules[name, style])
             names += [c for c in calls if c not in names]
             row = measure(p, style, calls, rounds, min_run_time)
@@ -568,11 +594,11 @@ def main() -> None:
 
     targets(rows["hessian"], "hessian")
     targets(rows["hvp"], "hvp")
+    targets(rows["newton"], "newton")
     print("\n== the emitted code that was timed (statements of hessian / hvp, shape checks left out) ==")
-    for case in cases:
-        for style in ("hessian", "hvp"):
-            print(f"-- {case.name} {style}:")
-            print(function_source(modules[case.name, style], style))
+    for (name, style), module in modules.items():
+        print(f"-- {name} {style}:")
+        print(function_source(module, "newton_step" if style == "newton" else style))
     print(f"\nload average at end (1, 5, 15 min): {os.getloadavg()}; wall time {time.perf_counter() - started:.0f} s")
 
 

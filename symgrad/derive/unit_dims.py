@@ -30,11 +30,14 @@ def _same(a: tuple, b: tuple) -> bool:
 
 
 def _swap_with_unit(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) -> Tensor | None:
-    """``t.transpose(a, b)`` where dim a or b has size 1 (3-d and up): ``t.reshape(shape)``, the same entries."""
+    """``t.transpose(a, b)`` where dim a or b has size 1 and every dim between them too (3-d and up):
+    ``t.reshape(shape)``, the same entries (the other dims keep their order; a size-1 dim jumping over a larger
+    one would reorder them)."""
     if name != "transpose" or len(shape) < 3:
         return None
     x = inputs[0]
-    if not (_unit(x.shape[attrs["dim0"]]) or _unit(x.shape[attrs["dim1"]])):
+    a, b = sorted(d % len(x.shape) for d in (attrs["dim0"], attrs["dim1"]))
+    if not (_unit(x.shape[a]) or _unit(x.shape[b])) or not all(_unit(d) for d in x.shape[a + 1 : b]):
         return None
     return x.reshape(*shape)
 

@@ -74,6 +74,9 @@ def test_each_unit_dim_rule_on_a_law_and_entry_by_entry():
         found = unit_dim_rewrite(op, inputs, attrs, node.shape)
         assert found is not None and text(found) == expected[op], name
         assert _entries_equal(found, node), name
+    # a size-1 dim swapped over a larger one reorders the others: not a reshape
+    jumping = sg.symbols("J", (k, n, 1))
+    assert unit_dim_rewrite("transpose", [jumping], {"dim0": 0, "dim1": 2}, (1, n, k)) is None
     # a matrix keeps its transpose: x.T of a column reads better than a reshape
     column = sg.symbols("x", (n, 1))
     assert unit_dim_rewrite("transpose", [column], {"dim0": 0, "dim1": 1}, (1, n)) is None
