@@ -599,7 +599,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.verb == "catalogue":
         return run_catalogue(args)
     seconds = time_limit_of(args)
-    skip = " --no-check skips the proofs and checks," if args.verb != "graph" else ""
+    skip = " --no-check skips the proofs and checks," if args.verb not in ("graph", "verify") else ""
+    if args.verb == "verify":
+        skip = " --order 1 skips the second order,"
     way_out = (
         f"{skip} smaller sizes (or symbolic ones, for the law instead of the entries) take less, and "
         f"--time-limit SECONDS allows more"

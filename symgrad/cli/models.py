@@ -50,19 +50,23 @@ class Model:
         return list(self.trace.parameters.values())
 
 
-def _read_module(path: Path) -> Any:
-    """Import the file as a fresh module (its own name, so two models never collide)."""
+def _read_module(path: Path, option: str = "--module") -> Any:
+    """Import the file as a fresh module (its own name, so two models never collide), with its folder on
+    ``sys.path`` as ``python FILE.py`` has it (so that it imports its neighbours)."""
     name = f"symgrad_user_model_{abs(hash(str(path.resolve())))}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        raise SymgradError(f"--module: cannot import {path}")
+        raise SymgradError(f"{option}: cannot import {path}")
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # dataclasses and pickling look their module up here
     try:
         spec.loader.exec_module(module)
     except Exception as error:  # the user's file failed: say where, in one line
         del sys.modules[name]
-        raise SymgradError(f"--module: running {path.name} failed: {type(error).__name__}: {error}") from error
+        raise SymgradError(f"{option}: running {path.name} failed: {type(error).__name__}: {error}") from error
     return module
 
 
@@ -196,7 +200,7 @@ def find_in_file(spec: str, option: str = "--module") -> tuple[Any, str, Path]:
     path = Path(where)
     if path.suffix != ".py" or not path.is_file():
         raise SymgradError(f"{option}: {where} is not a Python file")
-    module = _read_module(path)
+    module = _read_module(path, option)
     if not hasattr(module, name):
         found = sorted(n for n in vars(module) if not n.startswith("_"))
         raise SymgradError(f"{option}: {path.name} has no {name} (it defines {', '.join(found) or 'nothing'})")

@@ -4,9 +4,10 @@ plain function that applies a Function: the Function is verified at the argument
 
 Each input of the Function's forward is given once: ``--input NAME=DIMS[:KIND]`` draws it at random (float64
 normals, or integers in a range, as ``--module`` inputs are drawn), with a name making a size symbolic, and
-``--value NAME=LIST`` gives its numbers. The file runs as Python. Exit 0 when every gradient is proved, 1 when one
-differs (the report names it, with the first entry that differs and numbers), 2 on bad input or code that cannot
-be traced (one line).
+``--value NAME=LIST`` gives its numbers; ``--number NAME=NUMBER`` passes a plain Python number (an ``eps``), and an
+input with a default in the signature takes it when it is not given. The file runs as Python, with its own folder
+on ``sys.path``. Exit 0 when every gradient is proved, 1 when one differs (the report names it, with the first entry
+that differs and numbers), 2 on bad input or code that cannot be traced (one line).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from ..core.errors import SymgradError
 from ..reader import parse_values
-from ..verify import function_class, input_names, verify_backward
+from ..verify import function_class, input_defaults, input_names, verify_backward
 from .errors import EXIT_MISMATCH
 from .models import InputDraws, InputSpec, find_in_file, option_pairs, parse_input
 
@@ -44,6 +45,14 @@ def add_parser(verbs: Any) -> argparse.ArgumentParser:
         "--value", action="append", default=[], metavar="NAME=LIST", help='one input\'s numbers, e.g. y="[0,3,1]"'
     )
     verify.add_argument(
+        "--number",
+        action="append",
+        default=[],
+        metavar="NAME=NUMBER",
+        help="an input that is a plain Python number, not a tensor (eps=1e-5, dim=1); an input with a default "
+        "value in forward's signature takes it when it is not given",
+    )
+    verify.add_argument(
         "--order",
         type=int,
         choices=(1, 2),
@@ -62,25 +71,36 @@ def _named(items: list[str], option: str) -> dict[str, str]:
     return out
 
 
-def _examples(label: str, names: list[str], specs: dict[str, InputSpec], values: dict[str, Any]) -> tuple[list, dict]:
-    """The example inputs in forward's order, and torch.export's dynamic_shapes for the symbolic sizes."""
+def _examples(
+    label: str, names: list[str], specs: dict[str, InputSpec], values: dict[str, Any], numbers: dict[str, Any]
+) -> tuple[list, dict]:
+    """The example inputs in forward's order, and torch.export's dynamic_shapes for the symbolic sizes. ``numbers``
+    holds the plain numbers: those given with --number, then the signature's defaults."""
     import torch
 
-    unknown = sorted((set(specs) | set(values)) - set(names))
+    given = {"--input": set(specs), "--value": set(values), "--number": set(numbers)}
+    unknown = sorted(set().union(*given.values()) - set(names))
     if unknown:
         raise SymgradError(f"{label} takes {', '.join(names)}; it has no input {unknown[0]}")
-    both = sorted(set(specs) & set(values))
-    if both:
-        raise SymgradError(f"{both[0]} is given by both --input and --value: give one")
-    missing = [n for n in names if n not in specs and n not in values]
+    for (first, a), (second, b) in (
+        (("--input", given["--input"]), ("--value", given["--value"])),
+        (("--input", given["--input"]), ("--number", given["--number"])),
+        (("--value", given["--value"]), ("--number", given["--number"])),
+    ):
+        if a & b:
+            raise SymgradError(f"{sorted(a & b)[0]} is given by both {first} and {second}: give one")
+    missing = [n for n in names if n not in specs and n not in values and n not in numbers]
     if missing:
         raise SymgradError(
-            f"give each input of {label} with --input NAME=DIMS or --value NAME=LIST; missing {missing[0]}"
+            f"give each input of {label} with --input NAME=DIMS, --value NAME=LIST or --number NAME=NUMBER; "
+            f"missing {missing[0]}"
         )
     draw = InputDraws()
     examples = []
     for name in names:
-        if name in values:
+        if name in numbers and name not in specs and name not in values:
+            examples.append(numbers[name])
+        elif name in values:
             data = values[name]
             floating = any(isinstance(v, float) for v in _flat(data))
             examples.append(torch.tensor(data, dtype=torch.float64 if floating else torch.int64))
@@ -89,18 +109,27 @@ def _examples(label: str, names: list[str], specs: dict[str, InputSpec], values:
     return examples, draw.dynamic
 
 
+def _number(name: str, text: str) -> Any:
+    """``--number NAME=NUMBER``: a Python int or float (read by the safe parser)."""
+    value = parse_values(text)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SymgradError(f"--number {name}= takes one number, e.g. {name}=1e-5, got {text!r}")
+    return value
+
+
 def _flat(data: Any) -> list:
     return [v for item in data for v in _flat(item)] if isinstance(data, list) else [data]
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    verdict = verified(args.function, args.input, args.value, args.order)
+    verdict = verified(args.function, args.input, args.value, args.order, args.number)
     print(verdict.report())
     return 0 if verdict.held else EXIT_MISMATCH
 
 
-def verified(spec: str, inputs: list[str], values: list[str], order: int) -> Any:
-    """The verdict on ``FILE.py:NAME`` with the ``--input`` and ``--value`` options (see the module docstring)."""
+def verified(spec: str, inputs: list[str], values: list[str], order: int, numbers: list[str] = ()) -> Any:
+    """The verdict on ``FILE.py:NAME`` with the ``--input``, ``--value`` and ``--number`` options (see the module
+    docstring)."""
     import torch
 
     found, name, path = find_in_file(spec, "verify")
@@ -114,5 +143,7 @@ def verified(spec: str, inputs: list[str], values: list[str], order: int) -> Any
     specs = {k: parse_input(v) for k, v in _named(inputs, "--input").items()}
     given = {k: parse_values(v) for k, v in _named(values, "--value").items()}
     label = name if plain else f"{name}.forward"
-    examples, dynamic = _examples(label, input_names(found if plain else function_class(found)), specs, given)
+    fn = found if plain else function_class(found)
+    plain_numbers = {**input_defaults(fn), **{k: _number(k, v) for k, v in _named(list(numbers), "--number").items()}}
+    examples, dynamic = _examples(label, input_names(fn), specs, given, plain_numbers)
     return verify_backward(found, *examples, dynamic_shapes=dynamic or None, order=order)

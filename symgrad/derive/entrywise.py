@@ -161,6 +161,8 @@ def _derivative(expr: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
     if type(expr) is sympy.Pow and expr.exp.is_Number and _zero_safe(expr.base):
         base, exponent = expr.args
         return sympy.Mul(exponent, base ** (exponent - 1), _derivative(base, symbol))
+    if isinstance(expr, (sympy.core.relational.Relational, sympy.logic.boolalg.Boolean)):
+        return sympy.S.Zero  # a comparison is constant where it is defined: torch's autograd gives it no gradient
     return expr.diff(symbol)
 
 

@@ -312,7 +312,8 @@ class detached(sympy.Function):  # noqa: N801 - spelled like a SymPy function
 
     @classmethod
     def eval(cls, x):
-        return x if x.is_Number else None
+        # a number, or a truth value (a detached comparison), has no gradient to stop
+        return x if x.is_Number or isinstance(x, sympy.logic.boolalg.Boolean) else None
 
     def fdiff(self, argindex=1):
         return sympy.S.Zero

@@ -15,7 +15,7 @@ torch is imported only when a check runs. This package imports :mod:`symgrad.der
 
 from .backward import BackwardVerdict, verify_backward
 from .curvature import prove_hessian, prove_jacobian
-from .functions import function_class, input_names
+from .functions import function_class, input_defaults, input_names
 from .instances import instantiate, size_assignments
 from .prove import Proof, check_numerically, prove
 from .torch_eval import evaluate_graph, leaf_assignment, substitute
@@ -31,6 +31,7 @@ __all__ = [
     "check_numerically",
     "evaluate_graph",
     "function_class",
+    "input_defaults",
     "input_names",
     "instantiate",
     "is_zero",

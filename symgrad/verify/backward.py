@@ -108,7 +108,15 @@ class BackwardVerdict:
         """The verdict as text: one line per gradient, and the counterexample of each that differs."""
         first = all(g.held for g in self.gradients)
         orders = "first and second order" if self.second else "first order"
-        lines = [f"{self.function}.backward: {'proved' if self.held else 'WRONG'} ({orders})"]
+        if self.held:
+            verdict = f"proved ({orders})"
+        elif not first:
+            verdict = "WRONG at first order"
+        elif not all(g.held for g in self.second):
+            verdict = "WRONG at second order (first order proved)"
+        else:
+            verdict = f"WRONG in its jvp ({orders} proved)"
+        lines = [f"{self.function}.backward: {verdict}"]
         lines += self._lines(self.gradients, "grad of")
         if self.second:
             lines.append("second order (differentiating through the backward, as create_graph=True does):")
@@ -455,6 +463,7 @@ def _verdict_for(leaf: Tensor, grad: Any, outs: list, gs: list, numeric: bool) -
         grad = zeros(*leaf.shape, dtype=leaf.dtype)
     if not isinstance(grad, Tensor):
         return GradientVerdict(name, False, f"the backward returned a {type(grad).__name__} for {name}")
+    summed = ""
     if tuple(str(d) for d in grad.shape) != tuple(str(d) for d in leaf.shape):
         if not _expandable(leaf.shape, grad.shape):
             got, expected = (", ".join(map(str, s)) for s in (grad.shape, leaf.shape))
@@ -464,12 +473,13 @@ def _verdict_for(leaf: Tensor, grad: Any, outs: list, gs: list, numeric: bool) -
                 f"Function backward returned an invalid gradient for {name} - got [{got}] but expected shape "
                 f"compatible with [{expected}]",
             )
+        summed = f"the backward returns shape ({', '.join(map(str, grad.shape))}) for {name}; torch sums it down"
         grad = unbroadcast(grad, leaf.shape)  # torch sums a gradient of a broadcast shape down, as here
     # at the example's sizes the exact proof covers every value; numbers against torch add nothing there, and a
     # .detach() at concrete sizes keeps formulas, not a graph that other sizes can be made of
     symbolic = bool(dims_of([leaf, *outs]))
     proof = prove(outs, [leaf], gs, laws=[grad], numeric=numeric and symbolic, sizes=None if symbolic else [{}])
-    verdict = GradientVerdict(name, proof.held, str(proof))
+    verdict = GradientVerdict(name, proof.held, str(proof) + (f"\n{summed}, as here" if summed else ""))
     if not proof.held:
         _counterexample(verdict, leaf, grad, outs, gs)
     return verdict

@@ -121,6 +121,15 @@ def input_names(fn: Any, count: int | None = None) -> list[str]:
     return (names + [f"x{i}" for i in range(len(names), count)])[:count]
 
 
+def input_defaults(fn: Any) -> dict[str, Any]:
+    """The default values of a Function's forward's inputs, or of a plain callable's arguments, by name."""
+    try:
+        parameters = inspect.signature(fn.forward if isinstance(fn, type) else fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
+
+
 def overrides(cls: type, name: str) -> bool:
     import torch
 

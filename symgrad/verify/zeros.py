@@ -44,7 +44,10 @@ def zero_by(expr: sympy.Expr) -> str | None:
     - ``"60-digit evaluation"``: the last resort, when the others are out of
       reach (exponentials that SymPy merges, as in attention): |expr| < 10⁻⁴⁵
       at random points with 60 significant digits. Reported separately, since
-      it is strong evidence rather than a symbolic proof.
+      it is strong evidence rather than a symbolic proof;
+    - ``"decimal rounding"``: a difference with decimal constants in it (0.044715, and 3 · 0.044715 written
+      0.134145 elsewhere) that is below 10⁻¹³ of the size of its terms at random points: the two sides differ
+      by how their constants were rounded, not by a term. Reported separately too.
 
     A numeric evaluation rules out non-zero differences first, so the slow
     steps only run on differences that vanish at those points.
@@ -55,7 +58,7 @@ def zero_by(expr: sympy.Expr) -> str | None:
     if expr == 0:
         return "symbolic"
     if _clearly_nonzero(expr):
-        return None
+        return "decimal rounding" if _rounding_only(expr) else None
     plain = _with_independent_functions(expr)
     if plain is not None:
         splits = plain.has(*CASE_SPLITS)
@@ -77,7 +80,33 @@ def zero_by(expr: sympy.Expr) -> str | None:
                 return "symbolic"
     if _zero_to_digits(expr):
         return "60-digit evaluation"
-    return None
+    return "decimal rounding" if _rounding_only(expr) else None
+
+
+def _rounding_only(expr: sympy.Expr, tries: int = 4) -> bool:
+    """Whether ``expr`` has decimal constants and is below 10⁻¹³ of the sum of its terms' sizes at random points."""
+    if not expr.atoms(sympy.Float) and not any(_from_binary(r) for r in expr.atoms(sympy.Rational)):
+        return False
+    rng = random.Random(4)
+    symbols = symbols_of(expr)
+    terms = sympy.Add.make_args(expr)  # the two sides' terms, as they were written
+    for _ in range(tries):
+        point = {s: Fraction(rng.randint(300, 1700), 1000) for s in symbols}
+        try:
+            value = abs(to_mpmath(expr, point, digits=40))
+            scale = sum(abs(to_mpmath(term, point, digits=40)) for term in terms)
+        except (KeyError, ArithmeticError):
+            return False
+        # below 10⁻¹³ of the terms' sizes, or, where the terms cancelled to the residue alone (1/6 against the float
+        # 2.0 / 12), below 10⁻¹² at inputs of size about 1
+        if not (value <= mpmath.mpf("1e-13") * scale or value <= mpmath.mpf("1e-12")):  # nan is not small either
+            return False
+    return True
+
+
+def _from_binary(r: sympy.Rational) -> bool:
+    """A float's exact value as a fraction, or a number made with one: its denominator a multiple of 2²⁴."""
+    return int(r.q) % 2**24 == 0
 
 
 def _zero_to_digits(expr: sympy.Expr, digits: int = 60, tries: int = 3) -> bool:

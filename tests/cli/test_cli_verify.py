@@ -65,6 +65,17 @@ def layer(x, w, b):
     return torch.tanh(AffineFirstRow.apply(x, w, b))
 
 
+class Scale(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, factor, shift=0.5):
+        ctx.factor = factor
+        return x * factor + shift
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.factor, None, None
+
+
 not_callable = 3
 """
 
@@ -101,6 +112,13 @@ def test_a_wrong_backward_exits_1_with_the_report(capsys, functions):
 def test_a_function_that_applies_one_is_verified_where_it_applies_it(capsys, functions):
     code, out, _ = run(capsys, f"{functions}:layer", "--input", "x=m,2", "--input", "w=2,4", "--input", "b=4")
     assert code == 1 and out.startswith("AffineFirstRow.backward: WRONG") and "grad of b: differs" in out
+
+
+def test_plain_numbers_come_from_number_or_the_signatures_default(capsys, functions):
+    code, out, _ = run(capsys, f"{functions}:Scale", "--input", "x=m,3", "--number", "factor=0.7")
+    assert code == 0 and out.startswith("Scale.backward: proved") and "grad of factor" not in out
+    code, _, err = run(capsys, f"{functions}:Scale", "--input", "x=3", "--number", "factor=[1, 2]")
+    assert code == 2 and "--number factor= takes one number" in err
 
 
 def test_integer_inputs_take_values(capsys, functions):

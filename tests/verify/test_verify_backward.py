@@ -423,3 +423,61 @@ def test_a_functions_jvp_is_checked_against_the_jacobian_vector_product():
     verdict = sg.verify_backward(ExpWithWrongJvp, _randn(3), order=1)
     assert all(g.held for g in verdict.gradients) and not verdict.held
     assert "jvp of the output: differs" in verdict.report()
+
+
+class LeakyRelu(torch.autograd.Function):
+    """A comparison in both passes: its derivative is 0 where it is defined, as in torch."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.where(x > 0, x, 0.01 * x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return torch.where(x > 0, g, 0.01 * g)
+
+
+class GeluTanh(torch.autograd.Function):
+    """Decimal constants written differently on each side (0.044715 · 3 as 0.134145): equal up to their rounding."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return 0.5 * x * (1 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x**3)))
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        t = torch.tanh(0.7978845608028654 * (x + 0.044715 * x**3))
+        slope = 0.5 * (1 + t) + 0.5 * x * (1 - t**2) * 0.7978845608028654 * (1 + 0.134145 * x**2)
+        return g * slope
+
+
+class GeluTanhSlightlyOff(GeluTanh):
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        t = torch.tanh(0.7978845608028654 * (x + 0.044715 * x**3))
+        slope = 0.5 * (1 + t) + 0.5 * x * (1 - t**2) * 0.7978845608028654 * (1 + 0.134146 * x**2)  # one digit off
+        return g * slope
+
+
+def test_comparisons_and_decimal_constants_are_proved_and_a_wrong_digit_is_caught():
+    assert sg.verify_backward(LeakyRelu, _randn(4)).held
+    verdict = sg.verify_backward(GeluTanh, _randn(3))
+    assert verdict.held and "decimal rounding" in verdict.report()
+    assert not sg.verify_backward(GeluTanhSlightlyOff, _randn(3), order=1).held
+
+
+class AffineBiasNotSummed(Affine):
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g @ w.T, x.T @ g, g  # b's gradient left at the output's shape: torch sums it down
+
+
+def test_a_gradient_of_a_broadcast_shape_is_summed_as_torch_sums_it_and_the_report_says_so():
+    verdict = sg.verify_backward(AffineBiasNotSummed, _randn(3, 2), _randn(2, 4), _randn(4), order=1)
+    assert verdict.held and "the backward returns shape (3, 4) for b; torch sums it down, as here" in verdict.report()
