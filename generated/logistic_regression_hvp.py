@@ -15,6 +15,11 @@ gradient; the Hessian is never built):
 
 import torch
 
+# Kernels from torch.ops.aten, torch's operator namespace (torch.* has no spelling of them): the backward kernels
+# torch's own autograd runs for tanh, sigmoid, relu, gelu, softmax and log_softmax (one kernel where the formula takes
+# three or four), and nll_loss_forward, which returns the loss with the total weight its backward divides by;
+# torch differentiates them twice and in forward mode. Used here: sigmoid_backward.
+
 
 def _check_shapes(X, w, y):
     """Raise ValueError unless the inputs have the shapes given in the module docstring."""
@@ -41,7 +46,7 @@ def _check_tangents(X, w, y, v_w):
 def forward(X, w, y):
     r"""Return out = F.binary_cross_entropy_with_logits(X @ w, y)."""
     _check_shapes(X, w, y)
-    out = torch.nn.functional.binary_cross_entropy_with_logits(X @ w, y, reduction="none").mean()
+    out = torch.nn.functional.binary_cross_entropy_with_logits(X @ w, y)
     return out
 
 
@@ -59,5 +64,5 @@ def hvp(X, w, y, v_w):
     _check_tangents(X, w, y, v_w)
     n = X.shape[0]
     t_1 = torch.sigmoid(X @ w)
-    hvp_w = X.T @ (((X @ v_w) / n) * (t_1 * (1 - t_1)))
+    hvp_w = X.T @ torch.ops.aten.sigmoid_backward((X @ v_w) / n, t_1)
     return (hvp_w,)

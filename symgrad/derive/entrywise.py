@@ -27,6 +27,7 @@ from ..core.dims import is_concrete, numel, require_concrete
 from ..core.errors import ShapeError, SymgradError, UnsupportedError, WorkBudgetError
 from ..core.tensor import Tensor, constant, wrap
 from ..ops import functions
+from ..ops.nn import is_truth_value
 from .reverse import law
 
 Entry = tuple[int, int, sympy.Expr]  # (flat output index, flat input index, derivative)
@@ -161,7 +162,7 @@ def _derivative(expr: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
     if type(expr) is sympy.Pow and expr.exp.is_Number and _zero_safe(expr.base):
         base, exponent = expr.args
         return sympy.Mul(exponent, base ** (exponent - 1), _derivative(base, symbol))
-    if isinstance(expr, (sympy.core.relational.Relational, sympy.logic.boolalg.Boolean)):
+    if is_truth_value(expr):
         return sympy.S.Zero  # a comparison is constant where it is defined: torch's autograd gives it no gradient
     return expr.diff(symbol)
 

@@ -66,7 +66,7 @@ def _function(
 ) -> tuple[Function, CodePrinter]:
     """Statements computing ``results`` from ``arguments``: shared nodes named once, long ones split."""
     names = {id(t): t.name for t in arguments}
-    printer = CodePrinter(names, like)
+    printer = CodePrinter(names, like, fused=True)  # torch's fused kernels, as the first-order code runs them
     roots = [r for _, r in results]
     uses = count_uses(roots)
     skip = {id(r) for r in roots}
@@ -241,6 +241,7 @@ def curvature_codegen(
             functions=functions,
             uses_math=any(p.uses_math for p in printers),
             helpers=sorted(set().union(*(p.helpers for p in printers))),
+            aten_kernels=sorted(set().union(*(p.aten_kernels for p in printers))),
             uses_torch="torch." in body,
         )
     )

@@ -304,6 +304,12 @@ register(
 )
 
 
+def is_truth_value(x: sympy.Basic) -> bool:
+    """A comparison, a logical combination of them, or true/false (not a symbol: SymPy's symbols are Booleans too)."""
+    logic = sympy.logic.boolalg
+    return isinstance(x, (sympy.core.relational.Relational, logic.BooleanFunction, logic.BooleanAtom))
+
+
 # ── a value without a gradient (embedding's padding_idx row) ──
 class detached(sympy.Function):  # noqa: N801 - spelled like a SymPy function
     """x in value; its derivative is 0 (torch's ``x.detach()``)."""
@@ -313,7 +319,7 @@ class detached(sympy.Function):  # noqa: N801 - spelled like a SymPy function
     @classmethod
     def eval(cls, x):
         # a number, or a truth value (a detached comparison), has no gradient to stop
-        return x if x.is_Number or isinstance(x, sympy.logic.boolalg.Boolean) else None
+        return x if x.is_Number or is_truth_value(x) else None
 
     def fdiff(self, argindex=1):
         return sympy.S.Zero
