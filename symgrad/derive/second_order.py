@@ -140,7 +140,7 @@ def hvp_law(
     >>> n = sg.dims("n")[0]
     >>> A, x, v = sg.symbols("A", (n, n)), sg.symbols("x", (n,)), sg.symbols("v", (n,))
     >>> hvp_law(x @ A @ x, x, v)[0].name
-    '(A.T + A) @ v'
+    '(A + A.T) @ v'
     """
     inputs = [wrt] if isinstance(wrt, Tensor) else list(wrt)
     vs = [tangents] if isinstance(tangents, Tensor) else list(tangents)

@@ -454,6 +454,8 @@ def _factor_matmul(a: Tensor, b: Tensor, shape: tuple) -> Tensor | None:
         return None
     (p, x), (q, y) = a.inputs, b.inputs
     if x is y and _same_shape(p.shape, q.shape):
+        if _is_matrix_transpose(p) and p.inputs[0] is q:
+            p, q = q, p  # A + A.T, as the Hessian reads: the matrix before its transpose
         return apply("matmul", apply("add", p, q), x)
     if p is q and _same_shape(x.shape, y.shape):
         return apply("matmul", p, apply("add", x, y))

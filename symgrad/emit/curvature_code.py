@@ -9,7 +9,7 @@ returns H with torch's layout (``x.shape + x.shape``; for several inputs, the ne
 >>> n = sg.dims("n")[0]
 >>> A, x = sg.symbols("A", (n, n)), sg.symbols("x", (n,), requires_grad=True)
 >>> source = curvature_codegen(x @ A @ x, [x], inputs=[A, x], style="hvp", name="Quadratic")
->>> "hvp_x = (A.T + A) @ v_x" in source
+>>> "hvp_x = (A + A.T) @ v_x" in source
 True
 """
 
