@@ -37,7 +37,7 @@ from .errors import (
     UnsupportedError,
     ValuesUnknownError,
 )
-from .graph import topological
+from .graph import dims_of, topological
 from .methods import TensorMethods
 from .numbers import node_numbers
 from .registry import Op, engine, lookup
@@ -367,7 +367,7 @@ class Tensor(TensorMethods):
         so that a derivative of a formula that reads it takes it as a constant, as torch does (the gradient of
         ``x * x.detach()`` is ``x.detach()``, not ``2 x``); at symbolic sizes, where there are no formulas to
         copy, the ``stop_gradient`` op (torch spells both ``x.detach()``)."""
-        if not is_concrete(self.shape):
+        if not is_concrete(self.shape) or dims_of([self]):  # a mean over symbolic sizes is one number, no formula
             return apply("stop_gradient", self)
         entries = self.entries()
         if self._leaves:

@@ -481,3 +481,17 @@ class AffineBiasNotSummed(Affine):
 def test_a_gradient_of_a_broadcast_shape_is_summed_as_torch_sums_it_and_the_report_says_so():
     verdict = sg.verify_backward(AffineBiasNotSummed, _randn(3, 2), _randn(2, 4), _randn(4), order=1)
     assert verdict.held and "the backward returns shape (3, 4) for b; torch sums it down, as here" in verdict.report()
+
+
+class MeanSquareRight(MeanSquare):
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        d = 2.0 * (x - t) / x.numel() * g
+        return d, -d
+
+
+def test_a_mean_over_symbolic_sizes_proves_one_order_up():
+    # the forward's mean runs under no_grad: one number, detached, whose formula has no entries at symbolic sizes
+    dynamic = {"x": {0: "m", 1: "n"}, "t": {0: "m", 1: "n"}}
+    assert_backward_correct(MeanSquareRight, _randn(3, 4), _randn(3, 4, seed=1), dynamic_shapes=dynamic)
