@@ -72,10 +72,15 @@ def _named(items: list[str], option: str) -> dict[str, str]:
 
 
 def _examples(
-    label: str, names: list[str], specs: dict[str, InputSpec], values: dict[str, Any], numbers: dict[str, Any]
+    label: str,
+    names: list[str],
+    specs: dict[str, InputSpec],
+    values: dict[str, Any],
+    numbers: dict[str, Any],
+    defaults: dict[str, Any],
 ) -> tuple[list, dict]:
     """The example inputs in forward's order, and torch.export's dynamic_shapes for the symbolic sizes. ``numbers``
-    holds the plain numbers: those given with --number, then the signature's defaults."""
+    holds the plain numbers given with --number; an input given no other way takes its ``defaults`` value."""
     import torch
 
     given = {"--input": set(specs), "--value": set(values), "--number": set(numbers)}
@@ -89,6 +94,7 @@ def _examples(
     ):
         if a & b:
             raise SymgradError(f"{sorted(a & b)[0]} is given by both {first} and {second}: give one")
+    numbers = {**{k: v for k, v in defaults.items() if k not in specs and k not in values}, **numbers}
     missing = [n for n in names if n not in specs and n not in values and n not in numbers]
     if missing:
         raise SymgradError(
@@ -98,7 +104,7 @@ def _examples(
     draw = InputDraws()
     examples = []
     for name in names:
-        if name in numbers and name not in specs and name not in values:
+        if name in numbers:
             examples.append(numbers[name])
         elif name in values:
             data = values[name]
@@ -144,6 +150,6 @@ def verified(spec: str, inputs: list[str], values: list[str], order: int, number
     given = {k: parse_values(v) for k, v in _named(values, "--value").items()}
     label = name if plain else f"{name}.forward"
     fn = found if plain else function_class(found)
-    plain_numbers = {**input_defaults(fn), **{k: _number(k, v) for k, v in _named(list(numbers), "--number").items()}}
-    examples, dynamic = _examples(label, input_names(fn), specs, given, plain_numbers)
+    explicit = {k: _number(k, v) for k, v in _named(list(numbers), "--number").items()}
+    examples, dynamic = _examples(label, input_names(fn), specs, given, explicit, input_defaults(fn))
     return verify_backward(found, *examples, dynamic_shapes=dynamic or None, order=order)

@@ -117,6 +117,8 @@ def test_a_function_that_applies_one_is_verified_where_it_applies_it(capsys, fun
 def test_plain_numbers_come_from_number_or_the_signatures_default(capsys, functions):
     code, out, _ = run(capsys, f"{functions}:Scale", "--input", "x=m,3", "--number", "factor=0.7")
     assert code == 0 and out.startswith("Scale.backward: proved") and "grad of factor" not in out
+    code, out, _ = run(capsys, f"{functions}:Scale", "--input", "x=3", "--number", "factor=2", "--input", "shift=3")
+    assert code == 1 and "grad of shift: differs" in out  # the default yields: a tensor shift, whose None is wrong
     code, _, err = run(capsys, f"{functions}:Scale", "--input", "x=3", "--number", "factor=[1, 2]")
     assert code == 2 and "--number factor= takes one number" in err
 
