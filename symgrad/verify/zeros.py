@@ -105,8 +105,9 @@ def _rounding_only(expr: sympy.Expr, tries: int = 4) -> bool:
 
 
 def _from_binary(r: sympy.Rational) -> bool:
-    """A float's exact value as a fraction, or a number made with one: its denominator a multiple of 2²⁴."""
-    return int(r.q) % 2**24 == 0
+    """A float's exact value as a fraction, or a number made with one (a quotient by a float too): its denominator
+    or its numerator a multiple of 2²⁴."""
+    return int(r.q) % 2**24 == 0 or (int(r.p) != 0 and int(r.p) % 2**24 == 0)
 
 
 def _zero_to_digits(expr: sympy.Expr, digits: int = 60, tries: int = 3) -> bool:
