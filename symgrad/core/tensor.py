@@ -31,13 +31,14 @@ from .dtypes import Operand, is_floating, result_dtype
 from .errors import (
     AutogradError,
     ShapeError,
+    SymbolicShapeError,
     SymgradError,
     TorchRuntimeError,
     TorchTypeError,
     UnsupportedError,
     ValuesUnknownError,
 )
-from .graph import dims_of, topological
+from .graph import topological
 from .methods import TensorMethods
 from .numbers import node_numbers
 from .registry import Op, engine, lookup
@@ -367,9 +368,12 @@ class Tensor(TensorMethods):
         so that a derivative of a formula that reads it takes it as a constant, as torch does (the gradient of
         ``x * x.detach()`` is ``x.detach()``, not ``2 x``); at symbolic sizes, where there are no formulas to
         copy, the ``stop_gradient`` op (torch spells both ``x.detach()``)."""
-        if not is_concrete(self.shape) or dims_of([self]):  # a mean over symbolic sizes is one number, no formula
+        if not is_concrete(self.shape):
             return apply("stop_gradient", self)
-        entries = self.entries()
+        try:
+            entries = self.entries()
+        except SymbolicShapeError:  # a mean over symbolic sizes: one number, but no formula for it
+            return apply("stop_gradient", self)
         if self._leaves:
             entries = lookup("stop_gradient").meaning(entries)
         return Tensor(
