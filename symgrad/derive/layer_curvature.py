@@ -31,6 +31,7 @@ from ..core.registry import lookup
 from ..core.tensor import Tensor, apply
 from ..ops.linalg import einsum_op
 from .batching import batch
+from .replacing import replaced
 from .reverse import law
 
 
@@ -43,7 +44,7 @@ def layer_hessian(f: Tensor, w: Tensor) -> Tensor | None:
         return None
     z, other, transposed, samples_first = found
     standing = symbols("z_layer", z.shape, distinct=True, dtype=z.dtype)
-    (loss,) = _replaced([f], {id(z): standing})
+    (loss,) = replaced([f], {id(z): standing})
     if _reads(loss, w):  # w is used elsewhere too
         return None
     tangent = symbols("v_layer", z.shape, distinct=True, dtype=z.dtype)
@@ -57,7 +58,7 @@ def layer_hessian(f: Tensor, w: Tensor) -> Tensor | None:
     eye = apply("eye", n=h)
     basis = eye.reshape(h, 1, h) if samples_first else eye.reshape(h, h, 1)
     (curvature,) = batch([hv], tangent, basis.expand(h, *z.shape), 1)  # [j, s, i] or [j, i, s]: C[s, i, j]
-    (curvature,) = _replaced([curvature], {id(standing): z})
+    (curvature,) = replaced([curvature], {id(standing): z})
     # H of the operand that multiplies (w or w.T); its layout [a, i, b, j] (samples first) or [i, a, j, b]
     if samples_first:
         equation = "sa,sb,jsi->" + ("iajb" if transposed else "aibj")
@@ -102,12 +103,6 @@ def _is_matrix_transpose(t: Tensor) -> bool:
 
 def _reads(t: Tensor, leaf: Tensor) -> bool:
     return any(node is leaf for node in topological_all([t]))
-
-
-def _replaced(roots: list[Tensor], mapping: dict[int, Tensor]) -> list[Tensor]:
-    from .second_order import replaced
-
-    return replaced(roots, mapping)
 
 
 def _sample_axis(root: Tensor, tangent: Tensor, axis: int) -> int | None:

@@ -19,11 +19,11 @@ from collections.abc import Sequence
 
 from ..core.constructors import symbols
 from ..core.errors import SymgradError, UnsupportedError
-from ..core.graph import topological_all
-from ..core.tensor import Tensor, apply, with_inputs
+from ..core.tensor import Tensor, apply
 from .batching import batch
 from .forward import jvp
 from .layer_curvature import layer_hessian
+from .replacing import replaced
 from .reverse import law
 from .simplify import simplify
 
@@ -114,21 +114,6 @@ def _without_unit_dims(x: Tensor) -> Tensor:
     if x.op is not None or len(shape) == len(x.shape):
         return x
     return symbols(x.name, shape, distinct=True, dtype=x.dtype)
-
-
-def replaced(roots: Sequence[Tensor], mapping: dict[int, Tensor]) -> list[Tensor]:
-    """``roots`` rebuilt with each node whose id is a key of ``mapping`` replaced by its value (of the same shape).
-
-    >>> import symgrad as sg
-    >>> x, y = sg.symbols("x", (2,)), sg.symbols("y", (2,))
-    >>> replaced([(x * 2).sum()], {id(x): y})[0].name
-    '(y * 2).sum()'
-    """
-    rebuilt: dict[int, Tensor] = dict(mapping)
-    for node in topological_all(list(roots)):
-        if id(node) not in rebuilt:
-            rebuilt[id(node)] = node if node.op is None else with_inputs(node, [rebuilt[id(i)] for i in node.inputs])
-    return [rebuilt[id(r)] for r in roots]
 
 
 def hvp_law(
