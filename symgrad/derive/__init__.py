@@ -7,9 +7,11 @@
   ``retain_graph``), registered as the core's backward engine;
 - :mod:`.forward`: forward mode, J·t, from each op's JVP rule (or its VJP rule, transposed);
 - :mod:`.second_order`: Hessian, HVP and Gauss–Newton laws (a gradient law differentiated again,
-  batched over a basis by :mod:`.batching` where a whole tensor is asked for);
+  batched over a basis by :mod:`.batching` where a whole tensor is asked for); a column differentiated as a
+  vector (:mod:`.replacing` puts it back), and a layer's weight in block form (:mod:`.layer_curvature`);
 - :mod:`.reverse`: reverse mode over the graph with one VJP rule per op, giving laws such as
-  ``V @ X.T`` that hold for symbolic sizes; :mod:`.simplify` rewrites them as a person would.
+  ``V @ X.T`` that hold for symbolic sizes; :mod:`.simplify` rewrites them as a person would, with the
+  identity products of :mod:`.identities` and the size-1 dims of :mod:`.unit_dims` as tables of rules.
 
 This package imports :mod:`symgrad.ops` and
 :mod:`symgrad.core` only.
