@@ -149,3 +149,26 @@ def test_a_layer_read_as_w_t_and_samples_along_columns_keeps_torchs_layout():
         module = sg.compile(f, [W1], inputs=inputs, style="hessian", name="Layer")
         report = check_curvature_module(module, f, [W1], inputs, sizes={m: 5})
         assert report.ok, report
+
+
+def _layer_losses():
+    m = sg.dims("m")[0]
+    X, W, b = sg.symbols("X", (m, 4)), sg.symbols("W", (4, 3), requires_grad=True), sg.symbols("b", (3,))
+    y = sg.symbols("y", (m,), dtype="int64")
+    z = X @ W
+    return {
+        # softmax couples the classes of one sample, not two samples: per sample
+        "cross-entropy with a bias": (st.nn.functional.cross_entropy(z + b, y), [X, W, b, y], True),
+        # centring by the batch mean couples every sample with every other: the general route
+        "centred by the batch": (((z - z.mean(0)) ** 2).sum(), [X, W], False),
+    }, W, m
+
+
+@pytest.mark.parametrize("case", ["cross-entropy with a bias", "centred by the batch"])
+def test_the_block_form_is_taken_only_where_the_curvature_is_per_sample(case):
+    losses, w, m = _layer_losses()
+    f, inputs, per_sample = losses[case]
+    assert (sg.hessian_law(f, w).op.name == "einsum3") == per_sample
+    module = sg.compile(f, [w], inputs=inputs, style="hessian", name="Layer")
+    report = check_curvature_module(module, f, [w], inputs, sizes={m: 6})
+    assert report.ok, report
