@@ -156,9 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     _expression_arguments(derive)
     derive.add_argument(
         "--format",
-        choices=["text", "json", "markdown"],
+        choices=["text", "json", "markdown", "md"],
         default="text",
-        help="text (default), markdown, or strict JSON: a value that is nan is null, and ±inf the strings "
+        help="text (default), markdown (or md), or strict JSON: a value that is nan is null, and ±inf the strings "
         '"inf" and "-inf" (JSON has no NaN or Infinity); null also marks a value that is not known',
     )
     derive.add_argument("--no-check", action="store_true", help="skip the cross-check against torch.autograd")
@@ -172,7 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
         "explain", help="a LaTeX, Markdown or PDF document explaining what backward() computes for an expression"
     )
     _expression_arguments(explain)
-    explain.add_argument("--format", choices=["tex", "md", "pdf"], default="md")
+    explain.add_argument(
+        "--format",
+        choices=["tex", "md", "markdown", "pdf"],
+        default=None,
+        help="md (or markdown; the default), tex or pdf; without it, -o FILE's suffix decides (.pdf, .tex, .md)",
+    )
     explain.add_argument("--lang", choices=["en", "zh"], default="en", help="English or Chinese (default: en)")
     explain.add_argument("-o", "--output", default=None, help="write the document here (required for pdf)")
     explain.add_argument("--no-check", action="store_true", help="skip the checks against torch and the proofs")
@@ -348,7 +353,7 @@ def run_derive(args: argparse.Namespace) -> int:
     )
     if args.format == "json":
         print(json.dumps(strict_json(result.as_dict()), indent=2, sort_keys=True, allow_nan=False))
-    elif args.format == "markdown":
+    elif args.format in ("markdown", "md"):
         print(render_markdown(result), end="")
     else:
         print(as_text(result))
@@ -375,7 +380,21 @@ def _print_law(args: argparse.Namespace, output, wrt) -> int:
     return 0 if result.proof is None or result.proof.held else EXIT_MISMATCH
 
 
+SUFFIX_FORMATS = {".pdf": "pdf", ".tex": "tex", ".md": "md", ".markdown": "md"}
+
+
+def _document_format(args: argparse.Namespace) -> None:
+    """``args.format`` for ``explain``: as given (``markdown`` is ``md``), else from ``-o FILE``'s suffix, else md;
+    a format that contradicts the file's suffix is refused rather than written under the wrong name."""
+    given = "md" if args.format == "markdown" else args.format
+    implied = SUFFIX_FORMATS.get(Path(args.output).suffix.lower()) if args.output else None
+    if given is not None and implied is not None and given != implied:
+        raise SymgradError(f"-o {args.output} names a .{implied} file but --format is {given}: make them agree")
+    args.format = given or implied or "md"
+
+
 def run_explain(args: argparse.Namespace) -> int:
+    _document_format(args)
     if args.verify is not None:
         return _explain_verification(args)
     target = Path(args.output) if args.output else None

@@ -482,3 +482,15 @@ def test_a_repeated_wrt_adds_names_as_a_comma_does(capsys):
     assert code == 0 and err == ""
     _, joined, _ = run(capsys, *expression, "--wrt", "W,b", "--no-check")
     assert repeated == joined and "grad_W = " in repeated and "grad_b = " in repeated
+
+
+def test_explain_takes_its_format_from_the_output_files_suffix_and_refuses_a_contradiction(capsys, tmp_path):
+    base = ["explain", "(x * x).sum()", "--shape", "x=2", "--wrt", "x", "--no-check", "--no-graph"]
+    code, _, _ = run(capsys, *base, "-o", str(tmp_path / "doc.tex"))
+    assert code == 0 and (tmp_path / "doc.tex").read_text(encoding="utf-8").startswith("\\documentclass")
+    code, _, err = run(capsys, *base, "--format", "md", "-o", str(tmp_path / "doc.pdf"))
+    assert code == 2 and "names a .pdf file but --format is md" in err and not (tmp_path / "doc.pdf").exists()
+    code, out, _ = run(capsys, *base, "--format", "markdown")
+    assert code == 0 and out.startswith("#")
+    code, out, _ = run(capsys, "derive", "(x * x).sum()", "--value", "x=[1.0, 2.0]", "--wrt", "x", "--format", "md")
+    assert code == 0 and out.startswith("#")
