@@ -156,12 +156,16 @@ def _layer_losses():
     X, W, b = sg.symbols("X", (m, 4)), sg.symbols("W", (4, 3), requires_grad=True), sg.symbols("b", (3,))
     y = sg.symbols("y", (m,), dtype="int64")
     z = X @ W
-    return {
-        # softmax couples the classes of one sample, not two samples: per sample
-        "cross-entropy with a bias": (st.nn.functional.cross_entropy(z + b, y), [X, W, b, y], True),
-        # centring by the batch mean couples every sample with every other: the general route
-        "centred by the batch": (((z - z.mean(0)) ** 2).sum(), [X, W], False),
-    }, W, m
+    return (
+        {
+            # softmax couples the classes of one sample, not two samples: per sample
+            "cross-entropy with a bias": (st.nn.functional.cross_entropy(z + b, y), [X, W, b, y], True),
+            # centring by the batch mean couples every sample with every other: the general route
+            "centred by the batch": (((z - z.mean(0)) ** 2).sum(), [X, W], False),
+        },
+        W,
+        m,
+    )
 
 
 @pytest.mark.parametrize("case", ["cross-entropy with a bias", "centred by the batch"])
