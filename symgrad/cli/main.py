@@ -229,7 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
         "expression; hessian emits forward, gradient and hessian(<inputs>); newton adds newton_step(<inputs>), the "
         "Newton step H⁻¹∇f for one --wrt input",
     )
-    emit.add_argument("--name", default="Generated", help="CamelCase name of the autograd.Function (…Function)")
+    emit.add_argument(
+        "--name",
+        default="Generated",
+        help="class name the emitted classes are named after (…Function), e.g. Net or CNN_noTRS",
+    )
     emit.add_argument(
         "-o", "--output", default=None, help="write the module here (once it passes its check) instead of stdout"
     )
@@ -428,13 +432,13 @@ def run_explain(args: argparse.Namespace) -> int:
     if args.format == "pdf":
         write_file(target, compile_pdf(render_explanation(result, "tex"), args.lang, files=pictures))
     else:
-        for name, drawing in pictures.items():
-            write_file(target.parent / name, drawing)
         text = render_explanation(result, args.format)
-        if target is not None:
+        if target is not None:  # the document first: a failure names the file asked for, not its picture
             write_file(target, text)
         else:
             print(text, end="")
+        for name, drawing in pictures.items():
+            write_file(target.parent / name, drawing)
     if result.failed:
         say("symgrad: error: the formulas disagree with torch.autograd")
         return EXIT_MISMATCH

@@ -53,6 +53,16 @@ def check_identifier(name: str, what: str) -> str:
     return name
 
 
+def check_class_name(name: str) -> str:
+    """The module name the emitted classes are named after (``CNN_noTRS`` gives ``CNN_noTRSFunction``): an ASCII
+    identifier that starts with a capital letter."""
+    if not re.fullmatch(r"[A-Z][A-Za-z0-9_]*", name or ""):
+        raise SymgradError(
+            f"module name {name!r} must be a class name: a capital letter, then letters, digits or underscores"
+        )
+    return name
+
+
 def shape_tuple(sizes: Sequence) -> str:
     """A shape as a Python tuple, written as ruff writes it: ``()``, ``(n,)``, ``(2, 3)``."""
     return tuple_text([str(d) for d in sizes])

@@ -41,6 +41,7 @@ from ..torch.tracing import Trace
 from ..version import __version__
 from .code_text import (
     CodePrinter,
+    check_class_name,
     check_identifier,
     docstring_safe,
     load_source,
@@ -394,8 +395,7 @@ def codegen(
             f"style must be 'function', 'autograd_function' (or 'autograd-function'), 'hvp', 'hessian' or 'newton', "
             f"not {style!r}"
         )
-    if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name or ""):
-        raise SymgradError(f"module name {name!r} must be a CamelCase identifier")
+    check_class_name(name)
     inputs = list(inputs) if inputs is not None else list(output.leaves().values())
     p = plan(output, list(wrt), inputs, guards, updates, buffer_names)
     shapes = ", ".join(f"{t.name}: {format_shape(t.shape)}" for t in inputs)

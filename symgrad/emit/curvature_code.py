@@ -31,6 +31,7 @@ from ..derive.simplify import simplify
 from ..version import __version__
 from .code_text import (
     CodePrinter,
+    check_class_name,
     check_identifier,
     docstring_safe,
     wrapped,
@@ -142,8 +143,7 @@ def curvature_codegen(
     and the Hessian together and one ``torch.linalg.solve`` (the update is ``x - newton_step(...)``)."""
     if style not in STYLES:
         raise SymgradError(f"style must be one of {', '.join(STYLES)}, not {style!r}")
-    if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name or ""):
-        raise SymgradError(f"module name {name!r} must be a CamelCase identifier")
+    check_class_name(name)
     wrt = list(wrt)
     if not wrt:
         raise SymgradError(f"--style {style} needs at least one input to differentiate with respect to")

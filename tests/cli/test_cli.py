@@ -494,3 +494,17 @@ def test_explain_takes_its_format_from_the_output_files_suffix_and_refuses_a_con
     assert code == 0 and out.startswith("#")
     code, out, _ = run(capsys, "derive", "(x * x).sum()", "--value", "x=[1.0, 2.0]", "--wrt", "x", "--format", "md")
     assert code == 0 and out.startswith("#")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs a folder no file can be created in")
+def test_an_unwritable_document_is_named_before_its_picture(capsys):
+    argv = ["explain", "(x * x).sum()", "--shape", "x=2", "--wrt", "x", "--no-check", "-o", "/proc/nope.md"]
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and "cannot write /proc/nope.md" in err and "graph" not in err
+
+
+def test_a_module_name_may_have_underscores(capsys):
+    code, out, _ = run(capsys, "codegen", "(x * x).sum()", "--shape", "x=2", "--wrt", "x", "--name", "CNN_noTRS")
+    assert code == 0 and "class CNN_noTRSFunction(torch.autograd.Function):" in out
+    code, _, err = run(capsys, "codegen", "(x * x).sum()", "--shape", "x=2", "--wrt", "x", "--name", "net")
+    assert code == 2 and "must be a class name" in err
