@@ -58,6 +58,7 @@ from .catalogue import strict_json
 from .errors import EXIT_MISMATCH, EXIT_USAGE, one_line, report_error, say
 from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of
 from .models import Model, load_model, option_pairs, parse_input
+from .outputs import document_format, put_result
 from .repl import run as run_repl
 
 EXIT_INTERRUPTED = 130
@@ -162,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         '"inf" and "-inf" (JSON has no NaN or Infinity); null also marks a value that is not known',
     )
     derive.add_argument("--no-check", action="store_true", help="skip the cross-check against torch.autograd")
+    derive.add_argument("-o", "--output", default=None, help="write the result here instead of stdout")
     derive.add_argument(
         "--full",
         action="store_true",
@@ -338,6 +340,8 @@ def _grad_tensor_option(text: str | None, output: Tensor) -> Any:
 
 
 def run_derive(args: argparse.Namespace) -> int:
+    if args.output:
+        check_writable(Path(args.output))  # before the work, not after it
     output, wrt = _expression_and_wrt(args)
     if not all(is_concrete(t.shape) for t in [output, *output.leaves().values()]):
         return _print_law(args, output, wrt)
@@ -356,11 +360,11 @@ def run_derive(args: argparse.Namespace) -> int:
         limit=None if args.full else SHOWN,
     )
     if args.format == "json":
-        print(json.dumps(strict_json(result.as_dict()), indent=2, sort_keys=True, allow_nan=False))
+        put_result(args, json.dumps(strict_json(result.as_dict()), indent=2, sort_keys=True, allow_nan=False) + "\n")
     elif args.format in ("markdown", "md"):
-        print(render_markdown(result), end="")
+        put_result(args, render_markdown(result))
     else:
-        print(as_text(result))
+        put_result(args, as_text(result) + "\n")
     if result.check is not None and not result.check.ok:
         say("symgrad: error: the formulas disagree with torch.autograd")
         return EXIT_MISMATCH
@@ -378,27 +382,17 @@ def _print_law(args: argparse.Namespace, output, wrt) -> int:
         grad = fresh_name("V", output.leaves())
     result = derive_law(output, wrt, grad_tensor=grad, expression=args.expression, run_proof=not args.no_check)
     if args.format == "json":
-        print(json.dumps(strict_json(result.as_dict()), indent=2, sort_keys=True, default=str, allow_nan=False))
+        put_result(
+            args,
+            json.dumps(strict_json(result.as_dict()), indent=2, sort_keys=True, default=str, allow_nan=False) + "\n",
+        )
     else:
-        print(law_as_text(result))
+        put_result(args, law_as_text(result) + "\n")
     return 0 if result.proof is None or result.proof.held else EXIT_MISMATCH
 
 
-SUFFIX_FORMATS = {".pdf": "pdf", ".tex": "tex", ".md": "md", ".markdown": "md"}
-
-
-def _document_format(args: argparse.Namespace) -> None:
-    """``args.format`` for ``explain``: as given (``markdown`` is ``md``), else from ``-o FILE``'s suffix, else md;
-    a format that contradicts the file's suffix is refused rather than written under the wrong name."""
-    given = "md" if args.format == "markdown" else args.format
-    implied = SUFFIX_FORMATS.get(Path(args.output).suffix.lower()) if args.output else None
-    if given is not None and implied is not None and given != implied:
-        raise SymgradError(f"-o {args.output} names a .{implied} file but --format is {given}: make them agree")
-    args.format = given or implied or "md"
-
-
 def run_explain(args: argparse.Namespace) -> int:
-    _document_format(args)
+    document_format(args)
     if args.verify is not None:
         return _explain_verification(args)
     target = Path(args.output) if args.output else None

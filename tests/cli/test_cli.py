@@ -508,3 +508,11 @@ def test_a_module_name_may_have_underscores(capsys):
     assert code == 0 and "class CNN_noTRSFunction(torch.autograd.Function):" in out
     code, _, err = run(capsys, "codegen", "(x * x).sum()", "--shape", "x=2", "--wrt", "x", "--name", "net")
     assert code == 2 and "must be a class name" in err
+
+
+def test_derive_writes_its_result_to_o(capsys, tmp_path):
+    target = tmp_path / "gradient.json"
+    argv = ["derive", "(x * x).sum()", "--value", "x=[1.0, 2.0]", "--wrt", "x", "--format", "json", "-o", str(target)]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and out == ""
+    assert json.loads(target.read_text(encoding="utf-8"))["gradients"]
