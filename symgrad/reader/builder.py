@@ -157,10 +157,10 @@ def _check_powers(root: Tensor) -> None:
 
 
 def _is_literal(value: Any) -> bool:
-    """Plain argument data: numbers, bools, None and (nested) tuples or lists of them."""
+    """Plain argument data: numbers, bools, None, dimension names (sizes) and (nested) tuples or lists of them."""
     if isinstance(value, (list, tuple)):
         return all(_is_literal(v) for v in value)
-    return value is None or isinstance(value, (bool, int, float))
+    return value is None or isinstance(value, (bool, int, float, sympy.Symbol))
 
 
 # ── the visitor ──────────────────────────────────────────────────────────────
@@ -170,6 +170,10 @@ class _Builder:
     def __init__(self, tensors: dict[str, Tensor], functions: dict[str, Callable]) -> None:
         self.tensors = tensors
         self.functions = functions
+        # the dimension names of the tensors' shapes (k in W: k×n), usable as sizes: X.reshape(k, -1), (k,)
+        self.dims = {
+            str(s): s for t in tensors.values() for d in t.shape if not isinstance(d, int) for s in d.free_symbols
+        }
 
     def visit(self, node: ast.AST) -> Any:
         return getattr(self, f"_visit_{type(node).__name__}")(node)  # node types are whitelisted by _check_tree
@@ -193,9 +197,11 @@ class _Builder:
     def _visit_Constant(self, node: ast.Constant) -> Any:
         return node.value
 
-    def _visit_Name(self, node: ast.Name) -> Tensor:
+    def _visit_Name(self, node: ast.Name) -> Any:
         if node.id in self.tensors:
             return self.tensors[node.id]
+        if node.id in self.dims:
+            return self.dims[node.id]
         if node.id in self.functions:
             raise UnsupportedError(f"{node.id} is a function; call it, as in {node.id}(x)")
         if node.id in _ROOTS:

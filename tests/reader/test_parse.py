@@ -463,3 +463,12 @@ def test_random_text_is_parsed_or_refused_cleanly(tokens):
         assert "\n" not in str(exc), text
     else:
         assert isinstance(result, Tensor)
+
+
+def test_a_dimension_name_of_a_shape_is_a_size_in_the_expression():
+    k, n = dims("k n")
+    out = parse("torch.nn.functional.layer_norm(X @ W.T, (k,)).sum()", {"X": ("m", "n"), "W": ("k", "n")})
+    assert out.shape == ()
+    assert parse("X.reshape(k, -1)", {"X": ("k", "n")}).shape == (k, n)
+    with pytest.raises(UnknownNameError, match="unknown name 'q'"):
+        parse("X.reshape(q, -1)", {"X": ("k", "n")})
