@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import itertools
 from typing import Any
 
 from ..core.errors import SymgradError
@@ -87,11 +88,7 @@ def _examples(
     unknown = sorted(set().union(*given.values()) - set(names))
     if unknown:
         raise SymgradError(f"{label} takes {', '.join(names)}; it has no input {unknown[0]}")
-    for (first, a), (second, b) in (
-        (("--input", given["--input"]), ("--value", given["--value"])),
-        (("--input", given["--input"]), ("--number", given["--number"])),
-        (("--value", given["--value"]), ("--number", given["--number"])),
-    ):
+    for (first, a), (second, b) in itertools.combinations(given.items(), 2):
         if a & b:
             raise SymgradError(f"{sorted(a & b)[0]} is given by both {first} and {second}: give one")
     numbers = {**{k: v for k, v in defaults.items() if k not in specs and k not in values}, **numbers}

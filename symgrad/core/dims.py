@@ -54,6 +54,16 @@ def as_shape(shape: Iterable[object] | int) -> Shape:
     return out
 
 
+def is_unit(d: object) -> bool:
+    """Whether a size is 1 (a symbolic size is not known to be)."""
+    return isinstance(d, int) and d == 1
+
+
+def sized_axes(shape: Shape) -> list[tuple[int, Dim]]:
+    """``(axis, size)`` of the dims whose size is not 1: ``[(0, n), (2, d)]`` for ``(n, 1, d)``."""
+    return [(axis, d) for axis, d in enumerate(shape) if not is_unit(d)]
+
+
 def is_concrete(shape: Shape) -> bool:
     return all(isinstance(d, int) for d in shape)
 

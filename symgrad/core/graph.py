@@ -77,3 +77,8 @@ def uniform_constant(t: Tensor) -> sympy.Expr | None:
         return None
     first = sympy.sympify(entries[0])
     return first if all(sympy.sympify(e) == first for e in entries) else None
+
+
+def is_matrix_transpose(t: Tensor) -> bool:
+    """``w.T``, ``w.mT``, ``w.transpose(0, 1)`` or ``w.permute(1, 0)`` of a matrix."""
+    return t.op is not None and t.op.name in ("transpose", "permute") and len(t.shape) == 2

@@ -24,14 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..core.dims import same_dim
+from ..core.dims import same_dim, sized_axes
 from ..core.tensor import Tensor
 
 _SHAPE_OPS = ("reshape", "transpose", "permute", "index")
-
-
-def _non_unit(shape: tuple) -> list:
-    return [d for d in shape if not (isinstance(d, int) and d == 1)]
 
 
 def identity_dims(t: Tensor) -> tuple[int, int] | None:
@@ -41,7 +37,7 @@ def identity_dims(t: Tensor) -> tuple[int, int] | None:
     while node.op is not None and node.op.name in _SHAPE_OPS:
         if node.op.name == "index" and not all(i is None or i == slice(None) for i in node.attrs["index"]):
             return None
-        kept, inner = _non_unit(node.shape), _non_unit(node.inputs[0].shape)
+        kept, inner = [d for _, d in sized_axes(node.shape)], [d for _, d in sized_axes(node.inputs[0].shape)]
         if node.op.name in ("reshape", "index") and not (
             len(kept) == len(inner) and all(same_dim(a, b) for a, b in zip(kept, inner))
         ):
@@ -49,7 +45,7 @@ def identity_dims(t: Tensor) -> tuple[int, int] | None:
         node = node.inputs[0]
     if node.op is None or node.op.name != "eye":
         return None
-    positions = [k for k, d in enumerate(t.shape) if not (isinstance(d, int) and d == 1)]
+    positions = [k for k, _ in sized_axes(t.shape)]
     size = node.attrs["n"]
     if len(positions) != 2 or not all(same_dim(t.shape[k], size) for k in positions):
         return None

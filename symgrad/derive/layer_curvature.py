@@ -26,7 +26,8 @@ builds the Hessian by the general route.
 from __future__ import annotations
 
 from ..core.constructors import symbols
-from ..core.graph import topological_all
+from ..core.dims import sized_axes
+from ..core.graph import is_matrix_transpose, topological_all
 from ..core.registry import lookup
 from ..core.tensor import Tensor, apply
 from ..ops.linalg import einsum_op
@@ -70,12 +71,13 @@ def layer_hessian(f: Tensor, w: Tensor) -> Tensor | None:
 def _the_product(f: Tensor, w: Tensor) -> tuple[Tensor, Tensor, bool, bool] | None:
     """``(Z, the other operand, whether w enters as w.T, whether Z's rows are the samples)`` for the one matrix
     product that reads ``w``, or None."""
-    consumers = [node for node in topological_all([f]) if any(i is w for i in node.inputs)]
+    nodes = topological_all([f])
+    consumers = [node for node in nodes if any(i is w for i in node.inputs)]
     if len(consumers) != 1:
         return None
     operand, transposed = consumers[0], False
-    if _is_matrix_transpose(operand):
-        users = [node for node in topological_all([f]) if any(i is operand for i in node.inputs)]
+    if is_matrix_transpose(operand):
+        users = [node for node in nodes if any(i is operand for i in node.inputs)]
         if len(users) != 1:
             return None
         operand, transposed = users[0], True
@@ -93,12 +95,7 @@ def _the_product(f: Tensor, w: Tensor) -> tuple[Tensor, Tensor, bool, bool] | No
 
 
 def _is(t: Tensor, w: Tensor, transposed: bool) -> bool:
-    return t.inputs[0] is w if transposed and _is_matrix_transpose(t) else t is w and not transposed
-
-
-def _is_matrix_transpose(t: Tensor) -> bool:
-    """``w.T``, ``w.mT``, ``w.transpose(0, 1)`` or ``w.permute(1, 0)`` of a matrix."""
-    return t.op is not None and t.op.name in ("transpose", "permute") and len(t.shape) == 2
+    return t.inputs[0] is w if transposed and is_matrix_transpose(t) else t is w and not transposed
 
 
 def _reads(t: Tensor, leaf: Tensor) -> bool:
@@ -159,13 +156,8 @@ def _axis_after(node: Tensor, moved: list[tuple[int, int]]) -> int | None:
     if name == "expand" and len(node.shape) == len(x.shape):
         return a
     if name == "reshape":  # only dims of size 1 come or go: the samples' axis keeps its place among the others
-        before, after = _sized(x.shape), _sized(node.shape)
+        before, after = sized_axes(x.shape), sized_axes(node.shape)
         if [str(d) for _, d in before] != [str(d) for _, d in after] or a not in [k for k, _ in before]:
             return None
         return after[[k for k, _ in before].index(a)][0]
     return None
-
-
-def _sized(shape: tuple) -> list[tuple[int, object]]:
-    """(axis, size) of the dims whose size is not 1."""
-    return [(k, d) for k, d in enumerate(shape) if not (isinstance(d, int) and d == 1)]

@@ -18,6 +18,7 @@ import math
 from collections.abc import Sequence
 
 from ..core.constructors import symbols
+from ..core.dims import sized_axes
 from ..core.errors import SymgradError, UnsupportedError
 from ..core.tensor import Tensor, apply
 from .batching import batch
@@ -80,10 +81,11 @@ def hessian_law(
     flat = [_without_unit_dims(x) for x in inputs]
     if all(s is x for s, x in zip(flat, inputs)):
         gradients = _gradient(f, inputs)
+        layers = {id(x): layer_hessian(f, x) for x in inputs}  # a weight's own block in block form, or None
         blocks = tuple(
             tuple(
-                _layer_block(f, x, simplified)
-                if a is x and layer_hessian(f, x) is not None
+                _simplified_block(layers[id(x)], f, simplified)
+                if a is x and layers[id(x)] is not None
                 else jacobian_law(g, x, simplified=simplified, context=[f])
                 for x in inputs
             )
@@ -102,15 +104,14 @@ def hessian_law(
     return blocks[0][0] if single else blocks
 
 
-def _layer_block(f: Tensor, w: Tensor, simplified: bool) -> Tensor:
-    """A weight matrix's own block in the layer's block form (see :mod:`.layer_curvature`)."""
-    block = layer_hessian(f, w)
+def _simplified_block(block: Tensor, f: Tensor, simplified: bool) -> Tensor:
+    """A weight matrix's own block in the layer's block form (see :mod:`.layer_curvature`), simplified if asked."""
     return simplify([block], context=[f])[0] if simplified else block
 
 
 def _without_unit_dims(x: Tensor) -> Tensor:
     """A fresh leaf of ``x``'s shape without its dims of size 1, or ``x`` itself when it has none (or is no leaf)."""
-    shape = tuple(d for d in x.shape if not (isinstance(d, int) and d == 1))
+    shape = tuple(d for _, d in sized_axes(x.shape))
     if x.op is not None or len(shape) == len(x.shape):
         return x
     return symbols(x.name, shape, distinct=True, dtype=x.dtype)

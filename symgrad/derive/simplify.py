@@ -23,7 +23,7 @@ import sympy
 from ..core.budget import tick
 from ..core.dims import broadcast_shapes, same_dim
 from ..core.dtypes import is_floating
-from ..core.graph import is_size, topological, uniform_constant
+from ..core.graph import is_matrix_transpose, is_size, topological, uniform_constant
 from ..core.registry import lookup
 from ..core.tensor import Tensor, apply, constant, with_inputs
 from .fuse import fuse
@@ -444,17 +444,13 @@ def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple, exact: bo
     return None
 
 
-def _is_matrix_transpose(t: Tensor) -> bool:
-    return t.op is not None and t.op.name in ("transpose", "permute") and len(t.shape) == 2
-
-
 def _factor_matmul(a: Tensor, b: Tensor, shape: tuple) -> Tensor | None:
     """``P @ x + Q @ x`` → ``(P + Q) @ x``, and the same for a common left factor."""
     if a.op is None or b.op is None or a.op.name != "matmul" or b.op.name != "matmul":
         return None
     (p, x), (q, y) = a.inputs, b.inputs
     if x is y and _same_shape(p.shape, q.shape):
-        if _is_matrix_transpose(p) and p.inputs[0] is q:
+        if is_matrix_transpose(p) and p.inputs[0] is q:
             p, q = q, p  # A + A.T, as the Hessian reads: the matrix before its transpose
         return apply("matmul", apply("add", p, q), x)
     if p is q and _same_shape(x.shape, y.shape):
@@ -506,7 +502,7 @@ def _simplify_layout(name: str, x: Tensor, order: tuple[int, ...], exact: bool =
         return x.inputs[0][flipped]  # a column's transpose is the row, and back
     if not exact and len(order) == 2 and order == (1, 0) and x.op is not None and x.op.name in ("matmul", "mm"):
         p, q = x.inputs
-        if len(p.shape) == 2 and len(q.shape) == 2 and (_is_matrix_transpose(p) or _is_matrix_transpose(q)):
+        if len(p.shape) == 2 and len(q.shape) == 2 and (is_matrix_transpose(p) or is_matrix_transpose(q)):
             return apply("matmul", q.T, p.T)  # (P Q)ᵀ = Qᵀ Pᵀ, worth it when a transpose cancels
     if x.op is not None and x.op.name in ("transpose", "permute"):
         inner = _as_permutation(x.op.name, x.attrs, len(order))

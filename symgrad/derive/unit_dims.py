@@ -17,12 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..core.dims import same_dim
+from ..core.dims import is_unit, same_dim
 from ..core.tensor import Tensor, apply
-
-
-def _unit(d: object) -> bool:
-    return isinstance(d, int) and d == 1
 
 
 def _same(a: tuple, b: tuple) -> bool:
@@ -37,7 +33,7 @@ def _swap_with_unit(name: str, inputs: list[Tensor], attrs: dict, shape: tuple) 
         return None
     x = inputs[0]
     a, b = sorted(d % len(x.shape) for d in (attrs["dim0"], attrs["dim1"]))
-    if not (_unit(x.shape[a]) or _unit(x.shape[b])) or not all(_unit(d) for d in x.shape[a + 1 : b]):
+    if not (is_unit(x.shape[a]) or is_unit(x.shape[b])) or not all(is_unit(d) for d in x.shape[a + 1 : b]):
         return None
     return x.reshape(*shape)
 
@@ -58,7 +54,7 @@ def _columns_product(name: str, inputs: list[Tensor], attrs: dict, shape: tuple)
     if name != "matmul":
         return None
     m, b = inputs
-    if len(m.shape) != 2 or len(b.shape) != 3 or not _unit(b.shape[-1]):
+    if len(m.shape) != 2 or len(b.shape) != 3 or not is_unit(b.shape[-1]):
         return None
     return (b.reshape(b.shape[0], b.shape[1]) @ m.T).reshape(*shape)
 

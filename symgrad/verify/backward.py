@@ -48,6 +48,7 @@ from ..torch.tracing import trace
 from .applied import applied_function
 from .functions import (
     Context,
+    as_tuple,
     function_class,
     input_names,
     is_function_like,
@@ -151,10 +152,6 @@ class BackwardVerdict:
     __str__ = report
 
 
-def _as_tuple(value: Any) -> tuple:
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
-
-
 def verify_backward(
     fn: Any,
     *example_inputs: Any,
@@ -196,7 +193,7 @@ def verify_backward(
     plain = tuple(x.detach() if t else x for x, t in zip(inputs, tensors))
     try:
         with torch.no_grad():
-            outputs = _as_tuple(run_forward(cls, probe_ctx, plain))
+            outputs = as_tuple(run_forward(cls, probe_ctx, plain))
     except Exception as error:  # the user's forward failed as Python code, before symgrad ran anything
         raise SymgradError(f"{cls.__name__}'s forward raised {type(error).__name__}: {error}") from error
     generator = torch.Generator().manual_seed(0)
@@ -306,10 +303,10 @@ class _Runs:
         cls, needs = self.cls, self.needs
 
         def forward(*xs: Any) -> tuple:
-            return _as_tuple(run_forward(cls, Context(needs), self.forward_inputs(xs)))
+            return as_tuple(run_forward(cls, Context(needs), self.forward_inputs(xs)))
 
         _name_arguments(forward, self.tensor_names)
-        outputs = _as_tuple(trace(forward, *self.tensor_inputs, dynamic_shapes=dynamic_shapes).output)
+        outputs = as_tuple(trace(forward, *self.tensor_inputs, dynamic_shapes=dynamic_shapes).output)
         return {name: _symbolic_axes(out) for name, out in zip(self.grad_names, outputs)}
 
     def user_code(self, run: Any) -> tuple:
@@ -339,11 +336,11 @@ class _Runs:
         def both(*args: Any) -> tuple:
             xs, ts = self.forward_inputs(args[:count]), self.forward_inputs(args[count:])
             ts = tuple(None if k in self.constants else t for k, t in enumerate(ts))
-            truth = _as_tuple(run_forward(cls, Context(self.needs), xs))
+            truth = as_tuple(run_forward(cls, Context(self.needs), xs))
             ctx = Context(self.needs)
             run_forward(cls, ctx, xs)
             ctx.saved = getattr(ctx, "saved_for_forward", ctx.saved)  # jvp reads what save_for_forward kept
-            return (*truth, *_as_tuple(cls.jvp(ctx, *ts)))
+            return (*truth, *as_tuple(cls.jvp(ctx, *ts)))
 
         inputs = self.tensor_inputs
         tangents = tuple(torch.randn_like(x) if x.is_floating_point() else torch.zeros_like(x) for x in inputs)
@@ -355,7 +352,7 @@ class _Runs:
         traced = self.user_code(
             lambda: trace(both, *inputs, *tangents, dynamic_shapes=shapes or None, symbolic_values=True)
         )
-        results = _as_tuple(traced.output)
+        results = as_tuple(traced.output)
         outputs = len(self.grad_names)
         return results[:outputs], results[outputs:], (*self._leaves(traced.inputs[:count]), *traced.inputs[count:])
 
@@ -371,22 +368,22 @@ class _Runs:
 
         def both(*args: Any) -> tuple:
             xs, gs = self.forward_inputs(args[:count]), args[count:]
-            truth = _as_tuple(run_forward(cls, Context(self.needs), xs))
+            truth = as_tuple(run_forward(cls, Context(self.needs), xs))
             ctx = Context(self.needs)
             if as_torch:
                 with torch.no_grad():
-                    mine = _as_tuple(run_forward(cls, ctx, xs))
+                    mine = as_tuple(run_forward(cls, ctx, xs))
                 # a saved output is the output itself (its gradient flows through this Function again), unless it is
                 # marked non-differentiable: then, as an intermediate, it is a constant
                 ctx.saved = tuple(t if _marked(t, ctx) else _same_as(t, mine, truth) for t in ctx.saved)
             else:
                 run_forward(cls, ctx, xs)
             gs = tuple(torch.zeros_like(g) if k in self.silent else g for k, g in enumerate(gs))
-            return (*truth, *_as_tuple(backward(ctx, *gs)))
+            return (*truth, *as_tuple(backward(ctx, *gs)))
 
         _name_arguments(both, self.names)
         traced = trace(both, *self.examples, dynamic_shapes=self.dynamic_shapes, symbolic_values=True)
-        results = _as_tuple(traced.output)
+        results = as_tuple(traced.output)
         outputs = len(self.grad_names)
         truth, claimed = results[:outputs], results[outputs:]
         if len(claimed) != self.count:

@@ -106,6 +106,11 @@ def run_forward(cls: type, ctx: Context, inputs: tuple) -> Any:
     return cls.forward(ctx, *inputs)
 
 
+def as_tuple(value: Any) -> tuple:
+    """What a forward, backward or jvp returns, as a tuple (one tensor is a tuple of one)."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
 def input_names(fn: Any, count: int | None = None) -> list[str]:
     """The names of a Function's inputs, from its forward (without ``ctx``), or of a plain callable's arguments;
     ``x<i>`` past them, up to ``count``."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from .functions import Context, as_tuple, run_forward
+
 TOLERANCE = {"torch.float64": 1e-9, "torch.float32": 1e-4}  # relative to 1 + the largest true entry
 
 
@@ -96,8 +98,6 @@ def _derivatives(run: Any, inputs: tuple, differentiable: list[int], *, apply: b
     ops, for random incoming gradients (and directions u) drawn alike for both."""
     import torch
 
-    from .functions import Context, run_forward
-
     generator = torch.Generator().manual_seed(3)
     xs = tuple(x.detach().requires_grad_(need) for x, need in zip(inputs, _needed(run)))
     wrt = [x for x, need in zip(xs, _needed(run)) if need]
@@ -106,7 +106,7 @@ def _derivatives(run: Any, inputs: tuple, differentiable: list[int], *, apply: b
         outs = run.user_code(
             lambda: run.cls.apply(*given) if apply else run_forward(run.cls, Context(run.needs), given)
         )
-        outs = [o for k, o in enumerate(outs if isinstance(outs, (tuple, list)) else (outs,)) if k in differentiable]
+        outs = [o for k, o in enumerate(as_tuple(outs)) if k in differentiable]
         gs = [torch.randn(o.shape, dtype=o.dtype, generator=generator).requires_grad_(second) for o in outs]
         found = _filled(torch.autograd.grad(outs, wrt, gs, allow_unused=True, create_graph=second), wrt)
         if not second:
@@ -129,8 +129,6 @@ def _jvp_numbers(run: Any, inputs: tuple, differentiable: list[int]) -> list[tup
     """(the Function's jvp, ``torch.func.jvp`` of its forward's ops) per differentiable output, same tangents."""
     import torch
 
-    from .functions import Context, run_forward
-
     needs = _needed(run)
     generator = torch.Generator().manual_seed(1)
     tangents = tuple(
@@ -143,7 +141,7 @@ def _jvp_numbers(run: Any, inputs: tuple, differentiable: list[int]) -> list[tup
         for k, x in zip(moving, moved):
             xs[k] = x
         out = run_forward(run.cls, Context(run.needs), run.forward_inputs(tuple(xs)))
-        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        return as_tuple(out)
 
     primals = tuple(inputs[k] for k in moving)
     _, true = run.user_code(lambda: torch.func.jvp(forward, primals, tuple(tangents[k] for k in moving)))
@@ -152,7 +150,7 @@ def _jvp_numbers(run: Any, inputs: tuple, differentiable: list[int]) -> list[tup
         run_forward(run.cls, ctx, run.forward_inputs(inputs))
         ctx.saved = getattr(ctx, "saved_for_forward", ctx.saved)
         mine = run.user_code(lambda: run.cls.jvp(ctx, *run.forward_inputs(tangents)))
-    mine = tuple(mine) if isinstance(mine, (tuple, list)) else (mine,)
+    mine = as_tuple(mine)
     return [(mine[i] if i < len(mine) else None, true[i]) for i in differentiable]
 
 
