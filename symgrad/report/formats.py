@@ -83,6 +83,7 @@ class Format:
 
 class MarkdownFormat(Format):
     name = "md"
+    line_budget = LINE_BUDGET  # KaTeX and MathJax do not break displays either: a page of text is as wide
 
     def heading(self, title: str, level: int = 2) -> str:
         return "#" * level + " " + title
@@ -135,11 +136,16 @@ class LatexFormat(Format):
         return "\\begin{flushleft}\\small\\ttfamily\n" + body + "\n\\end{flushleft}"
 
     def figure(self, path: str, caption: str) -> str:
-        """A picture beside the document, scaled to the text width and at most 40% of the page height."""
+        """A picture beside the document, where the text puts it (no float), at its natural size: turned on its
+        side if only that fits the text width, and scaled down only if neither way fits the page."""
         return (
-            "\\begin{figure}[h]\n\\centering\n"
-            f"\\includegraphics[width=\\linewidth,height=0.4\\textheight,keepaspectratio]{{{path}}}\n"
-            f"\\par\\smallskip\\small {caption}\n\\end{{figure}}"
+            "\\par\\medskip\\begingroup\\centering\n"
+            f"\\sbox0{{\\includegraphics{{{path}}}}}%\n"
+            "\\ifdim\\wd0>\\linewidth\\ifdim\\ht0<\\linewidth\\sbox0{\\rotatebox{90}{\\usebox0}}\\fi\\fi\n"
+            "\\ifdim\\wd0>\\linewidth\\sbox0{\\resizebox{\\linewidth}{!}{\\usebox0}}\\fi\n"
+            "\\dimen0=\\dimexpr\\textheight-4\\baselineskip\\relax  % room for the caption\n"
+            "\\ifdim\\ht0>\\dimen0\\sbox0{\\resizebox{!}{\\dimen0}{\\usebox0}}\\fi\n"
+            f"\\usebox0\\par\\nopagebreak\\smallskip{{\\small {caption}\\par}}\n\\endgroup"
         )
 
     def items(self, items: Iterable[Any], describe: Any = str) -> str:

@@ -48,6 +48,15 @@ WIDTH, LINES = 48, 3
 """A label's text is folded into at most LINES lines of about WIDTH letters; what is cut ends in ``…`` (the
 full text is then the SVG tooltip)."""
 
+FONT_SIZE = "10.5"
+"""Points, for every label: the body text of a Chinese document (ctexart's 五号; English ones use 10), so that a
+document shows the drawing at its natural size and its labels read like the text around them."""
+
+LAYOUT = {"nodesep": "0.2", "ranksep": "0.15", "ratio": "compress", "size": "5.5,100"}
+"""Tight spacing, and a layout packed to about 5.5 in across, so that it fits a document's text width (16 cm,
+6.3 in): ratio=compress rearranges the nodes rather than shrink the labels (it lands within about 0.7 in of the
+target; only a graph that cannot be packed at all is scaled down)."""
+
 FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf", ".dot": "dot", ".gv": "dot"}
 """What a file's extension asks for: a drawing by ``dot``, or the DOT source itself."""
 
@@ -109,7 +118,9 @@ class Graph:
     def digraph(self) -> graphviz.Digraph:
         """The picture as a :class:`graphviz.Digraph`, to restyle before drawing."""
         dot = graphviz.Digraph("symgrad", comment=f"symgrad graph of {shorten(self.title)}")
-        dot.attr("edge", fontsize="10")
+        dot.attr("graph", **LAYOUT)
+        dot.attr("node", fontsize=FONT_SIZE, margin="0.05,0.03")
+        dot.attr("edge", fontsize=FONT_SIZE)
         for node in self.nodes:
             style = _node_style(node)
             dot.node(node.key, _label(node.label), **style, **_tooltip(node.label))

@@ -10,6 +10,7 @@ documents only through those functions and the ones here.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -108,6 +109,7 @@ def formula_latex(expr: Any, limit: int = ELIDE_AFTER) -> str:
 # judged to fit does fit. The page's text is 16 cm wide: 45 em at 10 pt (article), 43 em at 10.5 pt (ctexart).
 LINE_BUDGET = 38.0  # a displayed line, ``lhs = rhs``
 MATRIX_BUDGET = 32.0  # a displayed matrix, leaving room for ``lhs =`` or a weight in front of it
+CELL_SCALE = 0.85  # a matrix's cells against :func:`latex_width`'s estimate (0.75 let 10.5 pt Chinese pages overflow)
 
 _NAMED = {"log", "exp", "tanh", "sinh", "cosh", "sin", "cos", "tan", "max", "min", "sign", "det", "ln"}
 _ARGUMENT = {"mathrm", "mathbf", "mathit", "operatorname", "text", "bar", "overline", "hat", "tilde", "vec"}
@@ -178,9 +180,10 @@ def _top_level_split(text: str, separators: tuple[str, ...]) -> list[str]:
 
 
 def _matrix_width(body: str, scale: float) -> float:
-    rows = [_top_level_split(row, ("&",)) for row in _top_level_split(body, (r"\\",))]
+    lines = [re.sub(r"^\s*\[[\w.]*\]", "", row) for row in _top_level_split(body, (r"\\",))]  # no [0.6ex]
+    rows = [_top_level_split(row, ("&",)) for row in lines]
     columns = max(len(r) for r in rows)
-    widths = [max(latex_width(r[c], 0.75) if c < len(r) else 0.0 for r in rows) for c in range(columns)]
+    widths = [max(latex_width(r[c], CELL_SCALE) if c < len(r) else 0.0 for r in rows) for c in range(columns)]
     return scale * (sum(widths) + 1.0 * (columns - 1) + 1.2)
 
 
@@ -223,9 +226,12 @@ def latex_width(text: str, scale: float = 1.0) -> float:
             total += max((latex_width(p, scale if scale < 1 else 1.0) for p in parts), default=0.0) + 0.2 * scale
         elif value == "begin" and i < len(tokens):
             environment = _source(tokens[i])
-            end = next((k for k in range(i + 1, len(tokens)) if tokens[k] == ("cmd", "end")), len(tokens))
+            end = _matching_end(tokens, i + 1)
             body = "".join(_source(t) for t in tokens[i + 1 : end])
-            total += _matrix_width(body, scale) if "matrix" in environment else latex_width(body, scale)
+            if "matrix" in environment:
+                total += _matrix_width(body, scale)
+            else:  # aligned, gathered: as wide as its widest line
+                total += max(latex_width(line, scale) for line in _top_level_split(body, (r"\\",)))
             i = end + 2
         elif value in ("left", "right"):
             if i < len(tokens):
@@ -248,6 +254,16 @@ def latex_width(text: str, scale: float = 1.0) -> float:
         else:
             total += 1.0 * scale
     return total
+
+
+def _matching_end(tokens: list[tuple[str, str]], start: int) -> int:
+    """The index of the ``\\end`` that closes the environment whose body starts at ``start``."""
+    depth = 1
+    for k in range(start, len(tokens)):
+        depth += {("cmd", "begin"): 1, ("cmd", "end"): -1}.get(tokens[k], 0)
+        if depth == 0:
+            return k
+    return len(tokens)
 
 
 def _source(token: tuple[str, str]) -> str:
@@ -300,7 +316,7 @@ def fit_matrix_latex(cells: Any, budget: float = MATRIX_BUDGET, limit: int = ELI
         return str(arr.item())
     arr = arr.reshape(1, -1) if arr.ndim == 1 else arr.reshape(arr.shape[0], -1)
     rows = [r for r in corner_indices(arr.shape[0], limit) if r is not None]
-    widths = [max(latex_width(str(arr[r, c]), 0.75) for r in rows) for c in range(arr.shape[1])]
+    widths = [max(latex_width(str(arr[r, c]), CELL_SCALE) for r in rows) for c in range(arr.shape[1])]
     columns = min(arr.shape[1], limit)
     while columns > 3:
         shown = [c for c in corner_indices(arr.shape[1], columns) if c is not None]
@@ -311,24 +327,66 @@ def fit_matrix_latex(cells: Any, budget: float = MATRIX_BUDGET, limit: int = ELI
     return _matrix(arr, corner_indices(arr.shape[0], limit), corner_indices(arr.shape[1], columns))
 
 
-def _matrix(arr: np.ndarray, rows: list[int | None], cols: list[int | None]) -> str:
+def _matrix(arr: np.ndarray, rows: list[int | None], cols: list[int | None], gap: str = "") -> str:
+    """``gap``: extra space between rows (``[0.6ex]``), for cells of several lines."""
     lines = []
     for r in rows:
         if r is None:
             lines.append(" & ".join(r"\ddots" if c is None else r"\vdots" for c in cols))
         else:
             lines.append(" & ".join(r"\cdots" if c is None else str(arr[r, c]) for c in cols))
-    return r"\begin{pmatrix} " + r" \\ ".join(lines) + r" \end{pmatrix}"
+    return r"\begin{pmatrix} " + (r" \\" + gap + " ").join(lines) + r" \end{pmatrix}"
 
 
 def fit_formula_matrix(entries: Any, budget: float = MATRIX_BUDGET) -> str:
     """A matrix of SymPy formulas in ``budget`` em: columns are elided first; if even the first and last
-    columns are too wide, the sums in the cells keep fewer terms."""
+    columns are too wide, the sums in the cells keep fewer terms, and then the cells break into lines.
+
+    >>> import sympy
+    >>> x = sympy.symbols("x0:3")
+    >>> text = fit_formula_matrix([[sympy.tanh(x[0] + x[1]) + sympy.exp(x[2]), x[2]]], budget=6.0)
+    >>> r"\\begin{aligned}&e^{x_{2}}\\\\&\\quad + \\tanh" in text, text.endswith(r"& \\cdots \\end{pmatrix}")
+    (True, True)
+    """
     arr = np.asarray(entries, dtype=object)
-    text = ""
+    cells = arr
     for terms in (ELIDE_AFTER, 4, 3):
         flat = [formula_latex(e, limit=terms) for e in arr.reshape(-1)]
-        text = fit_matrix_latex(np.array(flat, dtype=object).reshape(arr.shape), budget)
+        cells = np.array(flat, dtype=object).reshape(arr.shape)
+        text = fit_matrix_latex(cells, budget)
+        if latex_width(text) <= budget:
+            return text
+    return broken_matrix_latex(cells, budget)
+
+
+def broken_matrix_latex(cells: Any, budget: float = MATRIX_BUDGET) -> str:
+    """A matrix whose cells are too wide for ``budget`` em even with only its first and last columns: each cell
+    breaks into lines (as :func:`break_formula` does), with the first and last columns, or else the first
+    column alone, before ``\\cdots``. The narrowest of these if none fits."""
+    arr = np.asarray(cells, dtype=object)
+    if arr.ndim == 0:
+        return str(arr.item())  # a display breaks it as a line of its own
+    arr = arr.reshape(1, -1) if arr.ndim == 1 else arr.reshape(arr.shape[0], -1)
+    rows = corner_indices(arr.shape[0], ELIDE_AFTER)
+    n = arr.shape[1]
+    choices = [corner_indices(n, 3), [0, None] if n > 1 else [0]]
+    text = ""
+    for cols in choices:
+        shown = [c for c in cols if c is not None]
+        room = (budget - 1.2 - 1.4 * (None in cols) - (len(cols) - 1)) / len(shown) - 1.0  # 1 em: \quad
+        stacked = arr.copy()
+        for r in rows:
+            for c in shown:
+                if r is not None:
+                    stacked[r, c] = _stacked(break_formula(str(arr[r, c]), room))
+        text = _matrix(stacked, rows, cols, gap="[0.6ex]" if any("aligned" in str(x) for x in stacked.flat) else "")
         if latex_width(text) <= budget:
             break
     return text
+
+
+def _stacked(lines: list[str]) -> str:
+    """Lines of one cell, the later ones hanging under the first."""
+    if len(lines) == 1:
+        return lines[0]
+    return r"\begin{aligned}&" + r"\\&\quad ".join(lines) + r"\end{aligned}"

@@ -11,9 +11,11 @@ import subprocess
 import sys
 
 import pytest
+from pdf_fit import assert_inside, words
 from tools import require_tool
 
 from symgrad.cli import main
+from symgrad.report.formats import FORMATS
 
 SEED = ["graph", "torch.tanh(w @ x).sum()", "--shape", "w=2,3", "--shape", "x=3"]
 
@@ -158,6 +160,35 @@ def test_a_pdf_explanation_has_the_graph_as_a_figure(capsys, tmp_path, lang):
     assert "matmul" in text and "tanh" in text  # the graph's node labels, drawn into the page
     caption = {"en": "The computation graph", "zh": "计算图"}[lang]
     assert caption in text
+    assert_inside(target.read_bytes())
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_graph_sits_where_the_text_puts_it_at_its_natural_size(capsys, tmp_path, lang):
+    """No float: the figure follows the sentence before it, on its page where it fits there (English) or at the
+    top of the next (Chinese, whose title and list take more room), and before the next heading; its labels are
+    drawn no smaller than the body text (10.5 pt against 10 and 10.5)."""
+    require_dot()
+    require_tool("pdftotext", "poppler-utils")
+    target = tmp_path / "t.pdf"
+    code, _, err = run(capsys, *EXPLAIN, "--wrt", "W", "--format", "pdf", "--lang", lang, "-o", str(target))
+    assert code == 0, err
+    found = words(target.read_bytes())
+    before = {"en": "below,", "zh": "表达式的结果在下文记作"}[lang]  # the sentence on out's shape
+    after = {"en": "scalar", "zh": "输出是标量时为什么不用给"}[lang]  # the next heading
+    order = [w.text for w in found]
+    sentence, label, heading = order.index(before), order.index("matmul"), order.index(after, order.index("matmul"))
+    assert sentence < label < heading
+    expected = {"en": found[sentence].page, "zh": found[sentence].page + 1}[lang]
+    assert found[label].page == expected
+    body = sorted(w.height for w in found if w.page == found[sentence].page)
+    assert found[label].height >= body[len(body) // 2]  # the median word of the text
+
+
+def test_the_latex_figure_neither_floats_nor_scales_a_picture_that_fits():
+    tex = FORMATS["tex"].figure("g.pdf", "The graph.")
+    assert "\\begin{figure}" not in tex and "\\includegraphics{g.pdf}" in tex
+    assert "\\rotatebox{90}" in tex  # only for a drawing wider than the text, which its side fits
 
 
 def test_a_second_order_explanation_shows_the_graph_too(capsys, tmp_path):

@@ -19,6 +19,7 @@ from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_math import katex_errors, math_spans, require_katex
+from pdf_fit import assert_inside, words_outside
 from tools import require_engine
 
 import symgrad as sg
@@ -190,12 +191,15 @@ def test_each_explanation_compiles_to_pdf_without_latex_errors(documents, key, l
     _, _, tex = documents[key, lang]
     pdf = compile_pdf(tex, lang)
     assert pdf.startswith(b"%PDF")
+    assert_inside(pdf, tex)
 
 
 def test_the_generated_tex_files_are_the_catalogue_and_compile():
     require_engine("en")
     files = render_explain_item(EXPLAIN_ITEMS[0])
-    assert compile_pdf(files["explain_seed_en.tex"], "en").startswith(b"%PDF")
+    pdf = compile_pdf(files["explain_seed_en.tex"], "en")
+    assert pdf.startswith(b"%PDF")
+    assert_inside(pdf, files["explain_seed_en.tex"])
 
 
 # --- user text cannot inject TeX ----------------------------------------------------------------------------
@@ -248,6 +252,7 @@ def test_a_hostile_expression_compiles_and_is_printed_literally(tmp_path):
     tex = render_explanation(explain(w @ x, [w], expression=EVIL, run_check=False), "tex")
     pdf = tmp_path / "evil.pdf"
     pdf.write_bytes(compile_pdf(tex, "en"))
+    assert words_outside(pdf.read_bytes(), tex) == []
     text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
     assert "input{/etc/passwd}" in text.replace(" ", "").replace("\n", "")
 

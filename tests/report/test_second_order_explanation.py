@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from markdown_math import katex_errors, math_spans, require_katex
+from pdf_fit import assert_inside
 from tools import require_engine
 
 import symgrad as sg
@@ -146,7 +147,10 @@ def test_both_languages_say_the_same_things(valued):
 def test_the_tex_compiles_to_pdf(valued, symbolic, lang):
     require_engine(lang)
     for e in (valued[lang], symbolic[lang]):
-        assert compile_pdf(render_explanation(e, "tex"), lang).startswith(b"%PDF")
+        tex = render_explanation(e, "tex")
+        pdf = compile_pdf(tex, lang)
+        assert pdf.startswith(b"%PDF")
+        assert_inside(pdf, tex)
 
 
 def test_the_generated_files_are_the_catalogues(symbolic):
