@@ -13,6 +13,7 @@ can never leave math mode or start a TeX command.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -138,3 +139,104 @@ def matrix_latex(cells: Any, limit: int = ELIDE_AFTER) -> str:
                 line.append(r"\cdots" if c is None else str(arr[r, c]))
         lines.append(" & ".join(line))
     return r"\begin{pmatrix} " + r" \\ ".join(lines) + r" \end{pmatrix}"
+
+
+_COMMAND = re.compile(r"\\(?:[A-Za-z]+|.)")
+_SPACING = frozenset({r"\,", r"\;", r"\:", r"\!", r"\ ", r"\quad", r"\qquad"})
+_BINARY = frozenset({r"\cdot", r"\odot", r"\times", r"\wedge", r"\vee", r"\oplus", r"\neg", r"\leq", r"\geq", r"\neq"})
+_SEPARATORS = frozenset("+-=<>,;&|")
+
+
+def _group_end(text: str, at: int) -> int:
+    """Where the brace group opening at ``at`` closes (escaped braces do not count)."""
+    depth, i = 0, at
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            return i + 1
+        i += 1
+    raise ValueError(f"unbalanced braces in {text!r}")
+
+
+def _delimited_end(text: str, at: int) -> int:
+    r"""Where the ``\left … \right`` pair opening at ``at`` closes, its closing delimiter included."""
+    depth, i = 0, at
+    while i < len(text):
+        match = _COMMAND.match(text, i) if text[i] == "\\" else None
+        if match is None:
+            i += 1
+            continue
+        depth += {r"\left": 1, r"\right": -1}.get(match.group(), 0)
+        i = match.end()
+        if depth == 0:
+            delimiter = _COMMAND.match(text, i) if text[i : i + 1] == "\\" else None
+            return delimiter.end() if delimiter else i + 1
+    raise ValueError(f"unbalanced \\left in {text!r}")
+
+
+def _tokens(text: str) -> list[str]:
+    r"""``text`` at its top level: brace groups and ``\left … \right`` pairs are one token each, a run of
+    spaces (or a spacing command) is ``" "``."""
+    out, i = [], 0
+    while i < len(text):
+        char = text[i]
+        if char.isspace():
+            end = len(text) - len(text[i:].lstrip())
+            token = " "
+        elif char == "{":
+            end = _group_end(text, i)
+            token = text[i:end]
+        elif char == "\\":
+            command = _COMMAND.match(text, i)
+            end = _delimited_end(text, i) if command.group() == r"\left" else command.end()
+            token = " " if command.group() in _SPACING else text[i:end]
+        else:
+            end, token = i + 1, char
+        out.append(token)
+        i = end
+    return out
+
+
+def script_tail(text: str) -> str | None:
+    r"""The scripts that end ``text`` (``"^"``, ``"_"``, ``"_^"``, or ``""``) when it is one unit a script can
+    attach to; None when it is several (``W X``, ``\sum_{i} x``, ``a + b``), which a script would split.
+
+    >>> script_tail("X"), script_tail(r"X^{\top}"), script_tail("Z_{1}"), script_tail(r"\left(W X\right)^{2}")
+    ('', '^', '_', '^')
+    >>> script_tail(r"\operatorname{relu}\left(x\right)"), script_tail(r"\textstyle\sum x"), script_tail("-x")
+    ('', None, None)
+    """
+    try:
+        tokens = _tokens(text.strip())
+    except ValueError:
+        return None
+    tail, argument = "", False
+    for token in tokens:
+        if argument:  # the script's own argument: X^{\top}, x_i
+            argument = False
+        elif token == " " or token in _SEPARATORS or token in _BINARY:
+            return None
+        elif token in ("^", "_"):
+            tail, argument = tail + token, True
+        elif token == "'":  # a prime is a superscript
+            tail += "^"
+        else:
+            tail = ""
+    return tail
+
+
+def takes_script(text: str, script: str) -> bool:
+    r"""Whether ``script`` (``^`` or a prime, or ``_``) can follow ``text`` without brackets, and reads as
+    applying to all of it: ``X`` and ``Z_{1}`` take a ``^``, but ``X^{\top}`` would be a double superscript.
+    A subscript follows no script at all, since ``X^{\top}_{i}`` reads as ``(X_i)^⊤`` as easily as ``(X^⊤)_i``.
+
+    >>> takes_script("Z_{1}", "^"), takes_script(r"X^{\top}", "^"), takes_script(r"X^{\top}", "_")
+    (True, False, False)
+    """
+    tail = script_tail(text)
+    if tail is None:
+        return False
+    return not tail if script == "_" else "^" not in tail

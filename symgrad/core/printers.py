@@ -16,6 +16,7 @@ code printers and listings on top of them.
 
 from __future__ import annotations
 
+import itertools
 import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -25,7 +26,7 @@ import sympy
 from .dtypes import is_floating
 from .graph import topological, uniform_constant
 from .indexing import index_shape
-from .latex import latex_name
+from .latex import latex_name, takes_script
 from .spelling import describe
 
 if TYPE_CHECKING:
@@ -84,23 +85,34 @@ class Printer:
     def _print_template(self, t: Tensor) -> tuple[str, int]:
         assert t.op is not None
         mine = t.op.precedence
-        parts = []
         template = getattr(t.op, self.template_field)
+        # the template with its attributes filled in and a marker for each input: what surrounds an input is
+        # known even when an attribute's field writes it (``{sum_before}{0}{sum_after}``)
+        markers = [f"\x00{position}\x00" for position in range(len(t.inputs))]
+        fields = {"inputs": ", ".join(markers), **describe(t.op, t.attrs, t.inputs)}  # {inputs}: any number
+        skeleton = template.format(*markers, **fields)
+        parts = []
         for position, part in enumerate(t.inputs):
             text, theirs = self._print(part)
-            bracketed = enclosed(template, position)
+            bracketed = enclosed(skeleton, position, markers[position])
             # x * y @ z reads badly; a + b - c does not
             mixed = theirs == mine == 5 and part.op is not None and part.op.name != t.op.name
             prefix = template.startswith("-")  # -(-x) and -(x ** 2) keep their parentheses, as ruff writes them
             nested_prefix = prefix and part.op is not None and (theirs <= mine or part.op.name == "pow")
             same_level = (theirs == mine and (position > 0 or mixed)) and mine < ATOM - 1
-            if not bracketed and (nested_prefix or theirs < mine or same_level):
+            followed = [after for before, after in _around(skeleton, markers[position])]
+            if (not bracketed and (nested_prefix or theirs < mine or same_level)) or self._splits(text, followed):
                 text = self._wrap(text)
             parts.append(text)
         if template == "{0} + {1}" and parts[1].startswith("-"):  # a + -2 * b reads as a - 2 * b
             return f"{parts[0]} - {parts[1][1:]}", mine
-        fields = {"inputs": ", ".join(parts), **describe(t.op, t.attrs, t.inputs)}  # {inputs}: any number of them
-        return template.format(*parts, **fields), mine
+        for marker, text in zip(markers, parts):
+            skeleton = skeleton.replace(marker, text)
+        return skeleton, mine
+
+    def _splits(self, text: str, followed: list[str]) -> bool:
+        """Whether what follows an input in its template (``^{2}`` in LaTeX) would attach to a part of it only."""
+        return False
 
 
 def number_precedence(value: sympy.Expr) -> int:
@@ -129,16 +141,19 @@ def _index_latex(item: object) -> str:
     return str(item)
 
 
-def enclosed(template: str, position: int) -> bool:
-    """Whether the template already brackets this argument: ``f({0})``, ``\\sqrt{{{0}}}``, ``g({0}, {1})``."""
-    marker = f"{{{position}}}"
-    at = template.find(marker)
-    if at < 0:
-        return True
-    before, after = template[:at].rstrip(), template[at + len(marker) :].lstrip()
-    opens = before.endswith(("(", ",", "{", "left(", "[")) or before.endswith("{{")
-    closes = after.startswith((")", ",", "}", "\\right", "]"))
-    return opens and closes
+def enclosed(template: str, position: int, marker: str | None = None) -> bool:
+    """Whether the template already brackets this argument: ``f({0})``, ``\\sqrt{{{0}}}``, ``g({0}, {1})``
+    (the argument is written ``marker``, by default ``{position}``)."""
+    around = _around(template, f"{{{position}}}" if marker is None else marker)
+    opens = [before.endswith(("(", ",", "{", "left(", "[")) or before.endswith("{{") for before, _ in around]
+    closes = [after.startswith((")", ",", "}", "\\right", "]")) for _, after in around]
+    return all(opens) and all(closes)
+
+
+def _around(text: str, marker: str) -> list[tuple[str, str]]:
+    """What stands before and after each place ``marker`` is in ``text``, spaces stripped."""
+    pieces = text.split(marker)
+    return [(before.rstrip(), after.lstrip()) for before, after in itertools.pairwise(pieces)]
 
 
 class TorchPrinter(Printer):
@@ -275,16 +290,21 @@ class LatexPrinter(Printer):
 
     def _print_index(self, t: Tensor) -> tuple[str, int]:
         """``x[i, :]`` as ``x_{i,\\cdot}``; a pure broadcast (``None``, ``:``, ``...``) adds nothing in maths,
-        so ``g[None][:, None]`` is ``g``. A base that already has a subscript is bracketed."""
+        so ``g[None][:, None]`` is ``g``. A base that already has a script is bracketed."""
         (base,) = t.inputs
         index = t.attrs["index"]
         text, precedence = self._print(base)
         parts = [_index_latex(item) for item in index if item is not None and item is not Ellipsis]
         if all(part == r"\cdot" for part in parts):
             return text, precedence
-        if precedence < ATOM or "_" in text or "^" in text:
+        if precedence < ATOM or self._splits(text, ["_"]):
             text = self._wrap(text)
         return f"{text}_{{{','.join(parts)}}}", ATOM
+
+    def _splits(self, text: str, followed: list[str]) -> bool:
+        """A script after an input must apply to all of it, and never be a second one: ``X^{\\top}`` squared
+        is ``\\left(X^{\\top}\\right)^{2}``, not a double superscript, and ``\\sum x`` transposed is bracketed."""
+        return any(after[:1] in ("^", "_", "'") and not takes_script(text, after[:1]) for after in followed)
 
     def _print_mul(self, t: Tensor) -> tuple[str, int]:
         """A scalar factor is juxtaposed (``2 X``); two tensors get the Hadamard product ``\\odot``."""

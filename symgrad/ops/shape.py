@@ -105,6 +105,22 @@ def _permute_text(dims: tuple[int, ...]) -> str:
     return ".T" if dims == tuple(reversed(range(len(dims)))) and len(dims) == 2 else f".permute{dims}"
 
 
+def _layout_latex(name: str, dims: tuple, ndim: int) -> dict:
+    """A transpose or permute as LaTeX around its input: a matrix's is ``X^{\\top}``; any other names its dims,
+    ``\\operatorname{transpose}_{1,2}(X)``, ``\\operatorname{permute}_{2,0,1}(X)``, so different ones differ."""
+    if ndim == 2 and tuple(dims) in ((0, 1), (1, 0)):
+        return {f"{name}_open": "", f"{name}_close": "^{\\top}"}
+    return {
+        f"{name}_open": rf"\operatorname{{{name}}}_{{{','.join(map(str, dims))}}}\left(",
+        f"{name}_close": r"\right)",
+    }
+
+
+def _reshape_latex(shape: tuple) -> str:
+    """The target shape as a subscript: ``(m,6)``."""
+    return "(" + ",".join(sympy.latex(sympy.sympify(d)) for d in shape) + ")"
+
+
 # ── batching rules (see symgrad.ops.batched) ──────────────────────────────
 def _permute_batch(inputs: list, flags: list, nb: int, dims: tuple) -> Any:
     return inputs[0].permute(*range(nb), *shift(dims, nb))
@@ -140,12 +156,15 @@ register(
         _transpose,
         lambda torch, a, dim0, dim1: a.transpose(dim0, dim1),
         "{0}{transpose_text}",
-        "{0}^{{\\top}}",
+        "{transpose_open}{0}{transpose_close}",
         "TransposeBackward0",
         saves=False,
         vjp=lambda g, out, a, dim0, dim1: (g if dim0 == dim1 else g.transpose(dim0, dim1),),
         tags=frozenset({"layout", "linear"}),
-        spell=lambda attrs, inputs: {"transpose_text": _transpose_text(attrs, inputs)},
+        spell=lambda attrs, inputs: {
+            "transpose_text": _transpose_text(attrs, inputs),
+            **_layout_latex("transpose", sorted((attrs["dim0"], attrs["dim1"])), len(inputs[0].shape) if inputs else 0),
+        },
         float64=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1) if a.ndim else a,
         batch="dims",
     )
@@ -157,12 +176,15 @@ register(
         lambda a, dims: np.transpose(a, dims),
         lambda torch, a, dims: a.permute(tuple(dims)),  # a.permute() (no dims) fails for 0-d tensors
         "{0}{permute_text}",
-        "{0}^{{\\top}}",
+        "{permute_open}{0}{permute_close}",
         "PermuteBackward0",
         saves=False,
         vjp=lambda g, out, a, dims: (g.permute(*_inverse(dims)),),
         tags=frozenset({"layout", "linear"}),
-        spell=lambda attrs, inputs: {"permute_text": _permute_text(tuple(attrs["dims"]))},
+        spell=lambda attrs, inputs: {
+            "permute_text": _permute_text(tuple(attrs["dims"])),
+            **_layout_latex("permute", tuple(attrs["dims"]), len(attrs["dims"])),
+        },
         float64=lambda a, dims: np.transpose(a, dims),
         batch=_permute_batch,
     )
@@ -174,11 +196,12 @@ register(
         lambda a, shape: a.reshape(shape),
         lambda torch, a, shape: a.reshape(shape),
         "{0}.reshape({shape_args})",
-        "{0}",
+        r"\operatorname{{reshape}}_{{{reshape_latex}}}\left({0}\right)",
         "ViewBackward0",
         saves=False,
         vjp=lambda g, out, a, shape: (g.reshape(*a.shape),),
         tags=frozenset({"layout", "linear"}),
+        spell=lambda attrs, inputs: {"reshape_latex": _reshape_latex(tuple(attrs["shape"]))},
         float64=lambda a, shape: a.reshape(shape),
         batch=_reshape_batch,
     )
