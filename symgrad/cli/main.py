@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 from ..core.budget import PROGRESS_AFTER, time_limit
-from ..core.constructors import fresh_name
 from ..core.dims import is_concrete
 from ..core.errors import SymgradError, WorkBudgetError
 from ..core.files import check_writable, write_file
@@ -56,9 +55,11 @@ from . import catalogue
 from . import verify as verification
 from .catalogue import strict_json
 from .errors import EXIT_MISMATCH, EXIT_USAGE, one_line, report_error, say
+from .grad_tensors import default_grad_tensor, grad_tensor_option, parsed_grad_tensor
 from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of
 from .models import Model, load_model, option_pairs, parse_input
 from .outputs import document_format, put_result
+from .pictures import picture_name
 from .repl import run as run_repl
 
 EXIT_INTERRUPTED = 130
@@ -330,27 +331,15 @@ def _expression_and_wrt(args: argparse.Namespace) -> tuple[Tensor, list[Tensor]]
     return output, wrt
 
 
-def _grad_tensor_option(text: str | None, output: Tensor) -> Any:
-    """``--grad-tensor``: ones, a symbol name, or values; None keeps torch's rule for scalar outputs."""
-    if text is not None and text != "ones" and not text.isidentifier():
-        return parse_values(text)
-    if text is None and output.numel() == 1:
-        return "ones"
-    return text
-
-
 def run_derive(args: argparse.Namespace) -> int:
     if args.output:
         check_writable(Path(args.output))  # before the work, not after it
     output, wrt = _expression_and_wrt(args)
-    if not all(is_concrete(t.shape) for t in [output, *output.leaves().values()]):
+    concrete = all(is_concrete(t.shape) for t in [output, *output.leaves().values()])
+    args.grad_tensor = grad_tensor_option(args.grad_tensor, output, symbolic=not concrete)
+    if not concrete:
         return _print_law(args, output, wrt)
-    grad_tensor = _grad_tensor_option(args.grad_tensor, output)
-    if grad_tensor is None:
-        raise SymgradError(
-            "grad can be implicitly created only for scalar outputs; "
-            "pass --grad-tensor ones, --grad-tensor v (symbolic) or values"
-        )
+    grad_tensor = parsed_grad_tensor(args.grad_tensor, output)
     result = derive(
         output,
         wrt,
@@ -375,11 +364,9 @@ def _print_law(args: argparse.Namespace, output, wrt) -> int:
     """Symbolic shapes: print the matrix laws (with their proofs) instead of entries."""
     if args.grad_tensor is not None and args.grad_tensor != "ones" and not args.grad_tensor.isidentifier():
         raise SymgradError("with symbolic shapes, --grad-tensor is a name (e.g. V) or ones")
-    grad = args.grad_tensor
-    if grad in (None, "ones") and not all(d == 1 for d in output.shape):
-        if grad == "ones":
-            raise SymgradError("with symbolic shapes, a non-scalar output needs a symbolic --grad-tensor such as V")
-        grad = fresh_name("V", output.leaves())
+    grad = args.grad_tensor  # without --grad-tensor: a symbolic V (see grad_tensors)
+    if grad == "ones" and not all(d == 1 for d in output.shape):
+        raise SymgradError("with symbolic shapes, a non-scalar output needs a symbolic --grad-tensor such as V")
     result = derive_law(output, wrt, grad_tensor=grad, expression=args.expression, run_proof=not args.no_check)
     if args.format == "json":
         put_result(
@@ -402,10 +389,13 @@ def run_explain(args: argparse.Namespace) -> int:
         check_writable(target)  # before the work, not after it
     output, wrt = _expression_and_wrt(args)
     concrete = all(is_concrete(t.shape) for t in [output, *output.leaves().values()])
+    chosen = default_grad_tensor(output, symbolic=not concrete) if args.grad_tensor is None else None
     if args.create_graph:  # the grad_tensor is u, of the input's shape, for the second backward
-        grad_tensor = _grad_tensor_option(args.grad_tensor, output) if args.grad_tensor else None
+        grad_tensor = parsed_grad_tensor(args.grad_tensor, output) if args.grad_tensor else None
+    elif concrete:
+        grad_tensor = parsed_grad_tensor(args.grad_tensor or chosen, output)
     else:
-        grad_tensor = _grad_tensor_option(args.grad_tensor, output) if concrete else None
+        grad_tensor = chosen  # the law's own V, named in the picture too
     result = explain(
         output,
         wrt,
@@ -415,6 +405,8 @@ def run_explain(args: argparse.Namespace) -> int:
         run_check=not args.no_check,
         create_graph=args.create_graph,
     )
+    if chosen is not None and not args.create_graph and result.entrywise is None:  # the law's V, in the picture too
+        grad_tensor = default_grad_tensor(output, symbolic=True)
     pictures: dict[str, bytes] = {}
     if target is not None and not args.no_graph:
         kind = "svg" if args.format == "md" else "pdf"
@@ -439,11 +431,6 @@ def run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def picture_name(document: Path, kind: str) -> str:
-    """``NAME-graph.svg`` beside ``NAME.md``: letters, digits, ``-`` and ``_`` only, which every Markdown
-    viewer and LaTeX's graphicx (which reads a second dot as the extension) take as they are."""
-    stem = "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "_" for c in document.stem)
-    return f"{stem}-graph.{kind}"
 
 
 def _graph_drawing(output: Tensor, wrt: list[Tensor], grad_tensor: Any, kind: str) -> bytes | None:
@@ -463,7 +450,8 @@ def run_graph(args: argparse.Namespace) -> int:
     if target is not None:
         check_writable(target)
     output, wrt = _expression_and_wrt(args)
-    grad_tensor = args.grad_tensor
+    concrete = all(is_concrete(t.shape) for t in [output, *output.leaves().values()])
+    grad_tensor = grad_tensor_option(args.grad_tensor, output, symbolic=not concrete)
     if grad_tensor is not None and grad_tensor != "ones" and not grad_tensor.isidentifier():
         grad_tensor = parse_values(grad_tensor)
     picture = graph(output, wrt if args.wrt or args.module else None, grad_tensor=grad_tensor)

@@ -20,7 +20,8 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,8 @@ from ..verify.prove import Proof, check_numerically, prove
 from ..verify.verify import check
 from .derivation import jacobian_report, make_grad_tensor
 from .formats import Step
+from .graph import Graph, graph
+from .inline_picture import svg_data_uri
 from .latex import MATRIX_BUDGET, fit_formula_matrix, fit_matrix_latex, formula_latex, latex_width, number_latex
 from .render import render_explanation
 
@@ -123,6 +126,7 @@ class Explanation:
     per_element_call: str = "out[i].backward(v[i], retain_graph=True)"
     wording: str = "explain"  # the templates: explain_body.j2 and explain_<lang>.j2
     picture: str | None = None  # the file name of the graph's drawing, beside the document
+    graph: Callable[[], Graph] | None = field(default=None, repr=False, compare=False)  # the graph it explains
 
     @property
     def failed(self) -> bool:
@@ -135,7 +139,8 @@ class Explanation:
         return self.law is not None and self.entrywise is not None
 
     def _repr_markdown_(self) -> str:
-        return render_explanation(self, "md")
+        """The Markdown document, with the graph's picture inside it when Graphviz's dot can draw it."""
+        return render_explanation(replace(self, picture=self.picture or svg_data_uri(self.graph)), "md")
 
 
 def input_info(t: Tensor) -> InputInfo:
@@ -431,6 +436,7 @@ def explain(
             check = _check(output, targets, v)
     big = concrete and (cells > ENTRYWISE_LIMIT or any(d > ELIDE_AFTER for t in leaves.values() for d in t.shape))
     law = _law(output, targets, run_proof=run_check, concrete=concrete) if (not concrete or big) else None
+    pictured = _pictured_grad_tensor(output, grad_tensor, entrywise is not None)
     return Explanation(
         expression=" ".join((expression or output.name).split()),
         lang=lang,
@@ -448,7 +454,18 @@ def explain(
             if len(output.shape) == 1
             else "out.flatten()[i].backward(v.flatten()[i], retain_graph=True)"
         ),
+        graph=lambda: graph(output, targets, grad_tensor=pictured),
     )
+
+
+def _pictured_grad_tensor(output: Tensor, grad_tensor: Any, entrywise: bool) -> Any:
+    """The grad_tensor the document uses, as its picture names it: the one given, else torch's implicit 1 for one
+    element, ones for the entries, or the law's symbolic V."""
+    if grad_tensor is not None and entrywise:
+        return grad_tensor
+    if all(d == 1 for d in output.shape):
+        return None
+    return "ones" if entrywise else fresh_name("V", output.leaves())
 
 
 def _has_symbolic_entries(output: Tensor) -> bool:

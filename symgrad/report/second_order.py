@@ -19,7 +19,8 @@ For a one-element ``f`` and one input ``x`` the document derives, for the expres
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,8 @@ from ..verify.prove import prove
 from ..verify.torch_eval import evaluate_graph
 from .explanation import LANGUAGES, InputInfo, describe_proof, input_info, number_cells, sizes_math
 from .formats import Step
+from .graph import Graph, graph
+from .inline_picture import svg_data_uri
 from .latex import formula_latex, number_latex
 from .render import render_explanation
 
@@ -86,6 +89,7 @@ class SecondOrderExplanation:
     flattened: bool = False  # x has more than one dimension: H is shown as a (numel × numel) matrix
     wording: str = "explain_second_order"  # the templates' wording files, explain_second_order_<lang>.j2
     picture: str | None = None  # the file name of the graph's drawing, beside the document
+    graph: Callable[[], Graph] | None = field(default=None, repr=False, compare=False)  # the graph it explains
 
     @property
     def failed(self) -> bool:
@@ -93,7 +97,8 @@ class SecondOrderExplanation:
         return (self.check is not None and not self.check["ok"]) or self.proved is False or self.hvp_proved is False
 
     def _repr_markdown_(self) -> str:
-        return render_explanation(self, "md")
+        """The Markdown document, with the graph's picture inside it when Graphviz's dot can draw it."""
+        return render_explanation(replace(self, picture=self.picture or svg_data_uri(self.graph)), "md")
 
 
 def _one_element(f: Tensor) -> None:
@@ -248,6 +253,7 @@ def explain_second_order(
         tangent_kind=kind,
         concrete=concrete,
         flattened=len(x.shape) > 1,
+        graph=lambda: graph(output, [x]),  # u, not v, is the grad_tensor one order up: the picture shows the 1
     )
     small_f, small_x = output, x
     if not concrete:

@@ -67,10 +67,11 @@ def test_derive_numeric_grad_tensor_values(capsys):
     assert [e["value"] for e in json.loads(out)["gradients"][0]["entries"]] == tw.grad.reshape(-1).tolist()
 
 
-def test_vector_output_without_grad_tensor_is_refused(capsys):
+def test_vector_output_without_grad_tensor_uses_ones_and_says_so(capsys):
+    # torch stops here; symgrad uses ones, as explain does, and says so (see tests/cli/test_cli_grad_tensor.py)
     code, out, err = run(capsys, *SEED)
-    assert code == 2 and out == ""
-    assert err.startswith("symgrad: error: grad can be implicitly created only for scalar outputs")
+    assert code == 0 and "grad_tensor v: ones (as torch.ones_like(out))" in out
+    assert err.startswith("symgrad: note: out has shape 1×2, for which torch's out.backward() stops (grad can be")
     assert err.count("\n") == 1
 
 

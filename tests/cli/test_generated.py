@@ -19,8 +19,34 @@ def test_generated_folder_is_up_to_date():
 
 def test_no_stray_files_in_generated():
     expected = set(catalogue.render_all())
+    svgs = {name for name in catalogue.drawings() if name.endswith(".svg")}
     present = {p.name for p in (ROOT / "generated").iterdir() if p.is_file()}
-    assert present == expected
+    assert expected | svgs <= present <= expected | set(catalogue.drawings())  # the PDFs are drawn, not committed
+
+
+def test_explanations_show_their_graph_whose_dot_source_is_checked():
+    files = catalogue.render_all()
+    for item in catalogue.EXPLAIN_ITEMS:
+        dot = f"{item.stem}-graph.dot"
+        assert files[dot].startswith("// symgrad graph of") and f"{item.stem}-graph.svg" in catalogue.drawings()
+        for lang in ("en", "zh"):
+            assert f"]({item.stem}-graph.svg)" in files[f"{item.stem}_{lang}.md"]
+            assert f"\\includegraphics{{{item.stem}-graph.pdf}}" in files[f"{item.stem}_{lang}.tex"]
+    assert "v = ones  1×2" in files["explain_seed-graph.dot"] and "V  k×m" in files["explain_mlp_layer-graph.dot"]
+
+
+def test_the_drift_check_compares_the_dot_source_not_the_drawing(tmp_path):
+    folder = tmp_path / "generated"
+    folder.mkdir()
+    for name, text in catalogue.render_all().items():
+        (folder / name).write_text(text, encoding="utf-8")
+    svgs = sorted(name for name in catalogue.drawings() if name.endswith(".svg"))
+    assert catalogue.stale(folder) == svgs  # a drawing must be there
+    for name in svgs:  # as another Graphviz version draws it: not compared
+        (folder / name).write_text("<svg>drawn by another dot</svg>", encoding="utf-8")
+    assert catalogue.stale(folder) == []
+    (folder / "explain_seed-graph.dot").write_text("digraph {}", encoding="utf-8")
+    assert catalogue.stale(folder) == ["explain_seed-graph.dot"]
 
 
 def test_output_is_identical_under_any_hash_seed():

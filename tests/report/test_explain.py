@@ -7,6 +7,7 @@ skip without them unless SYMGRAD_REQUIRE_TOOLS=1 (as in CI), where a missing too
 
 from __future__ import annotations
 
+import base64
 import re
 import shutil
 import subprocess
@@ -24,11 +25,13 @@ from tools import require_engine
 
 import symgrad as sg
 from symgrad import cli
-from symgrad.cli.catalogue import EXPLAIN_ITEMS, render_explain_item
+from symgrad.cli.catalogue import EXPLAIN_ITEMS, drawings, render_explain_item
+from symgrad.core.errors import SymgradError
 from symgrad.core.latex import latex_name, text_latex
 from symgrad.reader import parse, parse_shape, parse_values
 from symgrad.report import explain, render_explanation
 from symgrad.report.formats import FORMATS
+from symgrad.report.graph import NEEDS_DOT, Graph
 from symgrad.report.tex import compile_pdf, first_error
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -197,7 +200,8 @@ def test_each_explanation_compiles_to_pdf_without_latex_errors(documents, key, l
 def test_the_generated_tex_files_are_the_catalogue_and_compile():
     require_engine("en")
     files = render_explain_item(EXPLAIN_ITEMS[0])
-    pdf = compile_pdf(files["explain_seed_en.tex"], "en")
+    picture = {"explain_seed-graph.pdf": drawings()["explain_seed-graph.pdf"].draw("pdf")}
+    pdf = compile_pdf(files["explain_seed_en.tex"], "en", files=picture)
     assert pdf.startswith(b"%PDF")
     assert_inside(pdf, files["explain_seed_en.tex"])
 
@@ -341,7 +345,8 @@ def test_notebook_displays():
     proof = sg.prove(W @ W.T, [W], [V])
     assert proof._repr_markdown_().startswith("**proof held**")
     e = explain(w * w, [w], run_check=False)
-    assert e._repr_markdown_() == render_explanation(e, "md")
+    # the document, with the graph drawn inside it when dot is there (test_the_notebook_markdown_shows_the_graph_inline)
+    assert re.sub(r"!\[[^\]]*\]\(data:[^)]*\)\n\n", "", e._repr_markdown_()) == render_explanation(e, "md")
 
 
 # --- inputs found by review ------------------------------------------------------------------------------------
@@ -415,3 +420,32 @@ def test_inputs_with_more_than_two_dimensions_say_how_they_are_shown():
     e = explain(x * x, [x], run_check=False)
     assert "dimensions after the first flattened into columns" in render_explanation(e, "md")
     assert "展平成列" in render_explanation(explain(x * x, [x], lang="zh", run_check=False), "md")
+
+
+def _inline_svgs(markdown: str) -> list[str]:
+    return [
+        base64.b64decode(e).decode()
+        for e in re.findall(r"\]\(data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)\)", markdown)
+    ]
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot")
+def test_the_notebook_markdown_shows_the_graph_inline():
+    w = sg.tensor([[1.0, 2.0]], requires_grad=True, name="w")
+    x = sg.tensor([[1.0, 1.0], [2.0, 2.0]], name="x")
+    first = explain(w @ x, [w], run_check=False)
+    (svg,) = _inline_svgs(first._repr_markdown_())
+    assert svg.startswith("<?xml") and "v = ones" in svg and first.picture is None  # the grad_tensor it uses
+    second = sg.explain((w * w).sum(), [w], create_graph=True, run_check=False)
+    (svg,) = _inline_svgs(second._repr_markdown_())
+    assert "v = 1" in svg
+
+
+def test_the_notebook_markdown_has_no_picture_without_dot(monkeypatch):
+    def no_dot(self, *_, **__):
+        raise SymgradError(NEEDS_DOT)
+
+    monkeypatch.setattr(Graph, "draw", no_dot)
+    w = sg.tensor([[1.0, 2.0]], requires_grad=True, name="w")
+    md = explain(w @ w.T, [w], run_check=False)._repr_markdown_()
+    assert "data:image" not in md and "![" not in md
