@@ -51,14 +51,14 @@ from ..report.render import render_explanation, render_markdown
 from ..report.tex import compile_pdf
 from ..report.verification import render_verification
 from ..torch.tracing import Trace
-from . import catalogue
+from . import catalogue, serve
 from . import verify as verification
 from .catalogue import strict_json
 from .errors import EXIT_MISMATCH, EXIT_USAGE, one_line, report_error, say
 from .grad_tensors import default_grad_tensor, grad_tensor_option, parsed_grad_tensor
 from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of
 from .models import Model, load_model, option_pairs, parse_input
-from .outputs import document_format, put_result
+from .outputs import document_format, put_result, write_page
 from .pictures import picture_name
 from .repl import run as run_repl
 
@@ -177,9 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
     _expression_arguments(explain)
     explain.add_argument(
         "--format",
-        choices=["tex", "md", "markdown", "pdf"],
+        choices=["tex", "md", "markdown", "pdf", "html"],
         default=None,
-        help="md (or markdown; the default), tex or pdf; without it, -o FILE's suffix decides (.pdf, .tex, .md)",
+        help="md (or markdown; the default), tex, pdf or html (one page that works offline); without it, -o FILE's "
+        "suffix decides (.pdf, .tex, .md, .html)",
     )
     explain.add_argument("--lang", choices=["en", "zh"], default="en", help="English or Chinese (default: en)")
     explain.add_argument("-o", "--output", default=None, help="write the document here (required for pdf)")
@@ -264,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="where the catalogue lives (default: generated/ of the checkout symgrad runs from, from any directory)",
     )
+    serve.add_parser(verbs)
     for verb in verbs.choices.values():  # --debug is accepted after the verb too
         verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     for verb in (derive, explain, emit, picture, verify):
@@ -407,6 +409,9 @@ def run_explain(args: argparse.Namespace) -> int:
     )
     if chosen is not None and not args.create_graph and result.entrywise is None:  # the law's V, in the picture too
         grad_tensor = default_grad_tensor(output, symbolic=True)
+    if args.format == "html":
+        write_page(target, result, None if args.no_graph else _page_graph(output, wrt, grad_tensor, args))
+        return _explained(result)
     pictures: dict[str, bytes] = {}
     if target is not None and not args.no_graph:
         kind = "svg" if args.format == "md" else "pdf"
@@ -425,12 +430,19 @@ def run_explain(args: argparse.Namespace) -> int:
             print(text, end="")
         for name, drawing in pictures.items():
             write_file(target.parent / name, drawing)
+    return _explained(result)
+
+
+def _explained(result: Any) -> int:
     if result.failed:
         say("symgrad: error: the formulas disagree with torch.autograd")
         return EXIT_MISMATCH
     return 0
 
 
+def _page_graph(output: Tensor, wrt: list[Tensor], grad_tensor: Any, args: argparse.Namespace) -> Any:
+    """The graph an HTML page draws inside itself (u, not v, is the grad_tensor one order up)."""
+    return graph(output, wrt or None, grad_tensor=None if args.create_graph else grad_tensor)
 
 
 def _graph_drawing(output: Tensor, wrt: list[Tensor], grad_tensor: Any, kind: str) -> bytes | None:
@@ -603,6 +615,8 @@ def _run(args: argparse.Namespace) -> int:
         return run_repl()
     if args.verb == "catalogue":
         return run_catalogue(args)
+    if args.verb == "serve":
+        return serve.run_serve(args, main)
     seconds = time_limit_of(args)
     skip = " --no-check skips the proofs and checks," if args.verb not in ("graph", "verify") else ""
     if args.verb == "verify":

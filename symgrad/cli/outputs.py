@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
-from ..core.errors import SymgradError
+from ..core.errors import SymgradError, WorkBudgetError
 from ..core.files import write_file
+from ..report import render_explanation
+from .errors import say
 
 
 def put_result(args: argparse.Namespace, text: str) -> None:
@@ -19,7 +22,7 @@ def put_result(args: argparse.Namespace, text: str) -> None:
         print(text, end="")
 
 
-SUFFIX_FORMATS = {".pdf": "pdf", ".tex": "tex", ".md": "md", ".markdown": "md"}
+SUFFIX_FORMATS = {".pdf": "pdf", ".tex": "tex", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}
 
 
 def document_format(args: argparse.Namespace) -> None:
@@ -30,3 +33,19 @@ def document_format(args: argparse.Namespace) -> None:
     if given is not None and implied is not None and given != implied:
         raise SymgradError(f"-o {args.output} names a .{implied} file but --format is {given}: make them agree")
     args.format = given or implied or "md"
+
+
+def write_page(target: Path | None, explanation: Any, picture: Any) -> None:
+    """``explain --format html``: the page, to ``target`` or stdout, with the graph drawn inside it; without dot,
+    the page goes without its picture and a note says why."""
+    try:
+        text = render_explanation(explanation, "html", picture=picture)
+    except SymgradError as error:
+        if picture is None or isinstance(error, WorkBudgetError):
+            raise
+        say(f"symgrad: note: the page has no graph picture: {error}")
+        text = render_explanation(explanation, "html")
+    if target is not None:
+        write_file(target, text)
+    else:
+        print(text, end="")

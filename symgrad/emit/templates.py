@@ -25,14 +25,14 @@ def template_dir() -> Path:
     raise FileNotFoundError("symgrad's templates/ folder is missing from this installation")
 
 
-def _environment(*, trim: bool, **delimiters: str) -> jinja2.Environment:
+def _environment(*, trim: bool, escape: bool = False, **delimiters: str) -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(template_dir()),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=trim,
         lstrip_blocks=trim,
-        autoescape=False,
+        autoescape=escape,
         **delimiters,
     )
 
@@ -62,3 +62,9 @@ def document_environment() -> jinja2.Environment:
         comment_start_string="((#",
         comment_end_string="#))",
     )
+
+
+@cache
+def page_environment() -> jinja2.Environment:
+    """HTML pages: every value is escaped unless it is marked safe (the page's own rendered parts)."""
+    return _environment(trim=True, escape=True)

@@ -46,7 +46,7 @@ from .formats import Step
 from .graph import Graph, graph
 from .inline_picture import svg_data_uri
 from .latex import MATRIX_BUDGET, fit_formula_matrix, fit_matrix_latex, formula_latex, latex_width, number_latex
-from .render import render_explanation
+from .render import notebook_html, render_explanation
 
 # Jacobians with more cells than this are not derived entry by entry: the document gives the law.
 ENTRYWISE_LIMIT = 1024
@@ -141,6 +141,10 @@ class Explanation:
     def _repr_markdown_(self) -> str:
         """The Markdown document, with the graph's picture inside it when Graphviz's dot can draw it."""
         return render_explanation(replace(self, picture=self.picture or svg_data_uri(self.graph)), "md")
+
+    def _repr_html_(self) -> str:
+        """The HTML page, as ``explain --format html`` writes it, in an ``<iframe>`` of the notebook."""
+        return notebook_html(self)
 
 
 def input_info(t: Tensor) -> InputInfo:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import ChainMap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,14 +115,18 @@ class Graph:
     def __init__(self, nodes: Sequence[GraphNode], edges: Sequence[GraphEdge], title: str) -> None:
         self.nodes, self.edges, self.title = list(nodes), list(edges), title
 
-    def digraph(self) -> graphviz.Digraph:
-        """The picture as a :class:`graphviz.Digraph`, to restyle before drawing."""
+    def digraph(self, links: Mapping[str, str] | None = None) -> graphviz.Digraph:
+        """The picture as a :class:`graphviz.Digraph`, to restyle before drawing. With ``links`` (a node's key
+        to a URL), every node has the id ``g-KEY`` and those in ``links`` link to their URL (an HTML page's)."""
         dot = graphviz.Digraph("symgrad", comment=f"symgrad graph of {shorten(self.title)}")
         dot.attr("graph", **LAYOUT)
         dot.attr("node", fontsize=FONT_SIZE, margin="0.05,0.03")
         dot.attr("edge", fontsize=FONT_SIZE)
         for node in self.nodes:
             style = _node_style(node)
+            if links is not None:
+                style = style | {"id": f"g-{node.key}"}
+                style |= {"URL": links[node.key], "target": "_self"} if node.key in links else {}
             dot.node(node.key, _label(node.label), **style, **_tooltip(node.label))
         for edge in self.edges:
             attrs = _tooltip((edge.rule,))
@@ -141,12 +145,12 @@ class Graph:
         """The DOT text: the same bytes in every run (no ids, hashes or dates)."""
         return self.digraph().source
 
-    def draw(self, format: str = "svg") -> bytes:  # noqa: A002 - graphviz's and dot's name for it
-        """The drawing by Graphviz's ``dot``: ``"svg"``, ``"png"`` or ``"pdf"``."""
+    def draw(self, format: str = "svg", *, links: Mapping[str, str] | None = None) -> bytes:  # noqa: A002 - dot's name
+        """The drawing by Graphviz's ``dot``: ``"svg"``, ``"png"`` or ``"pdf"`` (``links``: see :meth:`digraph`)."""
         if format not in ("svg", "png", "pdf"):
             raise SymgradError(f"a graph is drawn as svg, png or pdf, not {format!r}")
         try:
-            return self.digraph().pipe(format=format, quiet=True)
+            return self.digraph(links).pipe(format=format, quiet=True)
         except graphviz.ExecutableNotFound:
             raise SymgradError(NEEDS_DOT) from None
         except graphviz.CalledProcessError as error:

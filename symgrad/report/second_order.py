@@ -46,7 +46,7 @@ from .formats import Step
 from .graph import Graph, graph
 from .inline_picture import svg_data_uri
 from .latex import formula_latex, number_latex
-from .render import render_explanation
+from .render import notebook_html, render_explanation
 
 # Inputs with more entries than this get no entry-by-entry Hessian (its entries grow as the square).
 ENTRY_LIMIT = 6
@@ -99,6 +99,10 @@ class SecondOrderExplanation:
     def _repr_markdown_(self) -> str:
         """The Markdown document, with the graph's picture inside it when Graphviz's dot can draw it."""
         return render_explanation(replace(self, picture=self.picture or svg_data_uri(self.graph)), "md")
+
+    def _repr_html_(self) -> str:
+        """The HTML page, as ``explain --format html`` writes it, in an ``<iframe>`` of the notebook."""
+        return notebook_html(self)
 
 
 def _one_element(f: Tensor) -> None:

@@ -1,0 +1,373 @@
+"""``symgrad serve``: a playground on 127.0.0.1, the HTML page of ``explain`` with a form above it.
+
+A query names what the command line does, with the command line's own names, so that a derivation has one URL
+that can be shared: ``/?expr=torch.tanh(W @ x).sum()&shape=W=k,n&shape=x=n&wrt=W`` (also ``value=``,
+``grad_tensor=``, ``lang=`` and ``order=2``). The page asks ``/jobs`` for the explanation, shows the progress
+lines of long work, and can cancel it.
+
+Each derivation runs ``symgrad explain --format html`` in a process of its own, forked from the server: what the
+user types goes through the same safe reader and the same one-line errors as on the command line, the same time
+limit bounds it, and cancelling it ends that process. Only the options below reach the command line; a value is
+passed as ``--option=VALUE`` and the expression after ``--``, so nothing the user types is read as an option.
+
+Starlette routes the requests and uvicorn serves them (well-kept, small, pure-Python ASGI libraries).
+
+>>> explain_argv({"expr": ["x.sum()"], "shape": ["x=n"], "wrt": ["x"]}, time_limit=30)
+['explain', '--format=html', '--lang=en', '--time-limit=30', '--shape=x=n', '--wrt=x', '--', 'x.sum()']
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import ipaddress
+import itertools
+import multiprocessing
+import os
+import re
+import socket
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import SymgradError
+from ..emit.templates import page_environment
+from ..report.html import WORDS, page
+from .limits import seconds
+
+QUERY_OPTIONS = {"shape": "--shape", "value": "--value", "wrt": "--wrt", "grad_tensor": "--grad-tensor"}
+"""The query's names for the command line's options: the only ones a request can give."""
+
+MAX_RUNNING = 2  # derivations at once; more wait for a free one (each is a process with torch in it)
+MAX_KEPT = 64  # finished jobs kept for their pages to fetch
+MAX_QUERY_CHARS = 4000
+
+PLAYGROUND_WORDS = {
+    "en": {
+        "title": "symgrad playground",
+        "intro": "Type a torch expression and its tensors, as on the command line: symgrad derives what backward() "
+        "computes, as formulas, and checks them against torch.autograd.",
+        "expr": "expression",
+        "shape": "shapes",
+        "shape_hint": "W=k,n x=n",
+        "value": "values",
+        "value_hint": "w=[[1.0, 2.0]]; x=[[1, 1], [2, 2]]",
+        "wrt": "wrt",
+        "grad_tensor": "grad_tensor",
+        "grad_tensor_hint": "ones, v, or values",
+        "lang": "language",
+        "order": "order",
+        "first": "first (the gradient)",
+        "second": "second (the Hessian)",
+        "go": "Explain",
+        "cancel": "Cancel",
+        "working": "working…",
+        "cancelled": "cancelled",
+    },
+    "zh": {
+        "title": "symgrad 在线推导",
+        "intro": "像在命令行里一样输入 torch 表达式和其中的张量：symgrad 用公式推导出 backward() 算了什么，"
+        "并与 torch.autograd 核对。",
+        "expr": "表达式",
+        "shape": "形状",
+        "shape_hint": "W=k,n x=n",
+        "value": "数值",
+        "value_hint": "w=[[1.0, 2.0]]; x=[[1, 1], [2, 2]]",
+        "wrt": "求导对象",
+        "grad_tensor": "grad_tensor",
+        "grad_tensor_hint": "ones、v 或数值",
+        "lang": "语言",
+        "order": "阶",
+        "first": "一阶（梯度）",
+        "second": "二阶（Hessian）",
+        "go": "推导",
+        "cancel": "取消",
+        "working": "计算中…",
+        "cancelled": "已取消",
+    },
+}
+
+
+def add_parser(verbs: Any) -> None:
+    """The ``serve`` verb's options."""
+    serve = verbs.add_parser("serve", help="a local playground in the browser: the explain page with a form")
+    serve.add_argument("--port", type=int, default=8000, help="the port to listen on (default: 8000)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default: 127.0.0.1, this machine only; anything else lets others in)",
+    )
+    serve.add_argument(
+        "--time-limit",
+        type=seconds,
+        default=30.0,
+        metavar="SECONDS",
+        help="the work budget of one derivation (default: 30)",
+    )
+
+
+def explain_argv(query: Mapping[str, Sequence[str]], *, time_limit: float) -> list[str]:
+    """The command line a query stands for; refuses (one line) what the command line would not be asked."""
+    unknown = sorted(set(query) - {"expr", "lang", "order", *QUERY_OPTIONS})
+    if unknown:
+        raise SymgradError(f"unknown query name {unknown[0]!r}: use expr, {', '.join(QUERY_OPTIONS)}, lang or order")
+    if sum(len(v) for values in query.values() for v in values) > MAX_QUERY_CHARS:
+        raise SymgradError(f"the query is longer than {MAX_QUERY_CHARS} characters")
+    expression = _one(query, "expr", "").strip()
+    if not expression:
+        raise SymgradError("type an expression, e.g. torch.tanh(W @ x).sum()")
+    lang = _one(query, "lang", "en")
+    if lang not in WORDS:
+        raise SymgradError(f"lang is en or zh, not {lang!r}")
+    order = _one(query, "order", "1")
+    if order not in ("1", "2"):
+        raise SymgradError(f"order is 1 or 2, not {order!r}")
+    argv = ["explain", "--format=html", f"--lang={lang}", f"--time-limit={time_limit:g}"]
+    for name, option in QUERY_OPTIONS.items():
+        values = [v.strip() for v in query.get(name, []) if v.strip()]
+        if name in ("wrt", "grad_tensor") and len(values) > 1:
+            raise SymgradError(f"{name} is given once")
+        argv += [f"{option}={value}" for value in values]
+    if order == "2":
+        argv.append("--create-graph")
+    return [*argv, "--", expression]
+
+
+def _one(query: Mapping[str, Sequence[str]], name: str, default: str) -> str:
+    values = query.get(name, [])
+    if len(values) > 1:
+        raise SymgradError(f"{name} is given once")
+    return values[0] if values else default
+
+
+# --- the derivations, each in a process of its own -------------------------------------------------------------
+
+
+class _Lines(io.TextIOBase):
+    """stderr in a derivation's process: each line goes to the server as it is written."""
+
+    def __init__(self, send: Any) -> None:
+        self.send, self.pending = send, ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            self.send(("line", line))
+        return len(text)
+
+
+def _derive(run: Callable[[list[str]], int], argv: list[str], connection: Any) -> None:
+    """The body of a derivation's process: ``symgrad explain`` (``run``) with stdout kept and stderr sent line by
+    line."""
+    out = io.StringIO()
+    sys.stderr = _Lines(connection.send)
+    with contextlib.redirect_stdout(out):
+        code = run(argv)
+    connection.send(("done", code, _page_body(out.getvalue())))
+    connection.close()
+
+
+def _page_body(text: str) -> str:
+    """What a page shows inside ``<main id="result">``: the explanation, without the KaTeX every page carries."""
+    found = re.search(r'<main id="result">\n?(.*)</main>', text, flags=re.S)
+    return found.group(1) if found else ""
+
+
+@dataclass
+class Job:
+    """One derivation: its process, the lines it said, and, once done, its exit code and page body."""
+
+    process: Any
+    connection: Any
+    lines: list[str] = field(default_factory=list)
+    code: int | None = None
+    body: str = ""
+    state: str = "running"  # running, done or cancelled
+    started: float = field(default_factory=time.monotonic)
+
+    def poll(self) -> None:
+        while self.state == "running" and self.connection.poll():
+            try:
+                message = self.connection.recv()
+            except EOFError:  # the process ended without a word: killed, or out of memory
+                self.state, self.code = "done", 2
+                self.lines.append("symgrad: error: the derivation stopped unexpectedly (out of memory?)")
+                break
+            if message[0] == "line":
+                self.lines.append(message[1])
+            else:
+                _, self.code, self.body = message
+                self.state = "done"
+        if self.state != "running":
+            self.process.join(timeout=0.1)
+
+    def cancel(self) -> None:
+        if self.state == "running":
+            self.process.kill()
+            self.process.join(timeout=5)
+            self.state = "cancelled"
+
+    def report(self) -> dict[str, Any]:
+        errors = [line.removeprefix("symgrad: error: ") for line in self.lines if line.startswith("symgrad: error:")]
+        notes = [line.removeprefix("symgrad: note: ") for line in self.lines if line.startswith("symgrad: note:")]
+        progress = [
+            line.removeprefix("symgrad: ")
+            for line in self.lines
+            if not line.startswith(("symgrad: error:", "symgrad: note:"))
+        ]
+        return {
+            "state": self.state,
+            "code": self.code,
+            "error": errors[-1] if errors else None,
+            "notes": notes,
+            "progress": progress[-1] if progress else None,
+            "seconds": round(time.monotonic() - self.started, 1),
+            "html": self.body,
+        }
+
+
+class Jobs:
+    """The derivations the server runs: at most :data:`MAX_RUNNING` at once, each cancellable."""
+
+    def __init__(self, time_limit: float, run: Callable[[list[str]], int]) -> None:
+        self.time_limit, self.run = time_limit, run
+        self.jobs: dict[str, Job] = {}
+        self.numbers = itertools.count(1)
+        self.context = multiprocessing.get_context("fork")  # the server has torch imported: a fork starts at once
+
+    def start(self, query: Mapping[str, Sequence[str]]) -> str:
+        argv = explain_argv(query, time_limit=self.time_limit)
+        for job in self.jobs.values():
+            job.poll()
+        if sum(job.state == "running" for job in self.jobs.values()) >= MAX_RUNNING:
+            raise SymgradError("the playground is busy with other derivations: try again in a moment")
+        receive, send = self.context.Pipe(duplex=False)
+        process = self.context.Process(target=_derive, args=(self.run, argv, send), daemon=True)
+        process.start()
+        send.close()
+        key = f"{next(self.numbers)}-{os.urandom(4).hex()}"
+        self.jobs[key] = Job(process, receive)
+        for old in list(self.jobs)[:-MAX_KEPT]:
+            self.jobs.pop(old).cancel()
+        return key
+
+    def report(self, key: str) -> dict[str, Any] | None:
+        job = self.jobs.get(key)
+        if job is None:
+            return None
+        job.poll()
+        return job.report()
+
+    def cancel(self, key: str) -> bool:
+        job = self.jobs.get(key)
+        if job is not None:
+            job.cancel()
+        return job is not None
+
+    def close(self) -> None:
+        for job in self.jobs.values():
+            job.cancel()
+
+
+# --- the web application ---------------------------------------------------------------------------------------
+
+
+def playground(query: Mapping[str, Sequence[str]]) -> str:
+    """The playground's page: the form, filled from ``query``, above where the explanation goes."""
+    lang = _one(query, "lang", "en") if query.get("lang", ["en"])[0] in WORDS else "en"
+    words = PLAYGROUND_WORDS[lang]
+    fields = {
+        "expr": " ".join(query.get("expr", [])),
+        "shape": " ".join(query.get("shape", [])),
+        "value": "; ".join(query.get("value", [])),
+        "wrt": ",".join(query.get("wrt", [])),
+        "grad_tensor": " ".join(query.get("grad_tensor", [])),
+        "order": " ".join(query.get("order", ["1"])),
+    }
+    form = page_environment().get_template("playground.html.j2").render(words=words, fields=fields, lang=lang)
+    return page("", lang, title=words["title"], form=form)
+
+
+def application(time_limit: float, run: Callable[[list[str]], int], *, local: bool = True) -> Any:
+    """The ASGI application: ``/`` (the page), ``/jobs`` (start), ``/jobs/{id}`` (progress, or DELETE to cancel);
+    ``run`` is the command line's ``main``. ``local``: answer only requests addressed to this machine by name, so
+    that another site cannot reach the playground through a name of its own that points here (DNS rebinding)."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, JSONResponse
+    from starlette.routing import Route
+
+    jobs = Jobs(time_limit, run)
+
+    def query_of(request: Request) -> dict[str, list[str]]:
+        query: dict[str, list[str]] = {}
+        for name, value in request.query_params.multi_items():
+            query.setdefault(name, []).append(value)
+        return query
+
+    async def index(request: Request) -> HTMLResponse:
+        return HTMLResponse(playground(query_of(request)))
+
+    async def start(request: Request) -> JSONResponse:
+        try:
+            return JSONResponse({"id": jobs.start(query_of(request))})
+        except SymgradError as error:
+            return JSONResponse({"error": " ".join(str(error).split())}, status_code=400)
+
+    async def progress(request: Request) -> JSONResponse:
+        key = request.path_params["key"]
+        if request.method == "DELETE":
+            return JSONResponse({"cancelled": jobs.cancel(key)})
+        found = jobs.report(key)
+        return JSONResponse(found if found is not None else {"error": "no such job"}, status_code=200 if found else 404)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        yield
+        jobs.close()
+
+    routes = [
+        Route("/", index),
+        Route("/jobs", start, methods=["POST"]),
+        Route("/jobs/{key}", progress, methods=["GET", "DELETE"]),
+    ]
+    hosts = ["127.0.0.1", "localhost", "[::1]"] if local else ["*"]
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts)]
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+
+
+def run_serve(args: argparse.Namespace, run: Callable[[list[str]], int]) -> int:
+    """Serve until interrupted (Ctrl-C), then end every derivation still running; ``run`` is the command line's
+    ``main``, which each derivation calls. ``--port 0`` takes a free port, named in the first line."""
+    import uvicorn
+
+    from .. import torch as _symgrad_torch  # noqa: F401 - imported once here, so that each fork starts warm
+
+    with contextlib.suppress(ImportError):
+        import torch  # noqa: F401 - the checks' torch, likewise
+
+    if not 0 <= args.port <= 65535:
+        raise SymgradError(f"--port takes 0 to 65535, not {args.port}")
+    listener = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
+    try:
+        listener.bind((args.host, args.port))
+    except (OSError, OverflowError) as error:
+        listener.close()
+        why = getattr(error, "strerror", None) or error
+        raise SymgradError(f"cannot listen on {args.host}:{args.port}: {why}") from None
+    host, port = listener.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"symgrad: serving the playground on http://{shown}:{port}/ (Ctrl-C stops it)", flush=True)
+    local = ipaddress.ip_address(host).is_loopback
+    config = uvicorn.Config(application(args.time_limit, run, local=local), log_level="warning")
+    uvicorn.Server(config).run(sockets=[listener])
+    return 0

@@ -1,0 +1,180 @@
+"""``symgrad serve`` answered on localhost and driven in headless Chromium: a shared URL renders its law on load, a
+query typed into the form shows its law, a hostile expression is refused in one line and runs nothing, and long
+work shows progress and can be cancelled."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from browser import Opened, browser  # noqa: F401 - the fixture
+
+from symgrad.cli.serve import explain_argv
+from symgrad.core.errors import SymgradError
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """``symgrad serve --port 0`` (a free port, named in its first line), stopped when the tests are done."""
+    command = [sys.executable, "-c", "import sys; from symgrad.cli import main; sys.exit(main())", "serve"]
+    process = subprocess.Popen([*command, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        first = process.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+", first)
+        assert found, f"symgrad serve did not start: {first}{process.stdout.read() if process.poll() else ''}"
+        yield found.group(0)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+
+
+def request(address: str, path: str, method: str = "GET") -> dict:
+    try:
+        with urllib.request.urlopen(urllib.request.Request(address + path, method=method), timeout=10) as answer:
+            return json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        with error:
+            return json.loads(error.read())
+
+
+def start(address: str, query: dict[str, str | list[str]]) -> str:
+    answer = request(address, "/jobs?" + urllib.parse.urlencode(query, doseq=True), "POST")
+    assert "id" in answer, answer
+    return answer["id"]
+
+
+def wait(address: str, key: str, seconds: float = 60) -> dict:
+    deadline = time.monotonic() + seconds
+    while (job := request(address, f"/jobs/{key}"))["state"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return job
+
+
+def law_shown(opened: Opened) -> dict:
+    opened.page.wait_for_selector("#result .katex", timeout=60_000)
+    opened.page.wait_for_function("document.getElementById('go').disabled === false", timeout=60_000)
+    return opened.inspect() | {
+        "status": opened.page.inner_text("#status"),
+        "text": opened.page.inner_text("#result"),
+    }
+
+
+def test_a_shared_url_renders_its_law_on_load(server: str, browser) -> None:  # noqa: F811
+    query = "expr=torch.tanh(W @ x).sum()&shape=W=k,n&shape=x=n&wrt=W"
+    opened = Opened(browser)
+    try:
+        opened.page.goto(f"{server}/?{urllib.parse.quote(query, safe='=&')}")
+        assert opened.page.input_value("#expr") == "torch.tanh(W @ x).sum()"
+        assert opened.page.input_value("#shape") == "W=k,n x=n"
+        seen = law_shown(opened)
+    finally:
+        opened.close()
+    assert seen["errors"] == [] and seen["untypeset"] == 0 and seen["formulas"] >= 3, seen
+    assert seen["svgs"] == 1 and seen["wide"] == [], seen
+    assert "grad_W = torch.outer(1 - torch.tanh(W @ x) ** 2, x)" in seen["text"]
+    assert opened.script_errors == []
+
+
+def test_a_query_typed_into_the_form_shows_its_law_and_its_url(server: str, browser) -> None:  # noqa: F811
+    opened = Opened(browser)
+    try:
+        opened.page.goto(server + "/")
+        opened.page.fill("#expr", "(X @ w).sigmoid().sum()")
+        opened.page.fill("#shape", "X=m,n w=n")
+        opened.page.fill("#wrt", "w")
+        opened.page.select_option("#lang", "en")
+        opened.page.click("#go")
+        seen = law_shown(opened)
+        url = opened.page.url
+    finally:
+        opened.close()
+    assert seen["errors"] == [] and seen["formulas"] >= 3, seen
+    assert "grad_w = " in seen["text"]
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+    assert query["expr"] == ["(X @ w).sigmoid().sum()"] and query["shape"] == ["X=m,n", "w=n"]
+    assert query["wrt"] == ["w"]
+
+
+def test_a_hostile_expression_is_refused_and_runs_nothing(server: str, browser, tmp_path: Path) -> None:  # noqa: F811
+    marker = tmp_path / "ran"
+    hostile = f"__import__('os').system('touch {marker}')"
+    job = wait(server, start(server, {"expr": hostile}))
+    assert job["state"] == "done" and job["code"] == 2 and job["html"] == ""
+    assert job["error"] and "\n" not in job["error"]
+    opened = Opened(browser)
+    try:
+        opened.page.goto(f"{server}/?" + urllib.parse.urlencode({"expr": hostile}))
+        opened.page.wait_for_selector("#status.error", timeout=30_000)
+        shown = opened.page.inner_text("#status")
+    finally:
+        opened.close()
+    assert shown == job["error"]
+    assert not marker.exists()
+
+
+def test_long_work_shows_progress_and_can_be_cancelled(server: str) -> None:
+    key = start(server, {"expr": "(A @ B).tanh().sum()", "shape": ["A=12,12", "B=12,12"], "wrt": "A"})
+    deadline = time.monotonic() + 30
+    while not (job := request(server, f"/jobs/{key}"))["progress"] and time.monotonic() < deadline:
+        assert job["state"] == "running", job
+        time.sleep(0.2)
+    assert "limit 30 s" in job["progress"], job
+    assert request(server, f"/jobs/{key}", "DELETE") == {"cancelled": True}
+    assert request(server, f"/jobs/{key}")["state"] == "cancelled"
+
+
+@pytest.mark.parametrize(
+    ("query", "refusal"),
+    [
+        ({"expr": ["x.sum()"], "module": ["model.py:Net"]}, "unknown query name 'module'"),
+        ({"expr": ["  "]}, "type an expression"),
+        ({"expr": ["x.sum()"], "lang": ["fr"]}, "lang is en or zh"),
+        ({"expr": ["x.sum()"], "wrt": ["x", "y"]}, "wrt is given once"),
+    ],
+)
+def test_a_query_names_only_what_the_command_line_takes(query: dict, refusal: str) -> None:
+    with pytest.raises(SymgradError, match=refusal):
+        explain_argv(query, time_limit=5)
+
+
+def test_nothing_typed_becomes_an_option() -> None:
+    argv = explain_argv({"expr": ["--verify=model.py:f"], "shape": ["--module=m.py:N"]}, time_limit=5)
+    assert argv[-2:] == ["--", "--verify=model.py:f"] and "--shape=--module=m.py:N" in argv
+
+
+def test_second_order_and_chinese_by_query(server: str) -> None:
+    job = wait(server, start(server, {"expr": "(x * x).sum()", "shape": "x=n", "order": "2", "lang": "zh"}))
+    assert job["state"] == "done" and job["code"] == 0, job
+    assert "Hessian" in job["html"] and "create_graph" in job["html"]
+
+
+def test_a_busy_port_is_one_line(server: str) -> None:
+    port = server.rsplit(":", 1)[1]
+    command = [sys.executable, "-c", "import sys; from symgrad.cli import main; sys.exit(main())", "serve"]
+    done = subprocess.run([*command, "--port", port], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert (
+        done.stderr.startswith(f"symgrad: error: cannot listen on 127.0.0.1:{port}: ") and done.stderr.count("\n") == 1
+    )
+
+
+def test_a_request_for_another_host_name_is_refused(server: str) -> None:
+    """A page elsewhere whose name points here (DNS rebinding) does not reach the playground."""
+    asked = urllib.request.Request(server + "/", headers={"Host": "attacker.example"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(asked, timeout=10)
+    refused.value.close()
+    assert refused.value.code == 400
