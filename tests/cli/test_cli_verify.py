@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from markdown_math import katex_errors, math_spans, require_katex
+from pdf_fit import assert_inside
 from tools import require_engine
 
 from symgrad.cli import main
@@ -177,3 +178,4 @@ def test_explain_verify_compiles_to_pdf(capsys, functions, tmp_path):
     argv = ["explain", "--verify", f"{functions}:AffineFirstRow", "--input", "x=3,2", "--input", "w=2,4"]
     code = main([*argv, "--input", "b=4", "--format", "pdf", "--lang", lang, "-o", str(tmp_path / "p.pdf")])
     assert code == 1 and (tmp_path / "p.pdf").read_bytes().startswith(b"%PDF")
+    assert_inside((tmp_path / "p.pdf").read_bytes())  # the proof's long typewriter lines are set ragged right
