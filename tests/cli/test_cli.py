@@ -404,6 +404,7 @@ def test_outputs_are_replaced_atomically(capsys, monkeypatch, tmp_path, verb):
         argv = [*SMALL, "--no-check", "-o", str(target)]
     else:
         monkeypatch.setattr(catalogue, "render_all", lambda: {"m.py": "new content\n"})
+        monkeypatch.setattr(catalogue, "drawings", dict)  # the graph pictures drawn after the files: none here
         argv = ["catalogue", "--directory", str(tmp_path)]
     with open(target, encoding="utf-8") as reader:
         code, _, err = run(capsys, *argv)
