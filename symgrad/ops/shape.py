@@ -529,9 +529,25 @@ def _diagonal_backward_text(attrs: dict, inputs: tuple) -> dict:
     square = vector and len(shape) == 2 and same_dim(shape[0], side) and same_dim(shape[1], side)
     if square and (attrs["dim1"], attrs["dim2"]) == (0, 1):
         return {"diagonal_call": "torch.diag", "diagonal_args": f", {offset}" if offset else ""}
+    dim1, dim2 = sorted(d % len(shape) for d in (attrs["dim1"], attrs["dim2"])) if shape else (0, 0)
+    if inputs and offset == 0 and dim1 != dim2 and _embeds(inputs[0].shape, shape, dim1, dim2):
+        placed = "" if (dim1, dim2) == (len(shape) - 2, len(shape) - 1) else f", dim1={dim1}, dim2={dim2}"
+        return {"diagonal_call": "torch.diag_embed", "diagonal_args": placed}
     listed = ", ".join(str(d) for d in shape)
     arguments = f", [{listed}], {offset}, {attrs['dim1']}, {attrs['dim2']}"
     return {"diagonal_call": "torch.ops.aten.diagonal_backward", "diagonal_args": arguments}
+
+
+def _embeds(given: tuple, shape: tuple, dim1: int, dim2: int) -> bool:
+    """Whether ``torch.diag_embed(g, 0, dim1, dim2)`` makes ``shape`` from ``g`` of shape ``given``: the diagonal's
+    dims both of g's last size, the others g's leading dims in order (what aten's diagonal_backward does then)."""
+    rest = [d for k, d in enumerate(shape) if k not in (dim1, dim2)]
+    return (
+        len(given) == len(shape) - 1
+        and same_dim(shape[dim1], given[-1])
+        and same_dim(shape[dim2], given[-1])
+        and all(same_dim(a, b) for a, b in zip(rest, given[:-1]))
+    )
 
 
 register(

@@ -121,7 +121,7 @@ class LatexFormat(Format):
         return f"\\{command}{{{title}}}"
 
     def display(self, steps: Sequence[Any]) -> str:
-        return "\\[\n" + self.math_lines(steps) + "\n\\]"
+        return "\\[\n\\fitdisplay{" + self.math_lines(steps) + "}\n\\]"  # see templates/explain.tex.j2
 
     def code(self, text: str) -> str:
         """Code in typewriter type; a long call may break after its dots and commas."""

@@ -23,6 +23,13 @@ CASES = {
     "matmul_6x6": ("(A @ B).sum()", {"A": "6,6", "B": "6,6"}, {}, ["A"]),
     # each entry of the Jacobian's row is a sum of six tanh' terms: too wide for even two columns, its cells break
     "tanh_matmul_6x6": ("(A @ B).tanh().sum()", {"A": "6,6", "B": "6,6"}, {}, ["A"]),
+    # cells of fractions with exponents of fractions: wider than their estimate, the display is scaled to fit
+    "attention_2x3": (
+        "torch.softmax(Q @ K.mT / 2, dim=-1) @ V",
+        {"Q": "2,3", "K": "2,3", "V": "2,2"},
+        {},
+        ["Q"],
+    ),
     "mlp_law": (
         "F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)",
         {"W1": "h,n", "b1": "h,1", "W2": "k,h", "b2": "k,1", "X": "n,m", "Y": "k,m"},
