@@ -236,3 +236,17 @@ def test_emitted_function_compiles_with_fullgraph_and_matches_autograd():
     for a, b in zip(ours, theirs):
         if b.requires_grad:
             torch.testing.assert_close(a.grad, b.grad, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(("dims", "spelled"), [((1, 2), ""), ((0, 2), ", dim1=0, dim2=2")])
+def test_a_diagonals_gradient_is_torch_diag_embed_where_it_is_one(dims, spelled):
+    """aten's diagonal_backward and torch.diag_embed agree for offset 0 on square planes: the module prints the
+    public name, and its gradient is torch's."""
+    A = sg.symbols("A", (3, 4, 4) if dims == (1, 2) else (4, 3, 4), requires_grad=True)
+    out = (A.diagonal(dim1=dims[0], dim2=dims[1]) ** 2).sum()
+    module = sg.compile(out, [A], inputs=[A], name="Diagonal")
+    assert f"torch.diag_embed(2 * grad_output * t_1{spelled})" in module.__symgrad_source__  # (1, 2): the last two
+    a = torch.randn(*A.shape, dtype=torch.float64, requires_grad=True)
+    (a.diagonal(dim1=dims[0], dim2=dims[1]) ** 2).sum().backward()
+    (ours,) = module.vjp(a.detach(), torch.tensor(1.0, dtype=torch.float64))
+    assert torch.equal(ours, a.grad)
