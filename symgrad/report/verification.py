@@ -24,6 +24,7 @@ import sympy
 from ..core.errors import TorchValueError
 from ..core.printers import LatexPrinter
 from ..emit.templates import document_environment
+from .html import markdown_html, page, title_of
 from .latex import LINE_BUDGET, break_formula, formula_latex, latex_width
 
 MAX_FORMULA = 1500  # LaTeX characters of a formula shown in the document; longer ones are only in the report
@@ -100,11 +101,15 @@ WORDS = {
 
 def render_verification(verdict: Any, lang: str = "en", fmt: str = "md") -> str:
     """A :class:`symgrad.verify.backward.BackwardVerdict` as a Markdown (``md``) or standalone LaTeX (``tex``)
-    document in ``lang`` (``en`` or ``zh``)."""
+    document, or as one HTML page read from the Markdown (``html``, see :mod:`symgrad.report.html`), in ``lang``
+    (``en`` or ``zh``)."""
     if lang not in WORDS:
         raise TorchValueError(f"unknown language {lang!r}: choose en or zh")
+    if fmt == "html":
+        markdown = render_verification(verdict, lang, "md")
+        return page(markdown_html(markdown, lang), lang, title=title_of(markdown))
     if fmt not in ("md", "tex"):
-        raise TorchValueError(f"unknown format {fmt!r}: choose md or tex")
+        raise TorchValueError(f"unknown format {fmt!r}: choose md, tex or html")
     words = WORDS[lang]
 
     def cause(kind: str) -> str:

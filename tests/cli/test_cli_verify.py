@@ -179,3 +179,12 @@ def test_explain_verify_compiles_to_pdf(capsys, functions, tmp_path):
     code = main([*argv, "--input", "b=4", "--format", "pdf", "--lang", lang, "-o", str(tmp_path / "p.pdf")])
     assert code == 1 and (tmp_path / "p.pdf").read_bytes().startswith(b"%PDF")
     assert_inside((tmp_path / "p.pdf").read_bytes())  # the proof's long typewriter lines are set ragged right
+
+
+def test_explain_verify_writes_an_html_page_chosen_by_the_suffix(capsys, functions, tmp_path):
+    target = tmp_path / "proof.html"
+    argv = ["explain", "--verify", f"{functions}:AffineFirstRow", "--input", "x=3,2", "--input", "w=2,4"]
+    assert main([*argv, "--input", "b=4", "--lang", "zh", "-o", str(target)]) == 1  # a wrong backward
+    text = target.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and '<html lang="zh">' in text
+    assert "<code>b[0]</code>" in text and '<span class="math">' in text and "katex" in text
