@@ -351,6 +351,8 @@ def hvp_contenders(p: Problem, module: ModuleType) -> dict[str, Callable[[], obj
         "jvp(grad)": lambda: torch.func.jvp(grad, primals, tangent_tuple)[1],
         "AF.hvp": lambda: torch.autograd.functional.hvp(p.f_wrt, inputs, v)[1],
         "grad(grad)": double_backward,
+        # not a contender: one first-order gradient, the floor an HVP's cost can approach (see targets)
+        "ref:grad": lambda: torch.autograd.grad(p.f_wrt(*leaves), leaves),
     }
 
 
@@ -448,7 +450,7 @@ def measure(p: Problem, style: str, calls: dict[str, Callable[[], object]], roun
         shift = r % len(order)
         for name in order[shift:] + order[:shift]:
             runs[name].append(timers[name].blocked_autorange(min_run_time=min_run_time).median)
-    torch_names = [name for name in order if name != "symgrad"]
+    torch_names = [name for name in order if name != "symgrad" and not name.startswith("ref:")]
     ratios = [runs["symgrad"][r] / min(runs[name][r] for name in torch_names) for r in range(rounds)]
     medians = {name: statistics.median(times) for name, times in runs.items()}
     fastest = min(torch_names, key=medians.__getitem__)
@@ -517,6 +519,13 @@ def targets(rows: list[Row], style: str) -> None:
             f"({row.fastest}) {row.medians[row.fastest] * 1e6:9.1f} µs: speedup {row.speedup:6.1f}x "
             f"(per-round ratio q1..q3 {row.spread[0]:.3f}..{row.spread[1]:.3f})  {verdict}"
         )
+        if "ref:grad" in row.medians:  # how far an HVP can go: costing one torch gradient, it would be this fast
+            gradient = row.medians["ref:grad"]
+            print(
+                f"  {'':14s} {'':18s} one torch gradient {gradient * 1e6:9.1f} µs: an HVP at that cost would be "
+                f"{row.medians['grad(grad)'] / gradient:5.1f}x double backward; symgrad's HVP costs "
+                f"{row.medians['symgrad'] / gradient:5.2f} torch gradients"
+            )
 
 
 def main() -> None:
