@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from browser import Opened, browser  # noqa: F401 - the fixture
 
+from symgrad.cli import main
 from symgrad.cli.serve import explain_argv
 from symgrad.core.errors import SymgradError
 
@@ -161,14 +162,11 @@ def test_second_order_and_chinese_by_query(server: str) -> None:
     assert "Hessian" in job["html"] and "create_graph" in job["html"]
 
 
-def test_a_busy_port_is_one_line(server: str) -> None:
+def test_a_busy_port_is_one_line(server: str, capsys) -> None:
     port = server.rsplit(":", 1)[1]
-    command = [sys.executable, "-c", "import sys; from symgrad.cli import main; sys.exit(main())", "serve"]
-    done = subprocess.run([*command, "--port", port], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and done.stdout == ""
-    assert (
-        done.stderr.startswith(f"symgrad: error: cannot listen on 127.0.0.1:{port}: ") and done.stderr.count("\n") == 1
-    )
+    assert main(["serve", "--port", port]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"symgrad: error: cannot listen on 127.0.0.1:{port}: ") and err.count("\n") == 1
 
 
 def test_a_request_for_another_host_name_is_refused(server: str) -> None:
