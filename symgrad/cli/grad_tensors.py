@@ -33,6 +33,7 @@ from typing import Any
 
 from ..core.constructors import fresh_name
 from ..core.dims import format_shape
+from ..core.errors import SymgradError
 from ..core.tensor import Tensor
 from ..reader import parse_values
 from .errors import say
@@ -78,4 +79,18 @@ def parsed_grad_tensor(text: str | None, output: Tensor) -> Any:
         return parse_values(text)
     if text is None and output.numel() == 1:
         return "ones"
+    return text
+
+
+def symbolic_grad_tensor(text: str | None, output: Tensor) -> str | None:
+    """``--grad-tensor`` at symbolic sizes, where the result is a law: a name for a symbolic grad_tensor (``ones``
+    only for a one-element output), checked alike in every verb; None when not given."""
+    if text is None:
+        return None
+    if text != "ones" and not text.isidentifier():
+        raise SymgradError("with symbolic shapes, --grad-tensor is a name (e.g. V) or ones")
+    if text == "ones" and not all(d == 1 for d in output.shape):
+        raise SymgradError("with symbolic shapes, a non-scalar output needs a symbolic --grad-tensor such as V")
+    if text in output.leaves():
+        raise SymgradError(f"--grad-tensor {text} names a tensor of the expression: choose another name")
     return text

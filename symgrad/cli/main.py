@@ -55,7 +55,7 @@ from . import catalogue, serve
 from . import verify as verification
 from .catalogue import strict_json
 from .errors import EXIT_MISMATCH, EXIT_USAGE, one_line, report_error, say
-from .grad_tensors import default_grad_tensor, grad_tensor_option, parsed_grad_tensor
+from .grad_tensors import default_grad_tensor, grad_tensor_option, parsed_grad_tensor, symbolic_grad_tensor
 from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of
 from .models import Model, load_model, option_pairs, parse_input
 from .outputs import document_format, put_result, write_page
@@ -364,11 +364,7 @@ def run_derive(args: argparse.Namespace) -> int:
 
 def _print_law(args: argparse.Namespace, output, wrt) -> int:
     """Symbolic shapes: print the matrix laws (with their proofs) instead of entries."""
-    if args.grad_tensor is not None and args.grad_tensor != "ones" and not args.grad_tensor.isidentifier():
-        raise SymgradError("with symbolic shapes, --grad-tensor is a name (e.g. V) or ones")
-    grad = args.grad_tensor  # without --grad-tensor: a symbolic V (see grad_tensors)
-    if grad == "ones" and not all(d == 1 for d in output.shape):
-        raise SymgradError("with symbolic shapes, a non-scalar output needs a symbolic --grad-tensor such as V")
+    grad = symbolic_grad_tensor(args.grad_tensor, output) or args.grad_tensor  # None given: a V (see grad_tensors)
     result = derive_law(output, wrt, grad_tensor=grad, expression=args.expression, run_proof=not args.no_check)
     if args.format == "json":
         put_result(
@@ -396,8 +392,8 @@ def run_explain(args: argparse.Namespace) -> int:
         grad_tensor = parsed_grad_tensor(args.grad_tensor, output) if args.grad_tensor else None
     elif concrete:
         grad_tensor = parsed_grad_tensor(args.grad_tensor or chosen, output)
-    else:
-        grad_tensor = chosen  # the law's own V, named in the picture too
+    else:  # the law's symbolic grad_tensor: the name given, else V; named in the picture too
+        grad_tensor = symbolic_grad_tensor(args.grad_tensor, output) or chosen
     result = explain(
         output,
         wrt,

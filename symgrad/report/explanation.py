@@ -83,6 +83,7 @@ class GradientEntrywise:
     per_element_exact: bool  # True when each step is a real backward of out[i]; False: the Jacobian's rows
     per_element_agrees: bool
     flattened: bool = False  # the input has more than 2 dimensions: matrices show the rest as columns
+    code_name: str = ""  # the name as torch code spells it (for prose: each format escapes it itself)
 
 
 @dataclass
@@ -185,6 +186,13 @@ def _same(a: Any, b: Any) -> bool:
     return all(sympy.expand(sympy.sympify(p) - q) == 0 for p, q in zip(np.ravel(a), np.ravel(b)))
 
 
+def _grad_tensor_latex(v: Tensor, entries: np.ndarray, kind: str) -> str:
+    """``v`` as the document shows it: its numbers when they were given (a float's entry is a symbol standing for
+    its value, so that the formulas keep their structure), else its entries."""
+    values = _values_or_none(v) if kind == "values" else None
+    return fit_matrix_latex(number_cells(values)) if values is not None else fit_formula_matrix(entries)
+
+
 def _entrywise(output: Tensor, wrt: list[Tensor], v: Tensor, kind: str) -> Entrywise:
     out_entries = output.entries()
     out_values = _values_or_none(output)
@@ -226,6 +234,7 @@ def _entrywise(output: Tensor, wrt: list[Tensor], v: Tensor, kind: str) -> Entry
             GradientEntrywise(
                 name=latex_name(x.name),
                 label=text_latex(x.name),
+                code_name=x.name,
                 jacobian=fit_formula_matrix(np.array(report.matrix.tolist(), dtype=object)),
                 jacobian_rows=report.matrix.rows,
                 jacobian_cols=report.matrix.cols,
@@ -245,7 +254,7 @@ def _entrywise(output: Tensor, wrt: list[Tensor], v: Tensor, kind: str) -> Entry
     return Entrywise(
         forward=forward,
         output_values=fit_matrix_latex(number_cells(out_values)) if out_values is not None else None,
-        grad_tensor=fit_formula_matrix(v_entries),
+        grad_tensor=_grad_tensor_latex(v, v_entries, kind),
         grad_tensor_kind=kind,
         gradients=gradients,
     )
@@ -331,9 +340,9 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
     return forward, backward
 
 
-def _law(output: Tensor, wrt: list[Tensor], run_proof: bool, concrete: bool) -> Law:
+def _law(output: Tensor, wrt: list[Tensor], run_proof: bool, concrete: bool, v_name: str | None = None) -> Law:
     scalar = all(d == 1 for d in output.shape)
-    v = None if scalar else symbols(fresh_name("V", output.leaves()), output.shape, distinct=True)
+    v = None if scalar else symbols(v_name or fresh_name("V", output.leaves()), output.shape, distinct=True)
     laws = law(output, wrt, [v] if v is not None else None)
     named = [(f"grad_{x.name}", g) for x, g in zip(wrt, laws)]
     latex_listing = listing(named, forward=[("out", output)], printer=LatexPrinter)
@@ -439,7 +448,8 @@ def explain(
         if run_check and kind != "symbolic":
             check = _check(output, targets, v)
     big = concrete and (cells > ENTRYWISE_LIMIT or any(d > ELIDE_AFTER for t in leaves.values() for d in t.shape))
-    law = _law(output, targets, run_proof=run_check, concrete=concrete) if (not concrete or big) else None
+    named = grad_tensor if isinstance(grad_tensor, str) and grad_tensor != "ones" and not concrete else None
+    law = _law(output, targets, run_proof=run_check, concrete=concrete, v_name=named) if (not concrete or big) else None
     pictured = _pictured_grad_tensor(output, grad_tensor, entrywise is not None)
     return Explanation(
         expression=" ".join((expression or output.name).split()),

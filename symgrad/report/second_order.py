@@ -105,6 +105,14 @@ class SecondOrderExplanation:
         return notebook_html(self)
 
 
+def _second(torch: Any, g: Any, x: Any, u: Any = None) -> Any:
+    """torch's second backward of ``g`` (with ``u``), or zeros when ``g`` is a constant (the gradient of a linear
+    function, where torch.autograd.grad refuses and torch.autograd.functional.hessian gives 0)."""
+    if not g.requires_grad:
+        return torch.zeros_like(x)
+    return torch.autograd.grad(g, x, u, retain_graph=True, materialize_grads=True)[0]
+
+
 def _one_element(f: Tensor) -> None:
     if not all(isinstance(d, int) and d == 1 for d in f.shape):
         raise SymgradError(
@@ -361,14 +369,14 @@ def _double_backward(
     made = evaluate_graph(torch, [f, x], numbers, {}, {id(x)})
     x_t, out = made[id(x)], made[id(f)].reshape(())
     (grad,) = torch.autograd.grad(out, x_t, create_graph=True)
-    rows = [torch.autograd.grad(entry, x_t, retain_graph=True, materialize_grads=True)[0] for entry in grad.reshape(-1)]
+    rows = [_second(torch, entry, x_t) for entry in grad.reshape(-1)]
     n = x_t.numel()
     hessian = torch.stack([r.reshape(-1) for r in rows]).reshape(n, n)
     if random_values:
         assert laws is not None
         g, h, hv, u = laws
         u_t = torch.tensor(numbers[u], dtype=torch.float64)
-        (product,) = torch.autograd.grad(grad, x_t, u_t, retain_graph=True)
+        product = _second(torch, grad, x_t, u_t)
         ours = evaluate_graph(torch, [g, h, hv], numbers, {}, set())
         pairs = [(ours[id(g)], grad), (ours[id(h)].reshape(n, n), hessian), (ours[id(hv)], product)]
     else:
@@ -378,7 +386,7 @@ def _double_backward(
         ]
         if e.tangent_weights is not None:  # a symbolic u has no numbers to check
             u_t = torch.tensor(e.tangent_weights, dtype=torch.float64).reshape(x_t.shape)
-            (product,) = torch.autograd.grad(grad, x_t, u_t, retain_graph=True)
+            product = _second(torch, grad, x_t, u_t)
             pairs.append((torch.tensor(e.hvp_values, dtype=torch.float64), product.reshape(-1)))
     worst = max(_difference(a.detach().reshape(-1), b.detach().reshape(-1)) for a, b in pairs)
     scale = max(1.0, *(float(b.detach().nan_to_num(0.0).abs().max()) for _, b in pairs))

@@ -111,7 +111,7 @@ def _check_with_torch(y: Tensor, x: Tensor, rule: Tensor, order: int, sizes: Siz
     if order == 2:
         (out,) = torch.autograd.grad(out.sum(), x_t, create_graph=True)
     rows = []
-    for entry in out.reshape(-1):
+    for entry in out.reshape(-1) if out.requires_grad else ():  # a constant (a linear f's gradient): zero rows
         (row,) = torch.autograd.grad(entry, x_t, retain_graph=True, allow_unused=True, materialize_grads=True)
         rows.append(row)
     theirs = torch.stack(rows).reshape(*out.shape, *x_t.shape) if rows else torch.zeros(*out.shape, *x_t.shape)

@@ -222,7 +222,10 @@ def check_numerically(
             graph = evaluate_graph(torch, [made[id(v)]], numbers, {}, set())
             grads.append(graph[id(made[id(v)])].to(torch.float64))
     leaves = [forward[id(made[id(x)])] for x in targets]
-    torch.autograd.backward([forward[id(made[id(o)])] for o in outs], grads, inputs=leaves)
+    # an output that is a constant (a linear f's gradient) adds nothing: torch's backward would refuse it
+    flowing = [(forward[id(made[id(o)])], g) for o, g in zip(outs, grads) if forward[id(made[id(o)])].requires_grad]
+    if flowing:
+        torch.autograd.backward([o for o, _ in flowing], [g for _, g in flowing], inputs=leaves)
     law_values = evaluate_graph(torch, [made[id(r)] for r in laws], numbers, {}, set())
     worst = 0.0
     for leaf, rule in zip(leaves, laws):

@@ -94,3 +94,24 @@ def test_the_picture_names_the_same_v_as_the_law(capsys, tmp_path):
     code, _, err = run(capsys, "explain", *SYMBOLIC, "--no-check", "-o", str(target))
     assert code == 0 and err == ""
     assert "ȳ = V</text>" in (tmp_path / "law-graph.svg").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("verb", ["derive", "explain"])
+def test_a_named_grad_tensor_at_symbolic_sizes_is_the_laws_and_a_bad_one_is_refused_alike(capsys, verb):
+    sigmoid = ["torch.sigmoid(W @ x)", *SYMBOLIC[1:], "--no-check"]
+    code, out, err = run(capsys, verb, *sigmoid, "--grad-tensor", "U")
+    assert code == 0 and err == "" and ("\\overline{\\mathrm{out}} &= U" in out if verb == "explain" else "U" in out)
+    refusals = {
+        "ones": "a non-scalar output needs a symbolic --grad-tensor such as V",
+        "[1, 2": "with symbolic shapes, --grad-tensor is a name (e.g. V) or ones",
+        "W": "--grad-tensor W names a tensor of the expression",
+    }
+    for given, refusal in refusals.items():
+        code, out, err = run(capsys, verb, *sigmoid, "--grad-tensor", given)
+        assert code == 2 and out == "" and refusal in err and err.count("\n") == 1, (given, err)
+
+
+def test_given_numbers_are_shown_as_numbers(capsys):
+    values = ["torch.sigmoid(W @ x)", "--value", "W=[[1.0, 2.0, 3.0], [0.5, 0.1, 0.2]]", "--value", "x=[1.0, 2.0, 3.0]"]
+    code, out, _ = run(capsys, "explain", *values, "--wrt", "W", "--grad-tensor", "[3.0, 5.0]", "--no-check")
+    assert code == 0 and "v = \\begin{pmatrix} 3 & 5 \\end{pmatrix}" in out

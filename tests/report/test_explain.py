@@ -449,3 +449,10 @@ def test_the_notebook_markdown_has_no_picture_without_dot(monkeypatch):
     w = sg.tensor([[1.0, 2.0]], requires_grad=True, name="w")
     md = explain(w @ w.T, [w], run_check=False)._repr_markdown_()
     assert "data:image" not in md and "![" not in md
+
+
+def test_a_name_with_an_underscore_reads_as_code_in_the_prose():
+    w = sg.tensor([1.5, 2.5], requires_grad=True, name="w_1")
+    for fmt, spelled in (("md", "`w_1.grad`"), ("tex", "\\texttt{w\\_1.grad}")):
+        text = render_explanation(explain((w * w).sum(), [w], run_check=False), fmt)
+        assert spelled in text and "w\\_1.grad`" not in text

@@ -259,3 +259,18 @@ def test_large_inputs_are_checked_at_random_values_instead_of_entry_by_entry():
     assert e.hessian_entries == [] and e.proved is None
     assert e.check["ok"] and e.check["random"] and e.check["hvp"]
     assert "at random inputs of these shapes" in render_explanation(e, "md")
+
+
+@pytest.mark.parametrize("symbolic", [True, False], ids=["symbolic", "values"])
+def test_a_linear_function_has_a_zero_hessian_where_torchs_second_backward_refuses(symbolic):
+    """torch.autograd.grad refuses the constant gradient ("does not require grad"); the Hessian is 0, as
+    torch.autograd.functional.hessian says, and the document is checked against that."""
+    if symbolic:
+        w, x = sg.symbols("w", (sg.dims("n")[0],), requires_grad=True), sg.symbols("x", (sg.dims("n")[0],))
+    else:
+        w, x = sg.tensor([1.0, 2.0], requires_grad=True, name="w"), sg.tensor([0.5, 3.0], name="x")
+    e = sg.explain((w * x).sum(), [w], create_graph=True)
+    assert isinstance(e, SecondOrderExplanation) and not e.failed
+    expected = torch.autograd.functional.hessian(lambda t: (t * torch.tensor([0.5, 3.0])).sum(), torch.ones(2))
+    assert torch.equal(expected, torch.zeros(2, 2))
+    assert "H = 0" in render_explanation(e, "md") if symbolic else e.check["ok"]
