@@ -29,6 +29,7 @@ import re
 import socket
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ QUERY_OPTIONS = {"shape": "--shape", "value": "--value", "wrt": "--wrt", "grad_t
 MAX_RUNNING = 2  # derivations at once; more wait for a free one (each is a process with torch in it)
 MAX_KEPT = 64  # finished jobs kept for their pages to fetch
 MAX_QUERY_CHARS = 4000
+ABANDONED_AFTER = 10.0  # seconds without a poll from its page (which asks four times a second) end a derivation
 
 PLAYGROUND_WORDS = {
     "en": {
@@ -191,6 +193,8 @@ class Job:
     body: str = ""
     state: str = "running"  # running, done or cancelled
     started: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    seen: float = field(default_factory=time.monotonic)  # when its page last asked: a page that stops asking is gone
 
     def poll(self) -> None:
         while self.state == "running" and self.connection.poll():
@@ -206,13 +210,17 @@ class Job:
                 _, self.code, self.body = message
                 self.state = "done"
         if self.state != "running":
-            self.process.join(timeout=0.1)
+            self.ended = self.ended or time.monotonic()
+            self.process.join(timeout=0.1)  # reaped: no zombie left behind
 
-    def cancel(self) -> None:
-        if self.state == "running":
-            self.process.kill()
-            self.process.join(timeout=5)
-            self.state = "cancelled"
+    def cancel(self) -> bool:
+        """End the work if it still runs; whether it did."""
+        if self.state != "running":
+            return False
+        self.process.kill()
+        self.process.join(timeout=5)
+        self.state, self.ended = "cancelled", time.monotonic()
+        return True
 
     def report(self) -> dict[str, Any]:
         errors = [line.removeprefix("symgrad: error: ") for line in self.lines if line.startswith("symgrad: error:")]
@@ -228,7 +236,7 @@ class Job:
             "error": errors[-1] if errors else None,
             "notes": notes,
             "progress": progress[-1] if progress else None,
-            "seconds": round(time.monotonic() - self.started, 1),
+            "seconds": round((self.ended or time.monotonic()) - self.started, 1),
             "html": self.body,
         }
 
@@ -242,10 +250,18 @@ class Jobs:
         self.numbers = itertools.count(1)
         self.context = multiprocessing.get_context("fork")  # the server has torch imported: a fork starts at once
 
-    def start(self, query: Mapping[str, Sequence[str]]) -> str:
-        argv = explain_argv(query, time_limit=self.time_limit)
+    def sweep(self) -> None:
+        """Reap the derivations that ended, and end those whose page stopped asking (a closed tab): they would
+        hold a place until their time limit."""
+        now = time.monotonic()
         for job in self.jobs.values():
             job.poll()
+            if job.state == "running" and now - job.seen > ABANDONED_AFTER:
+                job.cancel()
+
+    def start(self, query: Mapping[str, Sequence[str]]) -> str:
+        argv = explain_argv(query, time_limit=self.time_limit)
+        self.sweep()
         if sum(job.state == "running" for job in self.jobs.values()) >= MAX_RUNNING:
             raise SymgradError("the playground is busy with other derivations: try again in a moment")
         receive, send = self.context.Pipe(duplex=False)
@@ -262,14 +278,15 @@ class Jobs:
         job = self.jobs.get(key)
         if job is None:
             return None
-        job.poll()
+        job.seen = time.monotonic()
+        self.sweep()
         return job.report()
 
-    def cancel(self, key: str) -> bool:
+    def cancel(self, key: str) -> dict[str, Any] | None:
         job = self.jobs.get(key)
-        if job is not None:
-            job.cancel()
-        return job is not None
+        if job is None:
+            return None
+        return {"cancelled": job.cancel(), "state": job.state}
 
     def close(self) -> None:
         for job in self.jobs.values():
@@ -281,7 +298,7 @@ class Jobs:
 
 def playground(query: Mapping[str, Sequence[str]]) -> str:
     """The playground's page: the form, filled from ``query``, above where the explanation goes."""
-    lang = _one(query, "lang", "en") if query.get("lang", ["en"])[0] in WORDS else "en"
+    lang = next((given for given in query.get("lang", []) if given in WORDS), "en")  # the form shows what is wrong
     words = PLAYGROUND_WORDS[lang]
     fields = {
         "expr": " ".join(query.get("expr", [])),
@@ -314,21 +331,34 @@ def application(time_limit: float, run: Callable[[list[str]], int], *, local: bo
             query.setdefault(name, []).append(value)
         return query
 
+    def refused(message: str, status: int) -> JSONResponse:
+        return JSONResponse({"error": message}, status_code=status)
+
+    def elsewhere(request: Request) -> bool:
+        """Whether another site's page sent this (a form or script there can POST here without asking)."""
+        site = request.headers.get("sec-fetch-site")
+        if site is not None:
+            return site not in ("same-origin", "none")
+        origin = request.headers.get("origin")
+        return origin is not None and urllib.parse.urlsplit(origin).netloc != request.headers.get("host")
+
     async def index(request: Request) -> HTMLResponse:
         return HTMLResponse(playground(query_of(request)))
 
     async def start(request: Request) -> JSONResponse:
+        if elsewhere(request):
+            return refused("the playground takes derivations from its own page only", 403)
         try:
             return JSONResponse({"id": jobs.start(query_of(request))})
         except SymgradError as error:
-            return JSONResponse({"error": " ".join(str(error).split())}, status_code=400)
+            return refused(" ".join(str(error).split()), 400)
 
     async def progress(request: Request) -> JSONResponse:
         key = request.path_params["key"]
-        if request.method == "DELETE":
-            return JSONResponse({"cancelled": jobs.cancel(key)})
-        found = jobs.report(key)
-        return JSONResponse(found if found is not None else {"error": "no such job"}, status_code=200 if found else 404)
+        if request.method == "DELETE" and elsewhere(request):
+            return refused("the playground takes derivations from its own page only", 403)
+        found = jobs.cancel(key) if request.method == "DELETE" else jobs.report(key)
+        return JSONResponse(found) if found is not None else refused("no such job", 404)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from browser import Opened, browser  # noqa: F401 - the fixture
 
-from symgrad.cli import main
+from symgrad.cli import main, serve
 from symgrad.cli.serve import explain_argv
 from symgrad.core.errors import SymgradError
 
@@ -94,7 +94,7 @@ def test_a_query_typed_into_the_form_shows_its_law_and_its_url(server: str, brow
     try:
         opened.page.goto(server + "/")
         opened.page.fill("#expr", "(X @ w).sigmoid().sum()")
-        opened.page.fill("#shape", "X=m,n w=n")
+        opened.page.fill("#shape", "X=m, n w=n")  # a space after a comma, as the command line takes it
         opened.page.fill("#wrt", "w")
         opened.page.select_option("#lang", "en")
         opened.page.click("#go")
@@ -133,7 +133,7 @@ def test_long_work_shows_progress_and_can_be_cancelled(server: str) -> None:
         assert job["state"] == "running", job
         time.sleep(0.2)
     assert "limit 30 s" in job["progress"], job
-    assert request(server, f"/jobs/{key}", "DELETE") == {"cancelled": True}
+    assert request(server, f"/jobs/{key}", "DELETE") == {"cancelled": True, "state": "cancelled"}
     assert request(server, f"/jobs/{key}")["state"] == "cancelled"
 
 
@@ -176,3 +176,46 @@ def test_a_request_for_another_host_name_is_refused(server: str) -> None:
         urllib.request.urlopen(asked, timeout=10)
     refused.value.close()
     assert refused.value.code == 400
+
+
+def test_a_lost_server_shows_an_error_and_frees_the_form(server: str, browser) -> None:  # noqa: F811
+    opened = Opened(browser)
+    try:
+        opened.page.goto(server + "/")
+        opened.page.route("**/jobs**", lambda route: route.abort())
+        opened.page.fill("#expr", "(x * x).sum()")
+        opened.page.fill("#shape", "x=n")
+        opened.page.click("#go")
+        opened.page.wait_for_selector("#status.error", timeout=10_000)
+        freed = opened.page.evaluate("document.getElementById('go').disabled === false")
+    finally:
+        opened.close()
+    assert freed
+
+
+def test_queries_the_form_cannot_make_are_answered_in_one_line(server: str) -> None:
+    with urllib.request.urlopen(server + "/?lang=en&lang=zh", timeout=10) as page:  # the first valid language
+        assert page.status == 200 and '<html lang="en">' in page.read().decode()
+    asked = urllib.request.Request(
+        server + "/jobs?expr=x.sum()&shape=x=n", method="POST", headers={"Sec-Fetch-Site": "cross-site"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(asked, timeout=10)
+    with refused.value:
+        assert refused.value.code == 403 and "own page only" in json.loads(refused.value.read())["error"]
+    key = start(server, {"expr": "(x * x).sum()", "shape": "x=n"})
+    done = wait(server, key)
+    assert done["state"] == "done" and request(server, f"/jobs/{key}")["seconds"] == done["seconds"]
+    assert request(server, f"/jobs/{key}", "DELETE") == {"cancelled": False, "state": "done"}
+
+
+def test_a_derivation_whose_page_stopped_asking_is_ended(monkeypatch) -> None:
+    monkeypatch.setattr(serve, "ABANDONED_AFTER", 0.5)
+    jobs = serve.Jobs(30, main)
+    try:
+        key = jobs.start({"expr": ["(A @ B).tanh().sum()"], "shape": ["A=12,12", "B=12,12"], "wrt": ["A"]})
+        time.sleep(1.0)  # nobody asks
+        jobs.sweep()
+        assert jobs.jobs[key].state == "cancelled" and not jobs.jobs[key].process.is_alive()
+    finally:
+        jobs.close()

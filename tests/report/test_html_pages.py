@@ -75,8 +75,9 @@ def test_copy_buttons_carry_plain_latex_and_the_code(tmp_path: Path) -> None:
 
 
 def test_the_notebook_shows_the_same_page_in_a_frame(browser, tmp_path: Path) -> None:  # noqa: F811
-    w = sg.symbols("w", (2,), requires_grad=True)
-    x = sg.symbols("x", (2,))
+    n = sg.dims("n")[0]  # symbolic: the law's steps, which the graph's nodes link to
+    w = sg.symbols("w", (n,), requires_grad=True)
+    x = sg.symbols("x", (n,))
     explanation = sg.explain(torch.tanh(w @ x), [w])
     shown = explanation._repr_html_()
     page = html.unescape(re.search(r'srcdoc="([^"]*)"', shown).group(1))
@@ -89,6 +90,9 @@ def test_the_notebook_shows_the_same_page_in_a_frame(browser, tmp_path: Path) ->
         frame = opened.page.frame_locator("iframe")
         frame.locator(".katex").first.wait_for()
         seen = opened.page.frames[1].evaluate(INSPECT)
+        frame.locator("figure.graph a").first.click()  # a node's link: to its step, inside the frame
+        inside = opened.page.frames[1].evaluate("[location.href, document.querySelectorAll('.reached').length]")
     finally:
         opened.close()
     assert seen["formulas"] >= 3 and seen["errors"] == [] and seen["untypeset"] == 0 and seen["svgs"] == 1, seen
+    assert inside == ["about:srcdoc", 1]  # the notebook's own page is not loaded into the frame
