@@ -176,3 +176,23 @@ def test_the_block_form_is_taken_only_where_the_curvature_is_per_sample(case):
     module = sg.compile(f, [w], inputs=inputs, style="hessian", name="Layer")
     report = check_curvature_module(module, f, [w], inputs, sizes={m: 6})
     assert report.ok, report
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # torch.func's jvp rules
+def test_a_layers_block_keeps_torchs_nans_where_its_hessians_agree():
+    """The block form's per-sample curvature is built on the rows' h × h identity. An identity-free form
+    (torch.diag_embed of the curvature's diagonal) has exact zeros off the diagonal where a target is nan, while
+    torch.func.hessian and torch.autograd.functional.hessian agree on nan there; the identity keeps torch's values."""
+    f, w, inputs = hidden_layer()
+    module = sg.compile(f, [w], inputs=inputs, style="hessian", name="Layer")
+    assert "torch.eye(3" in module.__symgrad_source__
+    g = torch.Generator().manual_seed(0)
+    X, W1, w2 = (torch.randn(*shape, dtype=F64, generator=g) for shape in ((4, 5), (5, 3), (3,)))
+    t = torch.tensor([0.5, -1.0, float("nan"), 2.0], dtype=F64)
+
+    def loss(W):
+        return ((torch.tanh(X @ W) @ w2 - t) ** 2).mean()
+
+    by_func, by_autograd = torch.func.hessian(loss)(W1), torch.autograd.functional.hessian(loss, W1)
+    assert torch.equal(by_func.isnan(), by_autograd.isnan()) and by_func.isnan().all()
+    assert module.hessian(X, W1, w2, t).isnan().all()
