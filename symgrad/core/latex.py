@@ -147,7 +147,7 @@ _BINARY = frozenset({r"\cdot", r"\odot", r"\times", r"\wedge", r"\vee", r"\oplus
 _SEPARATORS = frozenset("+-=<>,;&|")
 
 
-def _group_end(text: str, at: int) -> int:
+def group_end(text: str, at: int) -> int:
     """Where the brace group opening at ``at`` closes (escaped braces do not count)."""
     depth, i = 0, at
     while i < len(text):
@@ -187,7 +187,7 @@ def _tokens(text: str) -> list[str]:
             end = len(text) - len(text[i:].lstrip())
             token = " "
         elif char == "{":
-            end = _group_end(text, i)
+            end = group_end(text, i)
             token = text[i:end]
         elif char == "\\":
             command = _COMMAND.match(text, i)

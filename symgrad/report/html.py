@@ -25,7 +25,7 @@ from markdown_it.token import Token
 from markupsafe import Markup
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from ..core.latex import latex_name
+from ..core.latex import group_end, latex_name
 from ..emit.templates import page_environment, template_dir
 from .formats import MarkdownFormat, Step
 from .graph import Graph
@@ -149,10 +149,7 @@ def unlinked(latex: str) -> str:
     'Z_{1} &= x_{2}'
     """
     while (found := re.search(r"\\(?:htmlId|href)\{[^{}]*\}\{", latex)) is not None:
-        depth, end = 1, found.end()
-        while depth:
-            depth += {"{": 1, "}": -1}.get(latex[end], 0)
-            end += 1
+        end = group_end(latex, found.end() - 1)
         latex = latex[: found.start()] + latex[found.end() : end - 1] + latex[end:]
     return latex
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import replace
 from typing import Any
 
 import sympy
@@ -79,12 +80,8 @@ def _document(explanation: Any, template: str, fmt: Any) -> str:
 
 def _html_page(explanation: Any, picture: Graph | None) -> str:
     fmt = HtmlSourceFormat(step_links(explanation, picture) if picture is not None else None)
-    given = explanation.picture
-    explanation.picture = "graph" if picture is not None else None  # the page draws it where the text says
-    try:
-        text = _document(explanation, "explain.md.j2", fmt)
-    finally:
-        explanation.picture = given
+    shown = replace(explanation, picture="graph" if picture is not None else None)  # drawn where the text says
+    text = _document(shown, "explain.md.j2", fmt)
     body = markdown_html(text, explanation.lang)
     drawing = None
     if picture is not None:
