@@ -70,26 +70,35 @@ class ConversionMethods:
     def type_as(self, other: Any) -> Tensor:
         return self._cast(other.dtype)
 
-    def float(self) -> Tensor:
+    def float(self, memory_format: Any = None) -> Tensor:
         return self._cast("float32")
 
-    def double(self) -> Tensor:
+    def double(self, memory_format: Any = None) -> Tensor:
         return self._cast("float64")
 
-    def half(self) -> Tensor:
+    def half(self, memory_format: Any = None) -> Tensor:
         return self._cast("float16")
 
-    def bfloat16(self) -> Tensor:
+    def bfloat16(self, memory_format: Any = None) -> Tensor:
         return self._cast("bfloat16")
 
-    def long(self) -> Tensor:
+    def long(self, memory_format: Any = None) -> Tensor:
         return self._cast("int64")
 
-    def int(self) -> Tensor:
+    def int(self, memory_format: Any = None) -> Tensor:
         return self._cast("int32")
 
-    def bool(self) -> Tensor:
+    def bool(self, memory_format: Any = None) -> Tensor:
         return self._cast("bool")
+
+    def short(self, memory_format: Any = None) -> Tensor:
+        return self._cast("int16")
+
+    def char(self, memory_format: Any = None) -> Tensor:
+        return self._cast("int8")
+
+    def byte(self, memory_format: Any = None) -> Tensor:
+        return self._cast("uint8")
 
     def cpu(self, *args: Any, **kwargs: Any) -> Tensor:
         return self  # type: ignore[return-value]

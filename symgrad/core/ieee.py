@@ -119,6 +119,8 @@ def _node_value(node: sympy.Basic, values: dict, point: Mapping) -> Any:
         return any(args)
     if isinstance(node, sympy.Not):
         return not args[0]
+    if isinstance(node, sympy.ITE):  # SymPy's if-then-else of truth values, from a simplified condition
+        return args[1] if args[0] else args[2]
     if isinstance(node, sympy.Piecewise):
         for expr, condition in node.args:
             if values[condition]:

@@ -24,6 +24,7 @@ from .conversions import ConversionMethods
 from .dims import as_shape, format_shape, normalize_dim, normalize_dims, numel, reshape_target
 from .dtypes import is_floating
 from .errors import ShapeError, TorchRuntimeError, TorchTypeError, TorchValueError, UnsupportedError
+from .operators import OperatorMethods
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -47,59 +48,20 @@ def relabel(t: Any, dtype: Any) -> Any:
     return t
 
 
-class TensorMethods(ConversionMethods):
+def _numpy_spellings(name: str, dim: Any, keepdim: Any, aliases: dict) -> tuple[Any, Any]:
+    """``dim`` and ``keepdim`` from torch's NumPy-style keywords ``axis`` and ``keepdims``, which it also accepts."""
+    unknown = set(aliases) - {"axis", "keepdims"}
+    if unknown:
+        raise TorchTypeError(f"{name}() got an unexpected keyword argument '{sorted(unknown)[0]}'")
+    return aliases.get("axis", dim), aliases.get("keepdims", keepdim)
+
+
+class TensorMethods(OperatorMethods, ConversionMethods):
     """The torch methods of a symbolic tensor (arithmetic, reductions, layout, functions)."""
 
     shape: tuple
     ndim: int
     dtype: str
-
-    @staticmethod
-    def apply_op(op_name: str, *args: Any, **attrs: Any) -> Tensor:  # replaced by the tensor module's apply
-        raise NotImplementedError
-
-    # ── arithmetic ────────────────────────────────────────────────────────
-    def __add__(self, other: Any) -> Tensor:
-        return self.apply_op("add", self, other)
-
-    def __radd__(self, other: Any) -> Tensor:
-        return self.apply_op("add", other, self)
-
-    def __sub__(self, other: Any) -> Tensor:
-        return self.apply_op("sub", self, other)
-
-    def __rsub__(self, other: Any) -> Tensor:
-        return self.apply_op("sub", other, self)
-
-    def __mul__(self, other: Any) -> Tensor:
-        return self.apply_op("mul", self, other)
-
-    def __rmul__(self, other: Any) -> Tensor:
-        return self.apply_op("mul", other, self)
-
-    def __truediv__(self, other: Any) -> Tensor:
-        return self.apply_op("div", self, other)
-
-    def __rtruediv__(self, other: Any) -> Tensor:
-        return self.apply_op("div", other, self)
-
-    def __pow__(self, other: Any) -> Tensor:
-        return self.apply_op("pow", self, other)
-
-    def __rpow__(self, other: Any) -> Tensor:
-        return self.apply_op("pow", other, self)
-
-    def __matmul__(self, other: Any) -> Tensor:
-        return self.apply_op("matmul", self, other)
-
-    def __rmatmul__(self, other: Any) -> Tensor:
-        return self.apply_op("matmul", other, self)
-
-    def __neg__(self) -> Tensor:
-        return self.apply_op("neg", self)
-
-    def __pos__(self) -> Tensor:
-        return self
 
     def add(self, other: Any, *, alpha: Any = 1) -> Tensor:
         return self + (other if alpha == 1 else alpha * other)
@@ -168,21 +130,43 @@ class TensorMethods(ConversionMethods):
         return self.apply_op("sqrt", self)
 
     # ── reductions ────────────────────────────────────────────────────────
-    def sum(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        return self.apply_op("sum", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim))
+    def sum(
+        self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None, **aliases: Any
+    ) -> Tensor:
+        """The sum over ``dim`` (all by default); ``dtype`` converts first, as torch's (``axis`` and ``keepdims``
+        are torch's NumPy spellings of ``dim`` and ``keepdim``)."""
+        dim, keepdim = _numpy_spellings("sum", dim, keepdim, aliases)
+        source = self if dtype is None else self.to(dtype)
+        return self.apply_op("sum", source, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim))
 
-    def mean(self, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-        if not is_floating(self.dtype):
+    def mean(
+        self, dim: int | Sequence[int] | None = None, keepdim: bool = False, *, dtype: Any = None, **aliases: Any
+    ) -> Tensor:
+        dim, keepdim = _numpy_spellings("mean", dim, keepdim, aliases)
+        source = self if dtype is None else self.to(dtype)
+        if not is_floating(source.dtype):
             raise TorchRuntimeError(
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. "
-                f"Got: {self.dtype.capitalize()}"
+                f"Got: {source.dtype.capitalize()}"
             )
-        return self.apply_op("mean", self, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim))
+        return self.apply_op("mean", source, dim=normalize_dims(dim, self.ndim), keepdim=bool(keepdim))
 
     # ── shape and layout ──────────────────────────────────────────────────
     @property
     def T(self) -> Tensor:
         return self.apply_op("permute", self, dims=tuple(reversed(range(self.ndim))))
+
+    @property
+    def H(self) -> Tensor:
+        """The conjugate transpose of a matrix: its transpose, for a real one."""
+        if self.ndim not in (0, 2):
+            raise TorchRuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.")
+        return self.T
+
+    @property
+    def mH(self) -> Tensor:
+        """The conjugate transpose of the last two dims: ``mT``, for a real tensor."""
+        return self.mT
 
     @property
     def mT(self) -> Tensor:
@@ -453,7 +437,8 @@ class TensorMethods(ConversionMethods):
     def prod(self, dim: int | None = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
         """The product over ``dim`` (all entries by default); its gradient is exact at zeros, as torch's."""
         axes = tuple(range(self.ndim)) if dim is None else (normalize_dim(dim, self.ndim),)
-        return relabel(self.apply_op("prod", self, dim=axes, keepdim=bool(keepdim) and dim is not None), dtype)
+        source = self if dtype is None else self.to(dtype)
+        return self.apply_op("prod", source, dim=axes, keepdim=bool(keepdim) and dim is not None)
 
     def cumprod(self, dim: int, dtype: Any = None) -> Tensor:
         return relabel(self.apply_op("cumprod", self, dim=normalize_dim(dim, self.ndim)), dtype)
@@ -617,18 +602,6 @@ class TensorMethods(ConversionMethods):
     def ne(self, other: Any) -> Tensor:
         return self.apply_op("ne", self, other)
 
-    def __gt__(self, other: Any) -> Tensor:
-        return self.apply_op("gt", self, other)
-
-    def __ge__(self, other: Any) -> Tensor:
-        return self.apply_op("ge", self, other)
-
-    def __lt__(self, other: Any) -> Tensor:
-        return self.apply_op("lt", self, other)
-
-    def __le__(self, other: Any) -> Tensor:
-        return self.apply_op("le", self, other)
-
     def logical_and(self, other: Any) -> Tensor:
         return self.apply_op("logical_and", self, other)
 
@@ -640,27 +613,3 @@ class TensorMethods(ConversionMethods):
 
     def logical_not(self) -> Tensor:
         return self.apply_op("logical_not", self)
-
-    def _bitwise(self, name: str, *operands: Any) -> Tensor:
-        """``&``, ``|``, ``^`` and ``~`` of boolean tensors (masks); bit operations on integers are refused."""
-        dtypes = [getattr(t, "dtype", "bool" if isinstance(t, bool) else "int64") for t in (self, *operands)]
-        if any(d != "bool" for d in dtypes):
-            raise UnsupportedError(f"symgrad follows {name} of boolean tensors only (masks), not of {'/'.join(dtypes)}")
-        return self.apply_op(f"logical_{name}", self, *operands)
-
-    def __and__(self, other: Any) -> Tensor:
-        return self._bitwise("and", other)
-
-    def __or__(self, other: Any) -> Tensor:
-        return self._bitwise("or", other)
-
-    def __xor__(self, other: Any) -> Tensor:
-        return self._bitwise("xor", other)
-
-    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
-
-    def __invert__(self) -> Tensor:
-        return self._bitwise("not")
-
-    def bitwise_not(self) -> Tensor:
-        return self._bitwise("not")

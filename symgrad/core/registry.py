@@ -103,6 +103,26 @@ OPS: dict[str, Op] = {}
 ENGINES: dict[str, Callable[..., Any]] = {}
 """Engines of the layers above, by job: ``"backward"`` is torch.autograd.backward's mirror."""
 
+SPELLINGS: dict[str, dict[str, Callable[..., Any]]] = {}
+"""torch's names for the functions that build ops, by namespace (``"torch"``, ``"torch.special"``,
+``"torch.nn.functional"``, ``"Tensor"`` for methods) and name. The rows register them beside themselves, and
+:mod:`symgrad.torch` and :class:`~symgrad.core.tensor.Tensor`'s methods are made from this table, so that adding an
+op with its torch names touches its row alone."""
+
+
+def register_spelling(path: str, build: Callable[..., Any]) -> None:
+    """Register ``build`` under torch's name ``path`` (``"torch.special.i0e"``, ``"Tensor.acos"``), once."""
+    namespace, _, name = path.rpartition(".")
+    table = SPELLINGS.setdefault(namespace, {})
+    if name in table and table[name] is not build:
+        raise TorchValueError(f"{path} is spelled twice")
+    table[name] = build
+
+
+def spelled(namespace: str, name: str) -> Callable[..., Any] | None:
+    """The function registered as ``namespace.name``, or None."""
+    return SPELLINGS.get(namespace, {}).get(name)
+
 
 def register(op: Op) -> Op:
     """Add a row to the table (each name once)."""

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import keyword
 import unicodedata
@@ -41,7 +42,7 @@ from .errors import (
 from .graph import topological
 from .methods import TensorMethods
 from .numbers import node_numbers
-from .registry import Op, engine, lookup
+from .registry import Op, engine, lookup, spelled
 from .symbols import entry_symbols
 
 _counters: dict[str, itertools.count] = {}
@@ -144,6 +145,13 @@ class Tensor(TensorMethods):
         if op is not None and requires_grad:
             self.grad_fn = GradFn(op.grad_fn_name(inputs, self.attrs), op.saves)
         self._leaves = self._collect_leaves()
+
+    def __getattr__(self, name: str) -> Any:
+        """A method the op table spells (``x.acos()``, registered by its row), bound to this tensor."""
+        build = spelled("Tensor", name) if not name.startswith("__") else None
+        if build is None:
+            raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        return functools.partial(build, self)
 
     # ── identity ──────────────────────────────────────────────────────────
     @property
@@ -434,11 +442,46 @@ class Tensor(TensorMethods):
     def __itruediv__(self, other: Any) -> Tensor:
         return self._inplace(lambda t: t / other)
 
+    __idiv__ = __itruediv__
+
+    def __ifloordiv__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t // other)
+
+    def __imod__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t % other)
+
+    def __ipow__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t**other)
+
+    def __imatmul__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t @ other)
+
+    def __iand__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t & other)
+
+    def __ior__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t | other)
+
+    def __ixor__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t ^ other)
+
+    def __ilshift__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t << other)
+
+    def __irshift__(self, other: Any) -> Tensor:
+        return self._inplace(lambda t: t >> other)
+
     def add_(self, other: Any) -> Tensor:
         return self.__iadd__(other)
 
     def mul_(self, other: Any) -> Tensor:
         return self.__imul__(other)
+
+
+def method(name: str) -> Callable[..., Any] | None:
+    """``Tensor.<name>``: a method of the class, or one a row of the op table spells (None if neither)."""
+    found = getattr(Tensor, name, None)
+    return found if found is not None else spelled("Tensor", name)
 
 
 def wrap(value: Any, like: Tensor | None = None) -> Tensor:

@@ -4,7 +4,8 @@ A row (:class:`symgrad.core.Op`) holds the op's shape rule, its meaning entry by
 in SymPy, its VJP rule written with symgrad ops, how torch computes it (for the
 cross-check), its torch and LaTeX spellings, and the name of torch's backward node.
 The families register their rows with the core's registry when imported:
-:mod:`.elementwise` (arithmetic, comparisons, functions of one tensor), :mod:`.reductions`, :mod:`.products`,
+:mod:`.elementwise` (arithmetic, comparisons, functions of one tensor), :mod:`.math_functions` (torch's
+trigonometric, gamma, error, Bessel, floating-point and integer functions), :mod:`.reductions`, :mod:`.products`,
 :mod:`.shape` (layout, joining, padding, basic indexing), :mod:`.indexing` (gather and scatters),
 :mod:`.linalg`, :mod:`.nn` (activations and losses) and :mod:`.draws` (a dropout's noise).
 Adding an op means one row in one family file, plus a test. This package imports only
@@ -19,6 +20,7 @@ from . import (
     elementwise,
     indexing,
     linalg,
+    math_functions,
     nn,
     normalization,
     pooling,
@@ -43,6 +45,7 @@ __all__ = [
     "function",
     "indexing",
     "linalg",
+    "math_functions",
     "nn",
     "norm2",
     "normalization",

@@ -69,7 +69,7 @@ def count(shape: Shape, dim: tuple[int, ...]):
 
 
 def _function_ops() -> dict:
-    table = {op.scalar: name for name, op in OPS.items() if isinstance(op.scalar, sympy.FunctionClass)}
+    table = {op.scalar: name for name, op in OPS.items() if isinstance(op.scalar, type)}
     table.setdefault(sympy.sign, "sign")  # SymPy's own sign (from Abs') is the sign op, whose gradient is torch's 0
     return table
 
@@ -113,6 +113,10 @@ def to_tensor(expr: sympy.Expr, bindings: dict[sympy.Symbol, Tensor], like: Tens
     name = _function_ops().get(expr.func)
     if name is not None:
         return apply(name, *(to_tensor(a, bindings, like) for a in expr.args))
+    as_op = getattr(expr, "as_op", None)  # a function whose row takes some arguments as attributes (polygamma's n)
+    if as_op is not None and as_op() is not None:
+        name, tensors, attrs = as_op()
+        return apply(name, *(to_tensor(a, bindings, like) for a in tensors), **attrs)
     if isinstance(expr, sympy.Heaviside):
         at_zero = expr.args[1] if len(expr.args) > 1 else sympy.S.Half
         return apply("step", to_tensor(expr.args[0], bindings, like), at_zero=at_zero)
@@ -207,11 +211,50 @@ def elementwise_vjp(
     'torch.where(x <= 0, 0, g)'
     """
     derivative, bindings = _derivative_expression(scalar, x, out, params)
+    return _times_grad(g, derivative, bindings, x)
+
+
+def _times_grad(g: Tensor, derivative: sympy.Expr, bindings: dict, like: Tensor) -> Tensor:
+    """g · derivative as tensor ops, g inside each piece of a piecewise derivative (see :func:`elementwise_vjp`)."""
     derivative = derivative.replace(
         lambda e: isinstance(e, sympy.Heaviside) and len(e.args) == 2 and e.args[1] == 0,
         lambda e: sympy.Piecewise((0, sympy.LessThan(e.args[0], 0)), (1, True)),
     )
     if not isinstance(derivative, sympy.Piecewise):
-        return g * to_tensor(derivative, bindings, x)
+        return g * to_tensor(derivative, bindings, like)
     pieces = sympy.Piecewise(*[(_GRAD * value, condition) for value, condition in derivative.args], evaluate=False)
-    return to_tensor(pieces, {**bindings, _GRAD: g}, x)
+    return to_tensor(pieces, {**bindings, _GRAD: g}, like)
+
+
+_ARGUMENTS = (sympy.Symbol("a", real=True), sympy.Symbol("b", real=True))
+
+
+def partial_vjp(scalar: Callable, undefined: tuple[int, ...] = ()) -> Callable:
+    """The VJP rule of a broadcasting function of two tensors, ``scalar(a, b)``: g times each partial derivative
+    from SymPy, as tensor ops, summed back to each input's shape (the forward result is reused where the function
+    itself appears). torch defines no derivative by the inputs at ``undefined``: asking for one is refused, and a
+    constant there gets none."""
+
+    def vjp(g: Tensor, out: Tensor, *inputs: Tensor) -> tuple:
+        value = sympy.sympify(scalar(*_ARGUMENTS))
+        marker = sympy.Symbol("forward_result", real=True)
+        bindings = {**dict(zip(_ARGUMENTS, inputs)), marker: out}
+        grads = []
+        for position, (mine, symbol) in enumerate(zip(inputs, _ARGUMENTS)):
+            if position in undefined:
+                if mine.requires_grad:
+                    raise UnsupportedError(
+                        f"torch does not differentiate {getattr(scalar, '__name__', 'this function')} by its "
+                        f"{('first', 'second')[position]} argument, which here requires grad (detach it, as torch "
+                        "requires)"
+                    )
+                grads.append(None)
+                continue
+            derivative = sympy.diff(value, symbol).subs(value, marker)
+            if derivative == 0:  # none (torch's zeros), not g·0, which is nan where g is infinite
+                grads.append(None)
+                continue
+            grads.append(unbroadcast(_times_grad(g, derivative, bindings, mine), mine.shape))
+        return tuple(grads)
+
+    return vjp

@@ -16,9 +16,10 @@ import sympy
 
 from ..core.arrays import elementwise
 from ..core.dims import broadcast_shapes
+from ..core.errors import UnsupportedError
 from ..core.registry import Op, register
 from ..core.tensor import Tensor, apply
-from . import functions
+from . import float_functions, functions
 from .calculus import elementwise_vjp, unbroadcast, zero_gradient
 from .rows import binary, same_shape, scalar_kinds, unary
 from .sympy_torch import evaluate
@@ -529,6 +530,31 @@ binary(
     float64=np.floor_divide,
 )
 
+
+def _floor_divide_vjp(g: Tensor, out: Tensor, a: Tensor, b: Tensor) -> tuple:
+    """torch defines no derivative of floor_divide (``//``): a gradient through it is refused, as torch refuses it
+    at backward time (``torch.div(a, b, rounding_mode="floor")`` has one: zeros)."""
+    if a.requires_grad or b.requires_grad:
+        raise UnsupportedError(
+            "derivative for aten::floor_divide is not implemented (torch raises this at backward): detach the "
+            "operands of //, or use torch.div(a, b, rounding_mode='floor'), whose gradient is 0"
+        )
+    return None, None
+
+
+binary(
+    "floor_divide",
+    float_functions.floor_divide,
+    lambda torch, a, b: torch.floor_divide(a, b),
+    "torch.floor_divide({0}, {1})",
+    r"\left\lfloor\frac{{{0}}}{{{1}}}\right\rfloor",
+    "FloorDivideBackward0",
+    saves=True,
+    precedence=9,
+    vjp=_floor_divide_vjp,
+    float64=np.floor_divide,
+)
+
 # ── more binary functions, with torch's numerics and gradients ─────────────
 binary(
     "hypot",
@@ -616,6 +642,7 @@ register(
         r"\operatorname{{isnan}}\left({0}\right)",
         "none",
         saves=False,
+        scalar=functions.isnan,
         differentiable=False,
         vjp=lambda g, out, a: (None,),
         tags=frozenset({"comparison"}),

@@ -464,7 +464,8 @@ def _welford_float64(a: np.ndarray, axes: tuple, keepdims: bool) -> tuple[np.nda
     ``std_mean`` compute them on the CPU (equal entries give a variance of exactly 0, where the two-pass
     ``torch.var`` may leave a residue of 1e-35)."""
     kept = [d for d in range(a.ndim) if d not in axes]
-    moved = np.transpose(a, kept + list(axes)).reshape([a.shape[d] for d in kept] + [-1])
+    count = math.prod(a.shape[d] for d in axes)
+    moved = np.transpose(a, kept + list(axes)).reshape([a.shape[d] for d in kept] + [count])
     mean, m2 = np.zeros(moved.shape[:-1]), np.zeros(moved.shape[:-1])
     for k in range(moved.shape[-1]):
         x = moved[..., k]

@@ -19,7 +19,8 @@ import sympy
 
 from ..core.arrays import as_number, elementwise
 from ..core.dims import Shape, broadcast_shapes
-from ..core.registry import Op, register
+from ..core.registry import Op, register, register_spelling
+from ..core.tensor import apply
 from .calculus import elementwise_derivative, elementwise_vjp
 
 # SymPy functions whose eval leaves a plain product of symbols alone (tanh(a*b) stays tanh(a*b)), but only after
@@ -60,9 +61,15 @@ def unary(
     float_result: bool = False,
     tags: Iterable[str] = (),
     float64: Callable | None = None,
+    differentiable: bool = True,
+    spellings: Iterable[str] = (),
 ) -> Op:
-    """Register a row for an elementwise function of one tensor; its VJP is ``g * f'(x)`` with f' from SymPy."""
-    return register(
+    """Register a row for an elementwise function of one tensor; its VJP is ``g * f'(x)`` with f' from SymPy.
+    ``spellings`` are torch's names for it (``"torch.special.i0e"``, ``"Tensor.acos"``), each taking the tensor
+    and the row's attributes as keywords; a function torch does not differentiate has ``differentiable=False``."""
+    if not differentiable:
+        vjp = vjp or (lambda g, out, a, **params: (None,))
+    row = register(
         Op(
             name=name,
             shape=same_shape,
@@ -71,15 +78,35 @@ def unary(
             code=code or f"torch.{name}({{0}})",
             latex=latex,
             grad_fn=grad_fn or f"{name.capitalize()}Backward0",
+            saves=differentiable,
             scalar=scalar,
             vjp=vjp or (lambda g, out, a, **params: (elementwise_vjp(g, scalar, a, out, **params),)),
             jvp=None if vjp is not None else _elementwise_jvp(scalar),
+            differentiable=differentiable,
             float_result=float_result,
             tags=frozenset(tags),
             float64=float64,
             batch="pointwise",
         )
     )
+    spell(row, spellings)
+    return row
+
+
+def spell(row: Op, spellings: Iterable[str]) -> None:
+    """Register torch's names for ``row``: each builds the row's node from torch's arguments (the tensors, then the
+    row's attributes by keyword)."""
+    for path in spellings:
+        register_spelling(path, _builder(row.name, path))
+
+
+def _builder(name: str, path: str) -> Callable:
+    def build(*tensors: Any, **attrs: Any) -> Any:
+        return apply(name, *tensors, **attrs)
+
+    build.__name__ = build.__qualname__ = path.rpartition(".")[2]
+    build.__doc__ = f"``{path}``: the op ``{name}`` of symgrad's table."
+    return build
 
 
 def _elementwise_jvp(scalar: Callable) -> Callable:
@@ -122,10 +149,12 @@ def binary(
     float_result: bool = False,
     tags: Iterable[str] = (),
     float64: Callable | None = None,
+    spellings: Iterable[str] = (),
 ) -> Op:
     """Register a row for a broadcasting elementwise function of two tensors (forward mode transposes the VJP
-    rule unless ``jvp`` is given, which a rule that selects on an input's value needs)."""
-    return register(
+    rule unless ``jvp`` is given, which a rule that selects on an input's value needs); ``spellings`` as for
+    :func:`unary`."""
+    row = register(
         Op(
             name=name,
             shape=lambda a, b: broadcast_shapes(a, b),
@@ -146,6 +175,8 @@ def binary(
             batch="broadcast",
         )
     )
+    spell(row, spellings)
+    return row
 
 
 def scalar_kinds(inputs: tuple) -> tuple[bool, ...]:

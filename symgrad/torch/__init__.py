@@ -17,11 +17,12 @@ package imports :mod:`symgrad.derive` and the layers below it, never the real to
 from __future__ import annotations
 
 import math as _math
+import sys as _sys
 
 from ..core.constructors import tensor
 from ..core.tensor import Tensor
 from ..derive.autograd import backward
-from . import autograd, creation, func, linalg, nn, pointwise, products, recurrent, reductions, shape
+from . import aliases, autograd, creation, func, linalg, nn, pointwise, products, recurrent, reductions, shape, special
 from .creation import *  # noqa: F403 - each family module lists its functions in __all__
 from .linalg import slogdet
 from .pointwise import *  # noqa: F403
@@ -36,8 +37,9 @@ int64 = long = "int64"
 inf = _math.inf
 
 __all__ = [
-    "Tensor", "autograd", "backward", "double", "float", "float32", "float64", "func", "inf", "int64", "linalg",
-    "long", "nn", "slogdet", "tensor",
+    "Tensor", "aliases", "autograd", "backward", "double", "float", "float32", "float64", "func", "inf", "int64",
+    "linalg", "long", "nn", "slogdet", "special", "tensor",
 ]  # fmt: skip
 __all__ += creation.__all__ + pointwise.__all__ + products.__all__ + recurrent.__all__ + reductions.__all__
 __all__ += shape.__all__
+__all__ += aliases.install(_sys.modules[__name__])

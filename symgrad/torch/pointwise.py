@@ -9,13 +9,18 @@
 from __future__ import annotations
 
 import builtins as _builtins
+import math as _math
+from collections import namedtuple as _namedtuple
 from typing import Any
 
 from ..core.errors import TorchRuntimeError, TorchValueError
 from ..core.errors import UnsupportedError as _UnsupportedError
+from ..core.registry import SPELLINGS, register_spelling
 from ..core.tensor import Tensor, apply, wrap
+from . import creation
 
 _ROUNDING = {"trunc": "div_trunc", "floor": "div_floor"}
+_frexp = _namedtuple("frexp", ["mantissa", "exponent"])  # torch.return_types.frexp's fields
 
 
 def _relabel(t: Tensor, dtype: str) -> Tensor:
@@ -52,7 +57,9 @@ divide = true_divide = div
 
 
 def floor_divide(input: Any, other: Any) -> Tensor:
-    return div(input, other, rounding_mode="floor")
+    """``input // other``: floor(input / other); torch defines no gradient for it (see ``div(rounding_mode="floor")``,
+    which has one)."""
+    return apply("floor_divide", input, other)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:
@@ -290,10 +297,143 @@ def logical_not(input: Any) -> Tensor:
     return apply("logical_not", input)
 
 
+def polygamma(n: int, input: Tensor) -> Tensor:
+    """ψ⁽ⁿ⁾(input), the n-th derivative of the digamma function."""
+    return apply("polygamma", input, n=int(n))
+
+
+register_spelling("Tensor.polygamma", lambda self, n: polygamma(n, self))  # the order is n, input in torch.polygamma
+
+
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
+    """log(input / (1 - input)), of input clamped to [eps, 1 - eps] when eps is given (torch's gradient is 0
+    outside it)."""
+    return apply("logit", input, eps=None if eps is None else float(eps))
+
+
+def mvlgamma(input: Tensor, p: int) -> Tensor:
+    """The multivariate log-gamma function of dimension p: p(p-1)/4·log(π) + Σᵢ lgamma(input - i/2)."""
+    if p < 1:
+        raise TorchRuntimeError("p has to be greater than or equal to 1")
+    terms = [apply("lgamma", input - i / 2 if i else input) for i in range(p)]
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total + p * (p - 1) / 4 * _math.log(_math.pi) if p > 1 else total
+
+
+def ldexp(input: Any, other: Any) -> Tensor:
+    """input · 2^other."""
+    return wrap(input) * apply("exp2", wrap(other))
+
+
+def frexp(input: Tensor) -> Any:
+    """(mantissa, exponent) with input = mantissa · 2^exponent and 0.5 ≤ |mantissa| < 1; the exponent is int32."""
+    exponent = apply("frexp_exponent", input)
+    exponent.dtype = "int32"
+    return _frexp(apply("frexp_mantissa", input), exponent)
+
+
+def sgn(input: Tensor) -> Tensor:
+    """The sign of a real tensor (torch.sign's)."""
+    return apply("sign", input)
+
+
+def angle(input: Tensor) -> Tensor:
+    """The argument of a real number: π for a negative one, 0 otherwise (nan stays nan); its gradient is 0."""
+    return apply("where", apply("lt", input, 0), _math.pi, input * 0.0)
+
+
+def positive(input: Tensor) -> Tensor:
+    """The input itself."""
+    return input
+
+
+def conj(input: Tensor) -> Tensor:
+    """The complex conjugate: a real tensor itself."""
+    return input
+
+
+conj_physical = resolve_conj = resolve_neg = conj
+
+
+def isreal(input: Tensor) -> Tensor:
+    """True everywhere for a real tensor."""
+    return creation.ones_like(input, dtype="bool")
+
+
 __all__ = [
-    "abs", "add", "addcdiv", "addcmul", "atan2", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "cos", "div",
-    "divide", "eq", "erf", "erfc", "exp", "exp2", "expm1", "float_power", "floor", "floor_divide", "ge", "gt",
-    "hypot", "isnan", "le", "lerp", "log", "log1p", "logaddexp", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "lt", "maximum", "minimum", "mul", "ne", "neg", "pow", "reciprocal", "relu", "round", "rsqrt",
-    "sigmoid", "sign", "sin", "sqrt", "sub", "tanh", "true_divide", "trunc", "where", "xlogy",
+    "abs",
+    "add",
+    "addcdiv",
+    "addcmul",
+    "angle",
+    "atan2",
+    "ceil",
+    "clamp",
+    "clamp_max",
+    "clamp_min",
+    "clip",
+    "conj",
+    "conj_physical",
+    "cos",
+    "div",
+    "divide",
+    "eq",
+    "erf",
+    "erfc",
+    "exp",
+    "exp2",
+    "expm1",
+    "float_power",
+    "floor",
+    "floor_divide",
+    "frexp",
+    "ge",
+    "gt",
+    "hypot",
+    "isnan",
+    "isreal",
+    "ldexp",
+    "le",
+    "lerp",
+    "log",
+    "log1p",
+    "logaddexp",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "logit",
+    "lt",
+    "maximum",
+    "minimum",
+    "mul",
+    "mvlgamma",
+    "ne",
+    "neg",
+    "polygamma",
+    "positive",
+    "pow",
+    "reciprocal",
+    "relu",
+    "resolve_conj",
+    "resolve_neg",
+    "round",
+    "rsqrt",
+    "sgn",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sqrt",
+    "sub",
+    "tanh",
+    "true_divide",
+    "trunc",
+    "where",
+    "xlogy",
 ]  # fmt: skip
+# the functions rows spell themselves (acos, special functions, bit operations, …): see symgrad.ops.rows.spell
+_SPELLED = {name: build for name, build in sorted(SPELLINGS.get("torch", {}).items()) if name not in globals()}
+globals().update(_SPELLED)
+__all__ += list(_SPELLED)

@@ -18,12 +18,12 @@ from ..core.tensor import Tensor
 from ..core.tensor import apply as _apply
 
 
-def sum(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    return input.sum(dim=dim, keepdim=keepdim)
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, **aliases: Any) -> Tensor:
+    return input.sum(dim, keepdim, dtype=dtype, **aliases)
 
 
-def mean(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    return input.mean(dim=dim, keepdim=keepdim)
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, **aliases: Any) -> Tensor:
+    return input.mean(dim, keepdim, dtype=dtype, **aliases)
 
 
 def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:

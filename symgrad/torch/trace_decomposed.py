@@ -12,7 +12,7 @@ from ..core.errors import InternalError, SymgradError, UnsupportedError, WorkBud
 from . import decompositions
 from .sizes import unguarded
 from .trace_lookup import holds_tensor, user_line
-from .trace_runs import flat
+from .trace_runs import flat, rebuilt
 
 
 class _DecompositionError(UnsupportedError):
@@ -33,10 +33,21 @@ def decomposed(recorder: Any, func: Callable, name: str, args: tuple, kwargs: di
     site = user_line()
     before = torch.random.get_rng_state()
     copies = _copies((args, kwargs))
-    with torch.no_grad():
-        reference = func(*copies[0], **copies[1])
+    try:
+        with torch.no_grad():
+            reference = func(*copies[0], **copies[1])
+    except Exception as error:  # the call reads more than its arguments' values (a view's storage): not followed
+        raise UnsupportedError(
+            f"{name} ({site}): torch's kernel does not run on copies of its arguments ({type(error).__name__}: "
+            f"{' '.join(str(error).split())[:160]}), so symgrad cannot follow it"
+        ) from None
     if not holds_tensor(reference):
         return reference, None
+    torch.random.set_rng_state(before)
+    differentiable = _differentiable_outputs(recorder, func, args, kwargs)
+    torch.random.set_rng_state(before)
+    with torch.no_grad():
+        func(*_copies((args, kwargs))[0], **_copies((args, kwargs))[1])  # the kernel's draws, for the check below
     chain = [*(called for called, _ in recorder.decomposing), name]
     found = decompositions.find(func, name, args, kwargs)
     if found is None or any(func is running for _, running in recorder.decomposing):
@@ -78,7 +89,43 @@ def decomposed(recorder: Any, func: Callable, name: str, args: tuple, kwargs: di
         raise UnsupportedError(
             f"{name} ({site}): torch's decomposition ({origin}) disagrees with its kernel here ({difference})"
         )
-    return mine, recorder.to_symbolic(mine)
+    symbolic = recorder.to_symbolic(mine)
+    if differentiable is not None:  # outputs torch's autograd does not differentiate (a saved mean) are constants
+        symbolic = _detached_where(symbolic, iter(differentiable))
+    return mine, symbolic
+
+
+def _differentiable_outputs(recorder: Any, func: Callable, args: tuple, kwargs: dict) -> list[bool] | None:
+    """Which tensors among the kernel's outputs torch's autograd differentiates when the arguments the traced
+    graph differentiates require grad, or (if the kernel refuses that: it updates one of them in place, such as
+    a running statistic) when the first of them does; None if the kernel cannot say."""
+    import torch
+
+    tensors = [t for t in _flat_tensors((args, kwargs)) if t.is_floating_point() and recorder.differentiable(t)]
+    for chosen in (tensors, tensors[:1]):
+        wanted = {id(t) for t in chosen}
+        copied = _copies((args, kwargs), grad=True, only=lambda t, wanted=wanted: id(t) in wanted)
+        if not chosen:
+            return None
+        try:
+            with torch.enable_grad():
+                outputs = _flat_tensors(func(*copied[0], **copied[1]))
+        except Exception:
+            continue
+        return [t.requires_grad or not t.is_floating_point() for t in outputs]
+    return None
+
+
+def _detached_where(value: Any, differentiable: Any) -> Any:
+    """``value`` with each tensor whose flag (read in order) says torch does not differentiate it detached."""
+    from ..core.tensor import Tensor
+
+    if isinstance(value, Tensor):
+        flag = next(differentiable, True)
+        return value if flag or not value.requires_grad else value.detach()
+    if isinstance(value, (list, tuple)):
+        return rebuilt(value, (_detached_where(v, differentiable) for v in value))
+    return value
 
 
 def _gradient_disagreement(func: Callable, decomposition: Callable, args: tuple, kwargs: dict) -> str | None:
@@ -124,18 +171,20 @@ def _flat_tensors(value: Any) -> list[Any]:
     return [t for t in flat(value) if isinstance(t, torch.Tensor)]
 
 
-def _copies(value: Any, grad: bool = False) -> Any:
+def _copies(value: Any, grad: bool = False, only: Callable[[Any], bool] | None = None) -> Any:
     """``value`` with each tensor in it replaced by a detached copy (the structure kept); with ``grad``, the
-    floating copies require grad (symgrad differentiates by any of them)."""
+    floating copies require grad (symgrad differentiates by any of them), or those of the tensors ``only``
+    accepts."""
     import torch
 
     if isinstance(value, torch.Tensor):
         copy = value.detach().clone()
-        return copy.requires_grad_() if grad and copy.is_floating_point() else copy
+        wanted = grad and copy.is_floating_point() and (only is None or only(value))
+        return copy.requires_grad_() if wanted else copy
     if isinstance(value, dict):
-        return {k: _copies(v, grad) for k, v in value.items()}
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(_copies(v, grad) for v in value)
+        return {k: _copies(v, grad, only) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return rebuilt(value, (_copies(v, grad, only) for v in value))
     return value
 
 

@@ -32,11 +32,16 @@ _OPERATORS = {
     "__isub__": "__sub__",
     "__imul__": "__mul__",
     "__itruediv__": "__truediv__",
+    "__idiv__": "__truediv__",
     "__ifloordiv__": "__floordiv__",
+    "__imod__": "__mod__",
     "__ipow__": "__pow__",
     "__imatmul__": "__matmul__",
     "__iand__": "__and__",
     "__ior__": "__or__",
+    "__ixor__": "__xor__",
+    "__ilshift__": "__lshift__",
+    "__irshift__": "__rshift__",
 }
 VALUE_READS = frozenset(
     {"item", "tolist", "__bool__", "__float__", "__int__", "__index__", "__complex__", "numpy", "__array__"}

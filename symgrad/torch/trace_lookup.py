@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import torch as symbolic_torch
-from ..core.tensor import Tensor
+from ..core.tensor import method
 from . import decompositions
 
 # Tensor attributes and methods whose result is not a tensor: the real answer is the answer.
@@ -82,10 +82,10 @@ def symbolic_function(func: Callable) -> tuple[str, Any]:
         return "attribute", func.__self__.__name__
     if module in ("torch.nn.functional", "torch._C._nn"):
         return "function", getattr(symbolic_torch.nn.functional, name, None)
-    if module == "torch._C._special":  # torch.special.expm1 is special_expm1; expit is sigmoid
-        name = {"expit": "sigmoid"}.get(name.removeprefix("special_"), name.removeprefix("special_"))
-        found = getattr(symbolic_torch, name, None) or getattr(symbolic_torch.nn.functional, name, None)
-        return "function", found
+    if module in ("torch._C._special", "torch.special"):  # torch.special.expm1 is special_expm1
+        name = name.removeprefix("special_")
+        found = getattr(symbolic_torch.special, name, None) or getattr(symbolic_torch, name, None)
+        return "function", found or getattr(symbolic_torch.nn.functional, name, None)
     if module == "torch.linalg" or "linalg" in module:
         return "function", getattr(symbolic_torch.linalg, name.removeprefix("linalg_"), None)
     if module in ("torch", "torch.functional") or qualname.startswith("_VariableFunctionsClass."):
@@ -115,7 +115,7 @@ def _operator_function(func: Any) -> tuple[str, Any]:
     found = getattr(symbolic_torch, name, None) or getattr(symbolic_torch.nn.functional, name, None)
     if found is not None:
         return "function", found
-    if getattr(Tensor, name, None) is not None:
+    if method(name) is not None:
         return "method", name
     return "function", None
 

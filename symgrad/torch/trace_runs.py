@@ -114,6 +114,19 @@ def graph_signature(output: Any) -> list[tuple[tuple, Tensor]]:
     return keys
 
 
+def rebuilt(value: tuple | list, items: Any) -> Any:
+    """A list, tuple, named tuple or torch result type (``torch.return_types.max``) like ``value``, of ``items``.
+
+    >>> from collections import namedtuple
+    >>> rebuilt(namedtuple("pair", "a b")(1, 2), [3, 4])
+    pair(a=3, b=4)
+    """
+    items = list(items)
+    if hasattr(value, "_fields"):  # a named tuple takes its fields as arguments
+        return type(value)(*items)
+    return type(value)(items)
+
+
 def flat(value: Any) -> list[Any]:
     if isinstance(value, (list, tuple)):
         return [y for x in value for y in flat(x)]

@@ -42,6 +42,7 @@ from ..core.errors import (
 from ..core.graph import dims_of
 from ..core.indexing import assigned
 from ..core.tensor import Tensor, constant
+from ..core.tensor import method as tensor_method
 from .builtin_arguments import as_functional
 from .nn.activations import dropout_noise
 from .nn.modules.module import leaf_name
@@ -69,7 +70,7 @@ from .trace_lookup import (
     user_line,
 )
 from .trace_owners import holder, owners
-from .trace_runs import example_sizes, first_difference, flat, resized, state_kept, within
+from .trace_runs import example_sizes, first_difference, flat, rebuilt, resized, state_kept, within
 
 
 @dataclass
@@ -146,8 +147,8 @@ class _Recorder:
             return known
         if isinstance(value, torch.Size):  # a tuple too, but one of ints: its symbolic sizes make a plain tuple
             return tuple(self.to_symbolic(v) for v in value)
-        if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-            return type(value)(self.to_symbolic(v) for v in value)
+        if isinstance(value, (list, tuple)):
+            return rebuilt(value, (self.to_symbolic(v) for v in value))
         if isinstance(value, torch.dtype):
             return str(value).replace("torch.", "")
         if isinstance(value, SizeInt):
@@ -281,7 +282,16 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
 def _lacks_rule(kind: str, target: Any) -> bool:
     if kind == "function":
         return target is None
-    return kind == "method" and target not in PLAIN and getattr(Tensor, target, None) is None
+    return kind == "method" and target not in PLAIN and _method(target) is None
+
+
+def _method(name: str) -> Any:
+    """symgrad's ``Tensor.<name>``, or else its function of that name taking the tensor first (torch's methods are
+    its functions: ``x.kron(y)`` is ``torch.kron(x, y)``)."""
+    found = tensor_method(name)
+    if found is None and not name.startswith("_"):
+        found = getattr(symbolic_torch, name, None)
+    return found if callable(found) else None
 
 
 def _copied(destination: Tensor, source: Any, non_blocking: bool = False) -> Tensor:
@@ -301,8 +311,8 @@ def _as_dtype(t: Tensor, dtype: str) -> Tensor:
 def _detached(value: Any) -> Any:
     if isinstance(value, Tensor):  # whatever it was computed from: vjp differentiates by any leaf, as torch.func does
         return value.detach() if value.leaves() else value
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(_detached(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return rebuilt(value, (_detached(v) for v in value))
     return value
 
 
@@ -349,10 +359,10 @@ def _symbolic_call(
         if kind == "attribute":
             return getattr(sym_args[0], target)
         if kind == "method":
-            method = getattr(Tensor, target, None)
-            if method is None:
+            found = _method(target)
+            if found is None:
                 raise UnsupportedError(f"symgrad has no Tensor.{target}")
-            return method(*sym_args, **sym_kwargs)
+            return found(*sym_args, **sym_kwargs)
         if target is None:
             raise UnsupportedError(f"symgrad has no {function_name(func)}")
         return target(*sym_args, **sym_kwargs)

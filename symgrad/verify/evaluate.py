@@ -224,8 +224,8 @@ def _mpmath_node(node: sympy.Basic, values: dict, point: Mapping, digits: int) -
         if base == 0 and _real(exponent) < 0:
             return mpmath.nan if _real(exponent) != int(_real(exponent)) else mpmath.inf
         return mpmath.power(base, exponent)
-    function = _MPMATH_FUNCTIONS.get(node.func)
-    if function is not None:
+    function = _MPMATH_FUNCTIONS.get(node.func) or getattr(node.func, "mpmath", None)
+    if function is not None:  # (symgrad's special functions give their value at mpmath's precision)
         return function(*args)
     try:
         value = _common(node, values, mpmath.mpf(0), mpmath.mpf(1))
@@ -234,7 +234,10 @@ def _mpmath_node(node: sympy.Basic, values: dict, point: Mapping, digits: int) -
         pass
     except (TypeError, ValueError):
         return mpmath.nan
-    numeric = sympy.N(node.xreplace({s: sympy.Float(str(point[s]), digits) for s in node.free_symbols}), digits)
+    substituted = node.xreplace({s: sympy.Float(str(point[s]), digits) for s in node.free_symbols})
+    if substituted in (sympy.true, sympy.false):  # a test of a number (isnan, isfinite): a truth value
+        return substituted is sympy.true
+    numeric = sympy.N(substituted, digits)
     return mpmath.mpmathify(complex(numeric)) if numeric.is_number else mpmath.nan
 
 

@@ -391,13 +391,23 @@ UNARY = {
     "log1p": "method T", "reciprocal": "method T", "rsqrt": "method T", "sign": "method T",
     "expm1": "method T", "exp2": "method T", "erfc": "method T",
     "gelu": "F", "silu": "F", "softplus": "F", "logsigmoid": "F",
+    # torch's mathematical functions (symgrad.ops.math_functions); S: torch.special
+    "tan": "method T", "asin": "method T", "acos": "method T", "atan": "method T", "sinh": "method T",
+    "cosh": "method T", "asinh": "method T", "acosh": "method T", "atanh": "method T", "sinc": "method T S",
+    "deg2rad": "method T", "rad2deg": "method T", "log2": "method T", "log10": "method T", "frac": "method T",
+    "lgamma": "method T", "digamma": "method T S", "erfinv": "method T S", "i0": "method T S", "entr": "S",
+    "ndtr": "S", "ndtri": "S", "log_ndtr": "S", "erfcx": "S", "i0e": "S", "i1": "S", "i1e": "S",
+    "bessel_j0": "S", "bessel_j1": "S", "bessel_y0": "S", "bessel_y1": "S", "modified_bessel_i0": "S",
+    "modified_bessel_i1": "S", "modified_bessel_k0": "S", "modified_bessel_k1": "S",
+    "scaled_modified_bessel_k0": "S", "scaled_modified_bessel_k1": "S", "spherical_bessel_j0": "S", "airy_ai": "S",
 }  # fmt: skip
 
 
 def unary_make(op: str, spellings: str) -> Make:
     def make(c: Builder, x: str) -> str:
         how = c.pick(spellings.split())
-        return {"method": f"{x}.{op}()", "T": f"T.{op}({x})", "F": f"T.nn.functional.{op}({x})"}[how]
+        return {"method": f"{x}.{op}()", "T": f"T.{op}({x})", "F": f"T.nn.functional.{op}({x})",
+                "S": f"T.special.{op}({x})"}[how]  # fmt: skip
 
     return make
 
@@ -1105,15 +1115,67 @@ def binary_function_make(op: str) -> Make:
     return make
 
 
-for _op in ("hypot", "logaddexp", "xlogy"):
+for _op in ("hypot", "logaddexp", "xlogy", "copysign", "remainder", "fmod", "nextafter", "fmax", "fmin"):
     spec(_op, _op, law=True)(binary_function_make(_op))
 
 
-@spec("div_rounding", "div_floor div_trunc", law=True)
+@spec("xlog1py", "xlog1py", law=True)
+def _xlog1py(c: Builder, x: str) -> str | None:
+    y = c.broadcastable(x)
+    return None if y is None else f"T.special.xlog1py({x}, {y})"
+
+
+@spec("incomplete_gamma", "igamma igammac zeta", law=True)
+def _incomplete_gamma(c: Builder, x: str) -> str:
+    """torch differentiates these by their second argument only: the first is a detached number or tensor."""
+    first = c.pick(("0.5", "1.5", "3.0", f"({x}.detach().abs() + 1.1)"))
+    function = c.pick(("T.igamma", "T.igammac", "T.special.gammainc", "T.special.zeta"))
+    return f"{function}({first}, {x})"
+
+
+@spec("polygamma", "polygamma", law=True)
+def _polygamma(c: Builder, x: str) -> str:
+    n = c.pick((0, 1, 2, 3))
+    return c.pick((f"T.polygamma({n}, {x})", f"{x}.polygamma({n})", f"T.special.polygamma({n}, {x})"))
+
+
+@spec("logit", "logit", law=True)
+def _logit(c: Builder, x: str) -> str:
+    eps = c.pick(("", ", eps=0.1", ", 0.25"))
+    return c.pick((f"T.logit({x}{eps})", f"{x}.logit({eps.lstrip(', ')})"))
+
+
+@spec("polynomials", " ".join(f"{k}_polynomial_{s}" for k, s in (
+    ("chebyshev", "t"), ("chebyshev", "u"), ("chebyshev", "v"), ("chebyshev", "w"), ("shifted_chebyshev", "t"),
+    ("shifted_chebyshev", "u"), ("shifted_chebyshev", "v"), ("shifted_chebyshev", "w"), ("hermite", "h"),
+    ("hermite", "he"), ("laguerre", "l"), ("legendre", "p"))), law=True)  # fmt: skip
+def _polynomials(c: Builder, x: str) -> str:
+    """Orthogonal polynomials of a degree n (a number, or a detached tensor): torch does not differentiate them."""
+    kind = c.pick(("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                   "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+                   "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                   "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"))  # fmt: skip
+    return f"T.special.{kind}({x}, {c.pick((0, 1, 2, 3, 5, 8))}) * {x}"
+
+
+@spec("float_class", "isfinite isinf isposinf isneginf signbit where", law=True)
+def _float_class(c: Builder, x: str) -> str:
+    test = c.pick(("isfinite", "isinf", "isposinf", "isneginf", "signbit"))
+    return c.pick((f"T.where(T.{test}({x}), {x}, 0.5)", f"T.where({x}.{test}(), 1.0, {x})"))
+
+
+@spec("frexp", "frexp_mantissa frexp_exponent", law=True)
+def _frexp(c: Builder, x: str) -> str:
+    return c.pick((f"T.frexp({x}).mantissa", f"T.frexp({x})[0] * T.frexp({x}).exponent"))
+
+
+@spec("div_rounding", "div_floor div_trunc floor_divide", law=True)
 def _div_rounding(c: Builder, x: str) -> str | None:
     y = c.operand_or_number(x)
     mode = c.pick(("floor", "trunc"))
-    return c.pick((f"T.div({x}, {y}, rounding_mode={mode!r})", f"T.floor_divide({x}, {y})"))
+    # torch has no derivative for floor_divide (//): its operands are detached, as they must be in torch
+    floored = f"T.floor_divide({x}.detach(), {y}.detach() if hasattr({y}, 'detach') else {y}) * {x}"
+    return c.pick((f"T.div({x}, {y}, rounding_mode={mode!r})", floored))
 
 
 @spec("float_power", "", law=True)
@@ -1576,7 +1638,16 @@ def _conv_transpose1d(c: Builder, x: str) -> str | None:
 
 
 # Ops of sg.core.OPS no spec reaches, and why.
+INTEGER_FUNCTIONS = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+                     "bitwise_right_shift", "gcd", "lcm")  # fmt: skip
 UNREACHABLE = {
+    "logit_derivative": "internal: logit's derivative (nan outside [0, 1], as torch's); fuzzed through the logit "
+    "spec's laws",
+    **{
+        name: "an integer function (no gradient): exact against torch in tests/ops/test_math_functions.py "
+        "(test_integer_functions_match_torch); the fuzz's leaves are floating"
+        for name in INTEGER_FUNCTIONS
+    },
     "batch_norm_affine": "reached from BatchNorm modules (weight and bias are parameters): "
     "tests/ops/test_batch_norm.py "
     "and the ModuleInfo samples; the spec's batch_norm is the same law without them",
