@@ -79,7 +79,7 @@ class Outcome:
     detail: str = ""
 
 
-class Mismatch(Exception):
+class MismatchError(Exception):
     pass
 
 
@@ -104,12 +104,12 @@ def _compare(what: str, want: Any, got: Any) -> None:
     try:
         got_array = np.asarray(got, dtype=float).reshape(want_array.shape)
     except (TypeError, ValueError) as error:
-        raise Mismatch(f"{what}: not numbers of shape {want_array.shape}: {error}") from None
+        raise MismatchError(f"{what}: not numbers of shape {want_array.shape}: {error}") from None
     close = np.isclose(got_array, want_array, rtol=RTOL, atol=ATOL, equal_nan=True)
     # signed infinities must match exactly; isclose already does
     if not close.all():
         bad = tuple(int(i) for i in np.argwhere(~close)[0]) if close.ndim else ()
-        raise Mismatch(
+        raise MismatchError(
             f"{what}: {int((~close).sum())} of {close.size} entries differ, e.g. at {list(bad)}: "
             f"symgrad {got_array[bad]!r}, torch {want_array[bad]!r}"
         )
@@ -120,15 +120,15 @@ def _compare_output(what: str, real: Any, symbolic: Any) -> None:
         if isinstance(symbolic, sg.Tensor):
             symbolic = symbolic.tolist()
         if isinstance(real, (int, float, bool)) and real != symbolic and not (real != real and symbolic != symbolic):
-            raise Mismatch(f"{what}: {symbolic!r}, torch {real!r}")
+            raise MismatchError(f"{what}: {symbolic!r}, torch {real!r}")
         return
     if not isinstance(symbolic, sg.Tensor):
-        raise Mismatch(f"{what}: torch gives a tensor of shape {tuple(real.shape)}, symgrad {type(symbolic).__name__}")
+        raise MismatchError(f"{what}: torch gives a tensor of shape {tuple(real.shape)}, symgrad {type(symbolic).__name__}")
     if tuple(symbolic.shape) != tuple(real.shape):
-        raise Mismatch(f"{what}: shape {tuple(symbolic.shape)}, torch {tuple(real.shape)}")
+        raise MismatchError(f"{what}: shape {tuple(symbolic.shape)}, torch {tuple(real.shape)}")
     dtype = str(real.dtype).removeprefix("torch.")
     if symbolic.dtype != dtype:
-        raise Mismatch(f"{what}: dtype {symbolic.dtype}, torch {dtype}")
+        raise MismatchError(f"{what}: dtype {symbolic.dtype}, torch {dtype}")
     if real.is_complex():
         return
     _compare(what, real.detach().double().tolist() if real.numel() else [], symbolic.tolist() if real.numel() else [])
@@ -249,7 +249,7 @@ def run_sample(op: Any, sample: Any, seed: int, symbolic: bool = False) -> Outco
             return _symbolic_check(traced, copies, outputs, symbolic_outputs, seed)
         for k, (t, s) in enumerate(zip(outputs, symbolic_outputs, strict=True)):
             _compare_output(f"output {k}", t, s)
-    except Mismatch as mismatch:
+    except MismatchError as mismatch:
         return Outcome("differs", f"forward {mismatch}")
     except SampleTimeout:
         raise
@@ -290,9 +290,9 @@ def run_sample(op: Any, sample: Any, seed: int, symbolic: bool = False) -> Outco
                 _compare(f"gradient of input {k}", want.tolist(), np.zeros(tuple(leaf.shape)).tolist())
                 continue
             if tuple(got.shape) != tuple(leaf.shape):
-                raise Mismatch(f"gradient of input {k}: shape {tuple(got.shape)}, the input's {tuple(leaf.shape)}")
+                raise MismatchError(f"gradient of input {k}: shape {tuple(got.shape)}, the input's {tuple(leaf.shape)}")
             _compare(f"gradient of input {k}", want.tolist(), got.tolist())
-    except Mismatch as mismatch:
+    except MismatchError as mismatch:
         return Outcome("differs", str(mismatch))
     except SampleTimeout:
         raise
@@ -310,14 +310,14 @@ def _symbolic_check(traced: Any, copies: list, outputs: list, symbolic_outputs: 
     small sizes, and against torch.autograd at larger ones)."""
     for k, (t, s) in enumerate(zip(outputs, symbolic_outputs, strict=True)):
         if isinstance(t, torch.Tensor) and isinstance(s, sg.Tensor) and s.ndim != t.ndim:
-            raise Mismatch(f"output {k}: {s.ndim} dims, torch {t.ndim}")
+            raise MismatchError(f"output {k}: {s.ndim} dims, torch {t.ndim}")
     picked = [k for k, t in enumerate(outputs) if isinstance(t, torch.Tensor) and t.requires_grad]
     leaves = [k for k, t in enumerate(copies) if t.requires_grad]
     if not picked or not leaves:
         return Outcome("pass", "symbolic, shapes only")
     proof = sg.prove([symbolic_outputs[k] for k in picked], [traced.inputs[k] for k in leaves])
     if not proof.held:
-        raise Mismatch(f"the law at a symbolic size is not proved: {proof}")
+        raise MismatchError(f"the law at a symbolic size is not proved: {proof}")
     return Outcome("pass", "symbolic")
 
 
