@@ -123,7 +123,8 @@ def _compare_output(what: str, real: Any, symbolic: Any) -> None:
             raise MismatchError(f"{what}: {symbolic!r}, torch {real!r}")
         return
     if not isinstance(symbolic, sg.Tensor):
-        raise MismatchError(f"{what}: torch gives a tensor of shape {tuple(real.shape)}, symgrad {type(symbolic).__name__}")
+        kind = type(symbolic).__name__
+        raise MismatchError(f"{what}: torch gives a tensor of shape {tuple(real.shape)}, symgrad a {kind}")
     if tuple(symbolic.shape) != tuple(real.shape):
         raise MismatchError(f"{what}: shape {tuple(symbolic.shape)}, torch {tuple(real.shape)}")
     dtype = str(real.dtype).removeprefix("torch.")
