@@ -8,17 +8,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import sympy
 
-from .arrays import as_object_array, numbers_only, object_array
+from .arrays import numbers_only, object_array
 from .dims import as_shape, format_shape, is_concrete
 from .dtypes import is_floating
-from .errors import AutogradError, SymgradError, UnsupportedError
-from .ieee import as_sympy_number
+from .errors import AutogradError, UnsupportedError
 from .tensor import Tensor, auto_name, check_name, constant
 
 
@@ -26,7 +26,8 @@ def _infer_dtype(arr: np.ndarray, dtype: str | None) -> str:
     if dtype is not None:
         return dtype
     flat = arr.reshape(-1)
-    return "int64" if flat.size and all(v.is_Integer for v in flat) else "float32"
+    integer = all(isinstance(v, (int, np.integer)) or (isinstance(v, sympy.Basic) and v.is_Integer) for v in flat)
+    return "int64" if flat.size and integer else "float32"
 
 
 def tensor(
@@ -43,23 +44,29 @@ def tensor(
     if isinstance(data, Tensor):
         data = data.tolist()
     raw = np.array(numbers_only(data), dtype=object)  # before SymPy, which has no -0.0
-    values = as_object_array(raw)
-    bad = [v for v in values.reshape(-1) if not (isinstance(v, sympy.Basic) and v.is_Number)]
-    if bad:
-        raise SymgradError(f"tensor values must be numbers, not {bad[0]!r}")
-    kind = dtype_name(dtype) or _infer_dtype(values, None)
+    kind = dtype_name(dtype) or _infer_dtype(raw, None)
     if not is_floating(kind):
         if requires_grad:
             raise AutogradError("Only Tensors of floating point and complex dtype can require gradients")
         # Integer tensors (class targets, indices) cannot be differentiated: they are named constants.
-        values = object_array([sympy.Integer(int(v)) for v in values.reshape(-1)], values.shape)
+        values = object_array([sympy.Integer(int(v)) for v in raw.reshape(-1)], raw.shape)
         return Tensor(shape=values.shape, name=check_name(name) if name else None, entries=values, dtype=kind)
     # as torch holds them: a -0.0 keeps its sign (1 / x is -inf there), as the numbers ops compute do (core.ieee)
-    values = object_array([as_sympy_number(float(v)) for v in raw.reshape(-1)], values.shape)
+    values = np.array([_as_float(v) for v in raw.reshape(-1)], dtype=np.float64).reshape(raw.shape)
     out = Tensor(shape=values.shape, name=name, values=values, dtype=kind, distinct=distinct)
     if requires_grad:
         out.requires_grad_(True)
     return out
+
+
+def _as_float(value: Any) -> float:
+    """A number given as a tensor's value, as a float64 (SymPy's nan and infinities included)."""
+    if isinstance(value, sympy.Basic):
+        if value is sympy.nan:
+            return math.nan
+        if value in (sympy.oo, -sympy.oo):
+            return math.inf if value is sympy.oo else -math.inf
+    return float(value)
 
 
 def dtype_name(dtype: Any) -> str | None:
@@ -96,10 +103,8 @@ def symbols(
     shape = as_shape(shape)
     arr = None
     if values is not None:
-        arr = object_array(
-            [sympy.Float(float(v)) for v in as_object_array(numbers_only(values)).reshape(-1)],
-            np.shape(np.array(values, dtype=object)),
-        )
+        given = np.array(numbers_only(values), dtype=object)
+        arr = np.array([_as_float(v) for v in given.reshape(-1)], dtype=np.float64).reshape(given.shape)
     out = Tensor(
         shape=shape, name=check_name(name), values=arr, dtype=dtype_name(dtype) or "float32", distinct=distinct
     )

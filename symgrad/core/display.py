@@ -72,6 +72,13 @@ def formula_states_value(formula: Any, value: Any) -> bool:
     return stated == value or (math.isnan(stated) and math.isnan(value))
 
 
+def numbers_to_python(numbers: np.ndarray) -> Any:
+    """A numeric array as nested lists of Python numbers (a negative zero shown as 0.0, see :func:`to_number`)."""
+    if numbers.dtype.kind == "f":
+        numbers = numbers + 0.0
+    return numbers.tolist()
+
+
 def to_python(arr: np.ndarray, *, integer: bool = False) -> Any:
     """An object array of SymPy numbers as nested lists of Python numbers."""
     flat = [to_number(v, integer=integer) for v in arr.reshape(-1)]

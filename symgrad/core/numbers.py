@@ -9,11 +9,12 @@ through a ``relu``; ``where`` passes what its branches hold. Integer and boolean
 >>> import symgrad as sg
 >>> x = sg.tensor([-1.0, 4.0], name="x")
 >>> numbers_at([x.sqrt().relu()], {id(x): np.array([-1.0, 4.0])})[0].tolist()
-[nan, 2.00000000000000]
+[nan, 2.0]
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,22 +33,46 @@ if TYPE_CHECKING:
 NumbersOf = Callable[["Tensor"], np.ndarray]
 
 
-def as_numbers(flat: list[float], shape: tuple, dtype: str) -> np.ndarray:
-    """Float64 results as an object array of SymPy numbers of the tensor's dtype."""
+def numeric_dtype(dtype: str) -> Any:
+    """The NumPy dtype a tensor of ``dtype`` holds its numbers in: float64 for every floating dtype (float32,
+    float16 and bfloat16 numbers are float64 numbers), int64 for integers, bool."""
     if dtype == "bool":
-        return object_array([sympy.true if v else sympy.false for v in flat], shape)
-    integer = not is_floating(dtype)
-    return object_array([as_sympy_number(v, integer=integer) for v in flat], shape)
+        return np.bool_
+    return np.float64 if is_floating(dtype) else np.int64
+
+
+def as_numbers(flat: Sequence[Any], shape: tuple, dtype: str) -> np.ndarray:
+    """Numbers (floats, SymPy numbers, truth values) as the numeric array of a tensor of ``dtype``."""
+    kind = numeric_dtype(dtype)
+    if kind is np.bool_:
+        return np.array([bool(_float(v)) for v in flat], dtype=bool).reshape(shape)
+    if kind is np.int64:
+        return np.array([_integer(v) for v in flat], dtype=np.int64).reshape(shape)
+    return np.array([_float(v) for v in flat], dtype=np.float64).reshape(shape)
+
+
+def from_entries(entries: np.ndarray, dtype: str) -> np.ndarray:
+    """Entries that are numbers (SymPy's, or truth values) as the numeric array of a tensor of ``dtype``."""
+    return as_numbers(entries.reshape(-1).tolist(), entries.shape, dtype)
+
+
+def as_entries(numbers: np.ndarray) -> np.ndarray:
+    """A numeric array as an object array of SymPy numbers (``-0.0`` kept as a float: SymPy has no signed zero)."""
+    if numbers.dtype == np.bool_:
+        return object_array([sympy.true if v else sympy.false for v in numbers.reshape(-1)], numbers.shape)
+    if numbers.dtype.kind in "iu":
+        return object_array([sympy.Integer(int(v)) for v in numbers.reshape(-1)], numbers.shape)
+    return object_array([as_sympy_number(float(v)) for v in numbers.reshape(-1)], numbers.shape)
 
 
 def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
-    """The numbers of a formula or op node, given ``numbers_of`` for the tensors it reads."""
+    """The numbers of a formula or op node, given ``numbers_of`` for the tensors it reads (numeric arrays)."""
     if node.kind == "formula":
         if node.numeric_source is not None:  # a gradient: the numbers of the backward graph that computed it
-            return numbers_of(node.numeric_source)
+            return np.asarray(numbers_of(node.numeric_source))
         entries = node.entries()
         if all(sympy.sympify(e).is_number for e in entries.reshape(-1)):
-            return entries
+            return from_entries(entries, node.dtype)
         point: dict = {}
         for leaf in node.leaves().values():
             if leaf.kind != "symbol":
@@ -60,27 +85,30 @@ def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
     promoted = any(floats) and all(f or part.dtype == "bool" or part.dtype.startswith("int")
                                    for f, part in zip(floats, node.inputs))  # fmt: skip
     if node.op.float64 is not None and promoted:
-        arrays = [_float_array(numbers_of(part)) for part in node.inputs]
+        arrays = [np.asarray(numbers_of(part), dtype=np.float64) for part in node.inputs]
         with np.errstate(all="ignore"):
-            result = np.asarray(node.op.float64(*arrays, **node.attrs), dtype=float)
-        return as_numbers(result.reshape(-1).tolist(), result.shape, node.dtype)
+            result = np.asarray(node.op.float64(*arrays, **node.attrs))
+        return _as_dtype(result, node.dtype)
     args, point = [], {}
     for position, part in enumerate(node.inputs):
-        values = numbers_of(part)
+        values = np.asarray(numbers_of(part))
         if is_floating(part.dtype) and values.size:  # integers and booleans stay exact
             holders = value_symbols(position, values.shape)
             point.update(zip(holders.reshape(-1), (float(v) for v in values.reshape(-1))))
             args.append(holders)
         else:
-            args.append(values)
+            args.append(as_entries(values))
     result = node.op.meaning(*args, **node.attrs)
     if not point:
-        return result
+        return from_entries(result, node.dtype)
     return as_numbers(float64_values(result.reshape(-1), point), result.shape, node.dtype)
 
 
-def _float_array(values: np.ndarray) -> np.ndarray:
-    return np.array([_float(v) for v in values.reshape(-1)], dtype=float).reshape(values.shape)
+def _as_dtype(result: np.ndarray, dtype: str) -> np.ndarray:
+    kind = numeric_dtype(dtype)
+    if kind is np.int64 and result.dtype.kind == "f":  # an integer result computed in float64 (a floor): exact
+        return np.where(np.isfinite(result), result, 0).astype(np.int64)
+    return result.astype(kind)
 
 
 def _float(value: Any) -> float:
@@ -88,7 +116,21 @@ def _float(value: Any) -> float:
         return 1.0
     if value is sympy.false or value is False:
         return 0.0
-    return float(value)
+    if isinstance(value, (float, int, np.number)):
+        return float(value)
+    number = sympy.sympify(value)
+    if number is sympy.nan or number is sympy.zoo or number.is_extended_real is False:
+        return math.nan
+    return float(number)
+
+
+def _integer(value: Any) -> int:
+    if value is sympy.true or value is True:
+        return 1
+    if value is sympy.false or value is False:
+        return 0
+    number = int(value)
+    return ((number + (1 << 63)) % (1 << 64)) - (1 << 63)  # torch's int64 wraps around
 
 
 def numbers_at(roots: Sequence[Tensor], leaf_numbers: Mapping[int, np.ndarray]) -> list[np.ndarray]:
@@ -103,7 +145,7 @@ def numbers_at(roots: Sequence[Tensor], leaf_numbers: Mapping[int, np.ndarray]) 
                     continue
                 if node.kind == "symbol":
                     given = leaf_numbers.get(id(node))
-                    memo[id(node)] = node.values() if given is None else np.asarray(given, dtype=object)
+                    memo[id(node)] = node.numbers() if given is None else np.asarray(given, dtype=np.float64)
                 else:
                     memo[id(node)] = node_numbers(node, numbers_of)
         return memo[id(t)]

@@ -41,7 +41,7 @@ from .errors import (
 )
 from .graph import topological
 from .methods import TensorMethods
-from .numbers import node_numbers
+from .numbers import as_entries, node_numbers, numeric_dtype
 from .registry import Op, engine, lookup, spelled
 from .symbols import entry_symbols
 
@@ -286,14 +286,20 @@ class Tensor(TensorMethods):
             raise ShapeError(f"matrix() needs at most 2 dimensions, {self.name} has shape {format_shape(self.shape)}")
         return sympy.Matrix(arr.reshape(arr.shape[0], -1) if arr.ndim else arr.reshape(1, 1))
 
-    def values(self) -> np.ndarray:
-        """The values as an object array of SymPy numbers; raises if any is unknown."""
+    def numbers(self) -> np.ndarray:
+        """The numbers as a NumPy array (float64 for every floating dtype, int64, or bool); raises if any is
+        unknown. They are computed node by node as torch computes them (see :mod:`symgrad.core.numbers`), or are
+        the numbers torch computed, for a node a trace recorded."""
         if self._value_cache is None:
             pending = [node for node in topological(self) if node._value_cache is None]
             check_budget([node for node in pending if node.op is None or node.op.float64 is None], lambda: self.name)
             for node in pending:
                 node._value_cache = node._compute_values()
         return self._value_cache  # type: ignore[return-value]
+
+    def values(self) -> np.ndarray:
+        """The numbers as an object array of SymPy numbers (for formulas and documents); raises if any is unknown."""
+        return as_entries(self.numbers())
 
     def _compute_values(self) -> np.ndarray:
         """Numbers as torch computes them: node by node, in IEEE float64 (see :mod:`symgrad.core.numbers`)."""
@@ -304,7 +310,11 @@ class Tensor(TensorMethods):
                     "or use .sympy() for the formulas"
                 )
             return self._values
-        return node_numbers(self, lambda t: t.values())
+        return node_numbers(self, lambda t: t.numbers())
+
+    def know_numbers(self, numbers: np.ndarray) -> None:
+        """Take ``numbers`` (of this tensor's shape) as its numbers: torch's own, which a trace recorded."""
+        self._value_cache = np.asarray(numbers, dtype=numeric_dtype(self.dtype)).reshape(self.shape)
 
     @property
     def numeric_source(self) -> Tensor | None:
@@ -316,13 +326,13 @@ class Tensor(TensorMethods):
         return all(leaf._kind != "symbol" or leaf._values is not None for leaf in self._leaves.values())
 
     def tolist(self) -> Any:
-        """Numbers as nested lists of Python floats (ints for integer tensors)."""
-        return display.to_python(self.values(), integer=self.dtype.startswith("int"))
+        """Numbers as nested lists of Python floats (ints for integer tensors, bools for boolean ones)."""
+        return display.numbers_to_python(self.numbers())
 
     def item(self) -> float:
         if numel(self.shape) != 1:
             raise TorchRuntimeError(f"a Tensor with {numel(self.shape)} elements cannot be converted to Scalar")
-        return display.to_python(self.values().reshape(()), integer=self.dtype.startswith("int"))
+        return display.numbers_to_python(self.numbers().reshape(()))
 
     def __float__(self) -> float:
         return float(self.item())
