@@ -43,6 +43,11 @@ def tensor(
     """
     if isinstance(data, Tensor):
         data = data.tolist()
+    if isinstance(data, np.ndarray) and data.dtype.kind == "f" and (dtype is None or is_floating(dtype_name(dtype))):
+        # numbers given as an array stay an array (a model's parameters, which may be millions)
+        kind = dtype_name(dtype) or "float32"
+        out = Tensor(shape=data.shape, name=name, values=data.astype(np.float64), dtype=kind, distinct=distinct)
+        return out.requires_grad_(True) if requires_grad else out
     raw = np.array(numbers_only(data), dtype=object)  # before SymPy, which has no -0.0
     kind = dtype_name(dtype) or _infer_dtype(raw, None)
     if not is_floating(kind):

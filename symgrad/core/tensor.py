@@ -554,7 +554,15 @@ def constant(
     python_scalar: bool = False,
     name: str | None = None,
 ) -> Tensor:
-    """A tensor of known numbers with no symbols of its own (``ones_like``, Python scalars)."""
+    """A tensor of known numbers with no symbols of its own (``ones_like``, Python scalars). Numbers given as a
+    numeric NumPy array (a trace's constants, which may be large) stay numbers: their SymPy entries are made only
+    if formulas ask for them."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fiub" and shape is None:
+        numbers = value.astype(numeric_dtype(dtype))
+        out = Tensor(shape=numbers.shape, name=name, entries=lambda: as_entries(numbers), dtype=dtype,
+                     is_python_scalar=python_scalar)  # fmt: skip
+        out.know_numbers(numbers)
+        return out
     arr = as_object_array(numbers_only(value))
     if shape is not None:
         arr = np.broadcast_to(arr, require_concrete(as_shape(shape), "a constant")).copy()

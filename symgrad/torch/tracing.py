@@ -25,8 +25,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from .. import torch as symbolic_torch
 from ..core.constructors import symbols, tensor
 from ..core.dims import dims
@@ -172,14 +170,10 @@ def _constant_of(value: Any) -> Tensor:
 
     data = value.detach().cpu()
     if data.dtype.is_floating_point:
-        return constant(_numbers(data.double()), dtype=str(data.dtype).replace("torch.", ""))
-    return constant(_numbers(data.long()), dtype="bool" if data.dtype == torch.bool else "int64")
-
-
-def _numbers(data: Any) -> Any:
-    """A tensor's numbers as nested lists; an empty one as an array of its shape (tolist() of a (5, 0, 5) tensor
-    is [[], [], [], [], []], which reads back as (5, 0))."""
-    return data.tolist() if data.numel() else np.zeros(tuple(data.shape), dtype=object)
+        return constant(data.double().numpy(), dtype=str(data.dtype).replace("torch.", ""))
+    if data.dtype == torch.bool:
+        return constant(data.numpy(), dtype="bool")
+    return constant(data.long().numpy(), dtype="int64")
 
 
 # What symgrad says on purpose when it cannot follow a call torch made: a refusal. Anything else it raises there
@@ -480,7 +474,7 @@ def _leaf(
             for axis, size in enumerate(real.shape)
         )
         return symbols(name, shape, requires_grad=requires_grad, dtype=dtype)
-    values = _numbers(real.detach().cpu().double())
+    values = real.detach().cpu().double().numpy()
     return tensor(values, name=name, requires_grad=requires_grad and real.dtype.is_floating_point, dtype=dtype)
 
 
