@@ -41,7 +41,7 @@ from .errors import (
 )
 from .graph import topological
 from .methods import TensorMethods
-from .numbers import as_entries, node_numbers, numeric_dtype
+from .numbers import NumbersBy, as_entries, in_lower_precision, node_numbers, numeric_dtype
 from .registry import Op, engine, lookup, spelled
 from .symbols import entry_symbols
 
@@ -127,6 +127,9 @@ class Tensor(TensorMethods):
         self._entries = entries
         self._value_cache: np.ndarray | None = None
         self._numeric = numeric  # a formula's numbers come from this graph when it is given
+        # who computes numbers in lower precision (see numbers.NumbersBy): a trace's leaves' own, inherited
+        parts = (*inputs, *sources, *((numeric,) if numeric is not None else ()))
+        self.numbers_by: NumbersBy | None = next((t.numbers_by for t in parts if t.numbers_by is not None), None)
         self._sources = sources
         self._grad: Tensor | None = None
         self._name_frozen = False
@@ -310,6 +313,10 @@ class Tensor(TensorMethods):
                     "or use .sympy() for the formulas"
                 )
             return self._values
+        if self.numbers_by is not None and self.op is not None and in_lower_precision(self):
+            found = self.numbers_by.node_numbers(self, lambda t: t.numbers())
+            if found is not None:
+                return found
         return node_numbers(self, lambda t: t.numbers())
 
     def know_numbers(self, numbers: np.ndarray) -> None:

@@ -24,6 +24,7 @@ from ..core.arrays import object_array
 from ..core.budget import tick
 from ..core.constructors import formula, fresh_name, tensor
 from ..core.dims import is_concrete, numel, require_concrete
+from ..core.dtypes import is_floating
 from ..core.errors import ShapeError, SymgradError, UnsupportedError, WorkBudgetError
 from ..core.tensor import Tensor, constant, wrap
 from ..ops import functions
@@ -254,11 +255,16 @@ def as_grad_tensor(v: Any, like: Tensor, position: int = 0) -> Tensor:
         g = wrap(v)
     else:  # numbers: a tensor of its own, named apart from the output's tensors
         g = tensor(v, name=fresh_name("v", like.leaves()), distinct=True)
+        if is_floating(g.dtype) and is_floating(like.dtype) and g.dtype != like.dtype:  # its output's, as torch's
+            g = tensor(v, name=g.name, distinct=True, dtype=like.dtype)
     if g.shape != like.shape:
         raise ShapeError(
             f"Mismatch in shape: grad_output[{position}] has a shape of torch.Size({list(g.shape)}) and "
             f"output[{position}] has a shape of torch.Size({list(like.shape)})."
         )
+    if is_floating(g.dtype) and is_floating(like.dtype) and g.dtype != like.dtype:
+        # torch takes a grad_output of its output's dtype: numbers alone (ones) become one, a tensor is converted
+        g = constant(g.numbers(), dtype=like.dtype) if not g.leaves() and g.has_values() else g.to(like.dtype)
     return g
 
 
@@ -315,7 +321,7 @@ def vjp(
         if g is None:
             if out.numel() != 1:
                 raise SymgradError("grad can be implicitly created only for scalar outputs")
-            g = constant(sympy.Integer(1), shape=out.shape)
+            g = constant(sympy.Integer(1), shape=out.shape, dtype=out.dtype)
         grads.append(as_grad_tensor(g, out, position))
     targets = [x] if isinstance(x, Tensor) else list(x)
     results = []

@@ -37,7 +37,7 @@ def _node_jvp(node: Tensor, tangents: list[Tensor | None], position: int) -> Ten
         return node.op.jvp(tangents, node, *node.inputs, **node.attrs)
     # transpose the VJP: it is linear in g, so d/dg Σ ⟨vjp_i(g), t_i⟩ is J t
     # a name of its own per node: printers and code generation tell tensors apart by name
-    g = symbols(f"g_tangent_{position}", node.shape, distinct=True)
+    g = symbols(f"g_tangent_{position}", node.shape, distinct=True, dtype=node.dtype)
     pieces = node.op.vjp(g, node, *node.inputs, **node.attrs)
     pairing = None
     for piece, tangent in zip(pieces, tangents, strict=False):

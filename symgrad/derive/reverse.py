@@ -18,12 +18,14 @@ from typing import Any
 
 from ..core.budget import tick
 from ..core.dims import format_shape, is_concrete, same_dim
+from ..core.dtypes import is_floating
 from ..core.errors import SymgradError
 from ..core.graph import topological
 from ..core.latex import latex_name
 from ..core.listing import Listing, listing
 from ..core.printers import LatexPrinter
 from ..core.tensor import Tensor, apply, constant, wrap
+from ..ops.shape import cast_like
 from .simplify import simplify
 
 
@@ -142,6 +144,8 @@ def law(
         for part, piece in zip(node.inputs, pieces):
             if piece is None or id(part) not in needed:
                 continue
+            if is_floating(part.dtype) and is_floating(piece.dtype) and piece.dtype != part.dtype and piece.leaves():
+                piece = cast_like(piece, part)  # torch's engine casts each gradient to its input's dtype
             cotangents[id(part)] = cotangents[id(part)] + piece if id(part) in cotangents else piece
     results = tuple(cotangents[id(x)] if id(x) in cotangents else _zeros_like(x) for x in targets)
     if simplified:

@@ -629,7 +629,7 @@ register(
         latex="{0}",
         grad_fn="ToCopyBackward0",
         saves=False,
-        vjp=lambda g, out, a, dtype: (_cast_like(g, a) if is_floating(a.dtype) else None,),
+        vjp=lambda g, out, a, dtype: (cast_like(g, a) if is_floating(a.dtype) else None,),
         tags=frozenset({"linear"}),
         float64=lambda a, dtype: rounded_to(np.asarray(a, dtype=float), dtype),
         batch="pointwise",
@@ -645,7 +645,7 @@ register(
         latex="{0}",
         grad_fn="ToCopyBackward0",
         saves=False,
-        vjp=lambda g, out, a, like, dtype: (_cast_like(g, a), None),
+        vjp=lambda g, out, a, like, dtype: (cast_like(g, a), None),
         tags=frozenset({"linear"}),
         # ``dtype`` is the traced one: the numbers round through it as torch's do (a float16 input's gradient
         # is a float16); the emitted code reads ``like.dtype`` at run time
@@ -655,9 +655,9 @@ register(
 )
 
 
-def _cast_like(g: Tensor, like: Tensor) -> Tensor:
-    """``g.to(like.dtype)``: a conversion's gradient goes back to its input's dtype, whatever it is when the
-    emitted code runs (a literal dtype would hold only for the traced one)."""
+def cast_like(g: Tensor, like: Tensor) -> Tensor:
+    """``g.to(like.dtype)``: a gradient goes back to its input's dtype (torch's autograd engine casts every
+    gradient so), whatever it is when the emitted code runs (a literal dtype would hold only for the traced one)."""
     node = apply("to_like", g, like, dtype=like.dtype)
     node.dtype = like.dtype
     return node

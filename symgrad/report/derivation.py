@@ -201,7 +201,7 @@ def make_grad_tensor(output: Tensor, spec: str | Tensor | None) -> tuple[Tensor,
     if isinstance(spec, Tensor):
         return spec, "given"
     if spec is None or spec == "ones":
-        return constant(1, shape=output.shape), "ones"
+        return constant(1, shape=output.shape, dtype=output.dtype), "ones"
     if isinstance(spec, str) and spec.isidentifier():
         return symbols_like(output, _grad_tensor_name(spec, output), distinct=True), "symbolic"
     return tensor(spec, name=fresh_name("v", output.leaves()), distinct=True), "values"

@@ -46,6 +46,7 @@ from .nn.activations import dropout_noise
 from .nn.modules.module import leaf_name
 from .nn.normalization import running_statistics
 from .sizes import Guard, Guards, SizeInt, holds_size, sizes_answer
+from .torch_numbers import TORCH_NUMBERS
 from .trace_decomposed import decomposed
 from .trace_effects import (
     VALUE_READS,
@@ -170,10 +171,13 @@ def _constant_of(value: Any) -> Tensor:
 
     data = value.detach().cpu()
     if data.dtype.is_floating_point:
-        return constant(data.double().numpy(), dtype=str(data.dtype).replace("torch.", ""))
-    if data.dtype == torch.bool:
-        return constant(data.numpy(), dtype="bool")
-    return constant(data.long().numpy(), dtype="int64")
+        made = constant(data.double().numpy(), dtype=str(data.dtype).replace("torch.", ""))
+    elif data.dtype == torch.bool:
+        made = constant(data.numpy(), dtype="bool")
+    else:
+        made = constant(data.long().numpy(), dtype="int64")
+    made.numbers_by = TORCH_NUMBERS
+    return made
 
 
 # What symgrad says on purpose when it cannot follow a call torch made: a refusal. Anything else it raises there
@@ -466,6 +470,15 @@ def _dropout(recorder: _Recorder, call: Callable[[], Any], args: tuple, kwargs: 
 
 def _leaf(
     real: Any, name: str, symbolic_dims: Mapping[int, str] | None, requires_grad: bool, symbolic: bool = False
+) -> Tensor:
+    """The leaf that stands for ``real``; its graph computes numbers below float64 as torch does."""
+    leaf = _bare_leaf(real, name, symbolic_dims, requires_grad, symbolic)
+    leaf.numbers_by = TORCH_NUMBERS
+    return leaf
+
+
+def _bare_leaf(
+    real: Any, name: str, symbolic_dims: Mapping[int, str] | None, requires_grad: bool, symbolic: bool
 ) -> Tensor:
     dtype = str(real.dtype).replace("torch.", "")
     if symbolic_dims or (symbolic and real.dtype.is_floating_point):

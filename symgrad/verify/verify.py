@@ -119,7 +119,7 @@ def check(
         if g is None:
             if out.numel() != 1:
                 raise SymgradError("grad can be implicitly created only for scalar outputs")
-            g = constant(1, shape=out.shape)
+            g = constant(1, shape=out.shape, dtype=out.dtype)
         grads.append(as_grad_tensor(g, out, position))
 
     leaves: dict[int, Tensor] = {}
