@@ -35,16 +35,20 @@ NumbersOf = Callable[["Tensor"], np.ndarray]
 
 class NumbersBy(Protocol):
     """Who computes a graph's numbers in a precision below float64 (float32, float16, bfloat16), where torch's
-    kernels round as symgrad's float64 arithmetic cannot: :mod:`symgrad.torch`'s tracer gives its leaves one that
-    runs torch itself. The nodes built from those leaves inherit it; float64 nodes keep symgrad's own numbers."""
+    kernels round as symgrad's float64 arithmetic cannot, and for the functions torch approximates:
+    :mod:`symgrad.torch`'s tracer gives its leaves one that runs torch itself. The nodes built from those leaves
+    inherit it; float64 nodes keep symgrad's own numbers."""
 
     def node_numbers(self, node: Tensor, numbers_of: NumbersOf) -> np.ndarray | None:
         """The node's numbers, or None to leave them to symgrad's float64 arithmetic."""
 
 
 def in_lower_precision(node: Tensor) -> bool:
-    """Whether an op node computes in a floating dtype below float64 (its own, or one of its inputs')."""
-    return any(is_floating(t.dtype) and t.dtype != "float64" for t in (node, *node.inputs))
+    """Whether an op node computes in a floating dtype below float64 (its own, or one of its inputs'), or is one
+    torch computes with an approximation of its own (its row is tagged ``approximated``)."""
+    return node.op.has("approximated") or any(
+        is_floating(t.dtype) and t.dtype != "float64" for t in (node, *node.inputs)
+    )
 
 
 def numeric_dtype(dtype: str) -> Any:

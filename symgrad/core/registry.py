@@ -7,7 +7,7 @@ autograd engine of :mod:`symgrad.derive` registers itself in :data:`ENGINES`, so
 ``Tensor.backward`` reaches it without the core importing the layers above.
 
 >>> sorted(TAGS)
-['bilinear', 'broadcasting', 'comparison', 'creation', 'layout', 'linear']
+['approximated', 'bilinear', 'broadcasting', 'comparison', 'creation', 'layout', 'linear']
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from typing import Any
 from .dims import Shape
 from .errors import SymgradError, TorchValueError
 
-TAGS = frozenset({"bilinear", "broadcasting", "comparison", "creation", "layout", "linear"})
+TAGS = frozenset({"approximated", "bilinear", "broadcasting", "comparison", "creation", "layout", "linear"})
 """Structure an op can declare: ``layout`` ops only move entries around (transpose, reshape,
 index), ``broadcasting`` ops combine operands elementwise with torch's broadcasting,
 ``comparison`` ops give booleans, ``creation`` ops make tensors from their attributes alone,
-``linear`` and ``bilinear`` ops are linear in their input (in each input)."""
+``linear`` and ``bilinear`` ops are linear in their input (in each input), ``approximated`` ops are computed by torch
+with an approximation of its own (a Bessel function to about 1e-8), which a traced graph's numbers follow."""
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ class Function:
     differentiable: bool = True
     grad_fn: str | None = None
     code: str | None = None
+    approximated: bool = False  # torch's kernel approximates it (to about 1e-8): a trace's numbers follow torch
 
 
 def _torch_and_method(name: str, *aliases: str) -> tuple[str, ...]:
@@ -166,6 +167,7 @@ for _name, _function in (
             _special(_name),
             differentiable=False,
             code=f"torch.special.{_name}({{0}})",
+            approximated=True,
         )
     )
 
@@ -182,6 +184,7 @@ for _f in UNARY:
         float64=_f.float64 or vectorized(_f.scalar.float64),
         differentiable=_f.differentiable,
         spellings=_f.names,
+        tags=("approximated",) if _f.approximated else (),
     )
 
 

@@ -175,7 +175,9 @@ def _by_entries(outs, targets, vs, laws, made, assignment) -> dict[str, Any]:
     """The exact proof at one size assignment: each law's entries against the entrywise VJP of the whole graph."""
     concrete_grads = [made[id(v)] if v is not None else None for v in vs]
     grads_here = [
-        as_grad_tensor(g if g is not None else constant(1, shape=made[id(o)].shape, dtype=made[id(o)].dtype), made[id(o)], p)
+        as_grad_tensor(
+            g if g is not None else constant(1, shape=made[id(o)].shape, dtype=made[id(o)].dtype), made[id(o)], p
+        )
         for p, (o, g) in enumerate(zip(outs, concrete_grads))
     ]
     held, count, methods = True, 0, {}
