@@ -28,9 +28,9 @@ import numpy as np
 import sympy
 from sympy.logic.boolalg import BooleanAtom
 
-from .arrays import object_array
 from .dims import Shape, as_dim, broadcast_shapes, format_shape, is_concrete, normalize_dim, numel, require_concrete
 from .errors import TorchIndexError, TorchRuntimeError, TorchTypeError, TorchValueError, UnsupportedError
+from .numbers import as_entries
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -198,11 +198,11 @@ def known_values(t: Tensor) -> np.ndarray | None:
     """An integer or boolean tensor's values as a NumPy int array; None while they are symbols."""
     if not is_concrete(t.shape):
         return None
+    if t.has_values():  # its numbers, computed as torch computes them (no formulas needed)
+        return np.asarray(t.numbers()).astype(np.int64).reshape(t.shape)
     flat = [sympy.sympify(e) for e in t.entries().reshape(-1)]
     if not all(e.is_Integer or isinstance(e, BooleanAtom) for e in flat):
-        if not t.has_values():
-            return None
-        flat = list(t.values().reshape(-1))
+        return None
     numbers = [int(bool(v)) if isinstance(v, BooleanAtom) else int(v) for v in flat]
     return np.array(numbers, dtype=np.int64).reshape(t.shape)
 
@@ -210,8 +210,9 @@ def known_values(t: Tensor) -> np.ndarray | None:
 def int_constant(like: Tensor, values: np.ndarray) -> Tensor:
     """An int64 tensor of known values (an index symgrad computed), of ``like``'s class."""
     values = np.asarray(values, dtype=np.int64)
-    entries = object_array([sympy.Integer(int(v)) for v in values.reshape(-1)], values.shape)
-    return type(like)(shape=values.shape, entries=entries, dtype="int64")
+    out = type(like)(shape=values.shape, entries=lambda: as_entries(values), dtype="int64")
+    out.know_numbers(values)
+    return out
 
 
 def _as_index(item: object) -> tuple[str, Any]:

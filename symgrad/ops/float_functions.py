@@ -23,7 +23,7 @@ import numpy as np
 import sympy
 
 from ..core.errors import UnsupportedError
-from .functions import floor, isnan, trunc
+from .functions import floor, isnan, masked_div, trunc
 from .special_functions import TorchFunction, mp
 
 
@@ -245,8 +245,8 @@ class copysign(TorchFunction):  # noqa: N801 - spelled as in torch
         return math.copysign(a, b) if not math.isnan(a) else math.nan
 
     def fdiff(self, argindex: int = 1) -> Any:
-        a = self.args[0]  # torch's: result / a, and 0 where a is 0
-        return sympy.Piecewise((0, sympy.Eq(a, 0)), (self / a, True)) if argindex == 1 else sympy.S.Zero
+        a = self.args[0]  # torch's: g · (result / a, 0 where a is 0), g outside the select (a nan g stays nan)
+        return masked_div(self, a) if argindex == 1 else sympy.S.Zero
 
     def _latex(self, printer: Any, exp: Any = None) -> str:
         a, b = (printer._print(x) for x in self.args)

@@ -174,8 +174,8 @@ def _constant_of(value: Any) -> Tensor:
         made = constant(data.double().numpy(), dtype=str(data.dtype).replace("torch.", ""))
     elif data.dtype == torch.bool:
         made = constant(data.numpy(), dtype="bool")
-    else:
-        made = constant(data.long().numpy(), dtype="int64")
+    else:  # an integer tensor keeps its dtype (a uint8 reserve, int32 indices); its numbers are int64
+        made = constant(data.long().numpy(), dtype=str(data.dtype).replace("torch.", ""))
     made.numbers_by = TORCH_NUMBERS
     return made
 
