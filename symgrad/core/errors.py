@@ -40,6 +40,11 @@ class UnsupportedError(ParseError):
     """A construct or function outside symgrad's whitelist."""
 
 
+class NoDerivativeError(UnsupportedError):
+    """A gradient torch does not define (``derivative for aten::floor_divide is not implemented``): asked for,
+    torch raises at backward, and so does symgrad."""
+
+
 class CheckError(SymgradError, AssertionError):
     """A symbolic result disagrees with torch.autograd."""
 

@@ -44,11 +44,23 @@ class NumbersBy(Protocol):
 
 
 def in_lower_precision(node: Tensor) -> bool:
-    """Whether an op node computes in a floating dtype below float64 (its own, or one of its inputs'), or is one
-    torch computes with an approximation of its own (its row is tagged ``approximated``)."""
-    return node.op.has("approximated") or any(
-        is_floating(t.dtype) and t.dtype != "float64" for t in (node, *node.inputs)
-    )
+    """Whether an op node computes in a floating dtype below float64 (its own, or one of its tensor inputs'), or is
+    one torch computes with an approximation of its own (its row is tagged ``approximated``). Python numbers, and
+    what is computed from them alone (``log(2)`` in the gradient of ``2 ** x``), are torch's double-precision
+    scalars: they never lower the precision."""
+    if node.op.has("approximated"):
+        return True
+    tensors = [t for t in node.inputs if not is_weak_scalar(t)]
+    if not tensors:
+        return False
+    return any(is_floating(t.dtype) and t.dtype != "float64" for t in (node, *tensors))
+
+
+def is_weak_scalar(t: Tensor) -> bool:
+    """A Python number, or a 0-d result of Python numbers alone: torch computes with it as a double ``Scalar``."""
+    if t.is_python_scalar:
+        return True
+    return t.op is not None and not t.shape and bool(t.inputs) and all(is_weak_scalar(i) for i in t.inputs)
 
 
 def numeric_dtype(dtype: str) -> Any:

@@ -505,8 +505,10 @@ def wrap(value: Any, like: Tensor | None = None) -> Tensor:
     """A Tensor as is; a Python number as a 0-d constant (as torch wraps scalars)."""
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, (bool, int, float, sympy.Number, np.number)) and not isinstance(value, np.bool_):
-        number = sympy.Integer(int(value)) if isinstance(value, bool) else sympy.sympify(value)
+    if isinstance(value, (bool, np.bool_)):  # a Python bool is a bool scalar, as in torch (True + mask is bool)
+        return constant(np.array(bool(value)), dtype="bool", python_scalar=True)
+    if isinstance(value, (int, float, sympy.Number, np.number)):
+        number = sympy.sympify(value)
         floating = number.is_Float or isinstance(value, float) or not number.is_finite  # nan and inf are floats
         dtype = "float32" if (floating or (like is not None and is_floating(like.dtype))) else "int64"
         return constant(number, dtype=dtype, python_scalar=True)

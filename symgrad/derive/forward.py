@@ -18,9 +18,10 @@ from collections.abc import Sequence
 
 from ..core.constructors import symbols
 from ..core.dims import format_shape, same_dim
-from ..core.errors import SymgradError
+from ..core.errors import NoDerivativeError, SymgradError
 from ..core.graph import topological_all
 from ..core.tensor import Tensor, apply
+from ..ops.calculus import NoDerivative
 from .reverse import law
 from .simplify import simplify
 
@@ -43,6 +44,8 @@ def _node_jvp(node: Tensor, tangents: list[Tensor | None], position: int) -> Ten
     for piece, tangent in zip(pieces, tangents, strict=False):
         if piece is None or tangent is None:
             continue
+        if isinstance(piece, NoDerivative):  # torch has no derivative by this input, which moves here
+            raise NoDerivativeError(piece.message)
         term = (piece * tangent).sum()
         pairing = term if pairing is None else pairing + term
     if pairing is None:

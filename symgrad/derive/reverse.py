@@ -19,12 +19,13 @@ from typing import Any
 from ..core.budget import tick
 from ..core.dims import format_shape, is_concrete, same_dim
 from ..core.dtypes import is_floating
-from ..core.errors import SymgradError
+from ..core.errors import NoDerivativeError, SymgradError
 from ..core.graph import topological
 from ..core.latex import latex_name
 from ..core.listing import Listing, listing
 from ..core.printers import LatexPrinter
 from ..core.tensor import Tensor, apply, constant, wrap
+from ..ops.calculus import NoDerivative
 from ..ops.shape import cast_like
 from .simplify import simplify
 
@@ -42,7 +43,8 @@ def needed_nodes(outputs: Sequence[Tensor], wrt: Sequence[Tensor]) -> set[int]:
     needed: set[int] = set()
     for out in outputs:
         for node in topological(out):
-            if id(node) in targets or any(id(i) in needed for i in node.inputs):
+            differentiable = node.op is None or node.op.differentiable  # a detach() ends the way back
+            if id(node) in targets or (differentiable and any(id(i) in needed for i in node.inputs)):
                 needed.add(id(node))
     return needed
 
@@ -144,6 +146,8 @@ def law(
         for part, piece in zip(node.inputs, pieces):
             if piece is None or id(part) not in needed:
                 continue
+            if isinstance(piece, NoDerivative):  # torch has no derivative here, and this input is differentiated
+                raise NoDerivativeError(piece.message)
             if is_floating(part.dtype) and is_floating(piece.dtype) and piece.dtype != part.dtype and piece.leaves():
                 piece = cast_like(piece, part)  # torch's engine casts each gradient to its input's dtype
             cotangents[id(part)] = cotangents[id(part)] + piece if id(part) in cotangents else piece

@@ -226,6 +226,17 @@ def _times_grad(g: Tensor, derivative: sympy.Expr, bindings: dict, like: Tensor)
     return to_tensor(pieces, {**bindings, _GRAD: g}, like)
 
 
+class NoDerivative:
+    """What a VJP rule gives for an input torch has no derivative for (``x // y``, the first argument of
+    ``igamma``): reverse mode refuses with ``message`` if, and only if, that input is differentiated."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"NoDerivative({self.message!r})"
+
+
 _ARGUMENTS = (sympy.Symbol("a", real=True), sympy.Symbol("b", real=True))
 
 
@@ -242,13 +253,12 @@ def partial_vjp(scalar: Callable, undefined: tuple[int, ...] = ()) -> Callable:
         grads = []
         for position, (mine, symbol) in enumerate(zip(inputs, _ARGUMENTS)):
             if position in undefined:
-                if mine.requires_grad:
-                    raise UnsupportedError(
+                grads.append(
+                    NoDerivative(
                         f"torch does not differentiate {getattr(scalar, '__name__', 'this function')} by its "
-                        f"{('first', 'second')[position]} argument, which here requires grad (detach it, as torch "
-                        "requires)"
+                        f"{('first', 'second')[position]} argument (detach it, as torch requires)"
                     )
-                grads.append(None)
+                )
                 continue
             derivative = sympy.diff(value, symbol).subs(value, marker)
             if derivative == 0:  # none (torch's zeros), not g·0, which is nan where g is infinite

@@ -16,11 +16,10 @@ import sympy
 
 from ..core.arrays import elementwise
 from ..core.dims import broadcast_shapes
-from ..core.errors import UnsupportedError
 from ..core.registry import Op, register
 from ..core.tensor import Tensor, apply
 from . import float_functions, functions
-from .calculus import elementwise_vjp, unbroadcast, zero_gradient
+from .calculus import NoDerivative, elementwise_vjp, unbroadcast, zero_gradient
 from .rows import binary, same_shape, scalar_kinds, unary
 from .sympy_torch import evaluate
 
@@ -534,12 +533,11 @@ binary(
 def _floor_divide_vjp(g: Tensor, out: Tensor, a: Tensor, b: Tensor) -> tuple:
     """torch defines no derivative of floor_divide (``//``): a gradient through it is refused, as torch refuses it
     at backward time (``torch.div(a, b, rounding_mode="floor")`` has one: zeros)."""
-    if a.requires_grad or b.requires_grad:
-        raise UnsupportedError(
-            "derivative for aten::floor_divide is not implemented (torch raises this at backward): detach the "
-            "operands of //, or use torch.div(a, b, rounding_mode='floor'), whose gradient is 0"
-        )
-    return None, None
+    refused = NoDerivative(
+        "derivative for aten::floor_divide is not implemented (torch raises this at backward): detach the "
+        "operands of //, or use torch.div(a, b, rounding_mode='floor'), whose gradient is 0"
+    )
+    return refused, refused
 
 
 binary(

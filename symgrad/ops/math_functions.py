@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..core.tensor import apply
+from ..core.tensor import Tensor, apply
 from . import float_functions as ff
 from . import special_functions as sf
-from .calculus import partial_vjp, unbroadcast
+from .calculus import NoDerivative, partial_vjp, unbroadcast
 from .functions import trunc
 from .rows import binary, unary
 
@@ -261,6 +261,16 @@ class Binary:
     float_result: bool = True
 
 
+def _remainder_vjp(g: Tensor, out: Tensor, a: Tensor, b: Tensor) -> tuple:
+    """g and -g·floor(a/b); torch defines no derivative of ``number % tensor`` (remainder.Scalar_Tensor)."""
+    if a.is_python_scalar:
+        return None, NoDerivative(
+            "derivative for aten::remainder is not implemented (torch raises this for a number % a tensor): detach "
+            "the tensor"
+        )
+    return partial_vjp(ff.remainder)(g, out, a, b)
+
+
 def _binary_names(name: str, *aliases: str) -> tuple[str, ...]:
     return _torch_and_method(name, *aliases)
 
@@ -281,6 +291,7 @@ BINARY = [
         np.remainder,
         grad_fn="RemainderBackward0",
         float_result=False,
+        vjp=lambda g, out, a, b: _remainder_vjp(g, out, a, b),
     ),
     Binary(
         "fmod",

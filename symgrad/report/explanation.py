@@ -30,7 +30,7 @@ import sympy
 from ..core.constructors import fresh_name, symbols
 from ..core.dims import is_concrete
 from ..core.display import formula_states_value, to_number
-from ..core.errors import SymgradError, ValuesUnknownError
+from ..core.errors import NoDerivativeError, SymgradError, ValuesUnknownError
 from ..core.graph import topological
 from ..core.latex import ELIDE_AFTER, elided, latex_name, shape_latex, text_latex
 from ..core.listing import listing
@@ -39,6 +39,7 @@ from ..core.tensor import Tensor
 from ..derive.entrywise import vjp
 from ..derive.reverse import implicit_grad, law, needed_nodes
 from ..derive.simplify import simplify
+from ..ops.calculus import NoDerivative
 from ..verify.prove import Proof, check_numerically, prove
 from ..verify.verify import check
 from .derivation import jacobian_report, make_grad_tensor
@@ -331,6 +332,8 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
         for part, piece in zip(node.inputs, pieces):
             if piece is None or id(part) not in needed:
                 continue
+            if isinstance(piece, NoDerivative):
+                raise NoDerivativeError(piece.message)
             (piece,) = simplify([piece], context=[output])
             contributions.setdefault(id(part), []).append(printer.doprint(piece))
     for node in [*reversed(order), *wrt]:  # intermediates from the output down, then the inputs

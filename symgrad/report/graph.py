@@ -43,6 +43,7 @@ from ..core.graph import topological, uniform_constant
 from ..core.printers import TorchPrinter
 from ..core.tensor import Tensor, apply
 from ..derive import needed_nodes, simplify
+from ..ops.calculus import NoDerivative
 
 WIDTH, LINES = 48, 3
 """A label's text is folded into at most LINES lines of about WIDTH letters; what is cut ends in ``…`` (the
@@ -377,6 +378,9 @@ def _rules(node: Tensor, out: Tensor, parts: list[Tensor], names: ChainMap[int, 
     for piece in pieces + [None] * (len(parts) - len(pieces)):
         if piece is None:
             texts.append(("none", "no gradient"))
+            continue
+        if isinstance(piece, NoDerivative):
+            texts.append(("none", "no derivative in torch"))
             continue
         text = printer.doprint(piece)
         try:

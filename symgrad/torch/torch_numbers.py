@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.numbers import numeric_dtype
+from ..core.numbers import is_weak_scalar, numeric_dtype
 from ..core.tensor import Tensor
 
 
@@ -32,14 +32,16 @@ class TorchNumbers:
         wanted = _dtype(torch, node.dtype)
         if wanted is None:
             return None
-        inputs = []
+        inputs: list[Any] = []
         for part in node.inputs:
             dtype = _dtype(torch, part.dtype)
             if dtype is None:
                 return None
-            if part.is_python_scalar and not part.shape and dtype.is_floating_point and wanted.is_floating_point:
-                dtype = wanted  # a Python number does not raise the precision, as torch's wrapped numbers
-            inputs.append(torch.from_numpy(np.array(numbers_of(part))).to(dtype))
+            numbers = np.array(numbers_of(part))
+            if is_weak_scalar(part):  # a Python number (or one made of them): torch's double-precision Scalar
+                inputs.append(numbers.item())
+            else:
+                inputs.append(torch.from_numpy(numbers).to(dtype))
         try:
             with torch.no_grad():
                 result = node.op.torch(torch, *inputs, **node.attrs)

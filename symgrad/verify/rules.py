@@ -35,6 +35,7 @@ from ..core.graph import topological_all
 from ..core.tensor import Tensor, apply
 from ..derive.entrywise import vjp_entries
 from ..derive.reverse import needed_nodes
+from ..ops.calculus import NoDerivative
 from .instances import instantiate
 from .zeros import zero_by
 
@@ -121,7 +122,7 @@ def _rule_holds(node: Tensor, methods: dict[str, int]) -> tuple[bool, int]:
     pieces += [None] * (len(fresh) - len(pieces))  # a rule that gives fewer pieces says nothing of the rest
     count = 0
     for piece, part, original in zip(pieces, fresh, node.inputs):
-        if part is original:
+        if part is original or isinstance(piece, NoDerivative):  # torch has none: nothing to hold
             continue
         expected = vjp_entries([out], part, [g])
         # no piece: the rule says this input gets no gradient, which must then be 0
