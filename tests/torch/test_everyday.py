@@ -9,7 +9,6 @@ has one.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable
 
 import pytest
@@ -156,8 +155,6 @@ def test_every_tensor_dunder_traces_as_torch_computes_it(dunder: str, kind: str,
             return method()
         if side == "r":
             return method(number)
-        if side == "i":
-            return method(other if dunder != "__imatmul__" else other)
         return method(other)
 
     def fn(t: torch.Tensor) -> torch.Tensor:
@@ -173,7 +170,7 @@ def test_every_tensor_dunder_traces_as_torch_computes_it(dunder: str, kind: str,
         with pytest.raises((RuntimeError, TypeError, sg.SymgradError)):
             sg.trace(fn, x.clone())
         return
-    if kind == "float" and x.is_floating_point() and operator.not_(dunder in ("__floordiv__", "__rfloordiv__")):
+    if kind == "float" and dunder not in ("__floordiv__", "__rfloordiv__"):
         _check(fn, x, symbolic=False)
         return
     traced = sg.trace(fn, x.clone())
