@@ -43,6 +43,21 @@ class NumbersBy(Protocol):
         """The node's numbers, or None to leave them to symgrad's float64 arithmetic."""
 
 
+_DEFAULT: list[NumbersBy] = []
+
+
+def compute_approximations_with(numbers_by: NumbersBy) -> None:
+    """Let ``numbers_by`` compute the functions torch approximates (tagged ``approximated``) in every graph, not
+    only in traced ones: their values are torch's own definition (:mod:`symgrad.torch` registers torch's, used when
+    torch can be imported)."""
+    _DEFAULT[:] = [numbers_by]
+
+
+def approximations_by() -> NumbersBy | None:
+    """Who computes the functions torch approximates outside a trace (see :func:`compute_approximations_with`)."""
+    return _DEFAULT[0] if _DEFAULT else None
+
+
 def in_lower_precision(node: Tensor) -> bool:
     """Whether an op node computes in a floating dtype below float64 (its own, or one of its tensor inputs'), or is
     one torch computes with an approximation of its own (its row is tagged ``approximated``). Python numbers, and
@@ -77,7 +92,7 @@ def as_numbers(flat: Sequence[Any], shape: tuple, dtype: str) -> np.ndarray:
     if kind is np.bool_:
         return np.array([bool(_float(v)) for v in flat], dtype=bool).reshape(shape)
     if kind is np.int64:
-        return np.array([_integer(v) for v in flat], dtype=np.int64).reshape(shape)
+        return np.array([_integer(v, dtype) for v in flat], dtype=np.int64).reshape(shape)
     return np.array([_float(v) for v in flat], dtype=np.float64).reshape(shape)
 
 
@@ -137,7 +152,7 @@ def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
 def _as_dtype(result: np.ndarray, dtype: str) -> np.ndarray:
     kind = numeric_dtype(dtype)
     if kind is np.int64 and result.dtype.kind == "f":  # an integer result computed in float64 (a floor): exact
-        return np.where(np.isfinite(result), result, 0).astype(np.int64)
+        return as_numbers(result.reshape(-1).tolist(), result.shape, dtype)
     return result.astype(kind)
 
 
@@ -154,11 +169,19 @@ def _float(value: Any) -> float:
     return float(number)
 
 
-def _integer(value: Any) -> int:
+_SMALLEST = {"int64": -(1 << 63), "int32": -(1 << 31)}
+
+
+def _integer(value: Any, dtype: str = "int64") -> int:
     if value is sympy.true or value is True:
         return 1
     if value is sympy.false or value is False:
         return 0
+    if isinstance(value, (float, np.floating)) or (isinstance(value, sympy.Basic) and not value.is_Integer):
+        number = _float(value)
+        if not math.isfinite(number) or abs(number) >= 2.0**63:  # torch's conversion gives the dtype's smallest
+            return _SMALLEST.get(dtype, -(1 << 63))
+        value = math.trunc(number)
     number = int(value)
     return ((number + (1 << 63)) % (1 << 64)) - (1 << 63)  # torch's int64 wraps around
 

@@ -41,7 +41,7 @@ from .errors import (
 )
 from .graph import topological
 from .methods import TensorMethods
-from .numbers import NumbersBy, as_entries, in_lower_precision, node_numbers, numeric_dtype
+from .numbers import NumbersBy, approximations_by, as_entries, in_lower_precision, node_numbers, numeric_dtype
 from .registry import Op, engine, lookup, spelled
 from .symbols import entry_symbols
 
@@ -313,8 +313,11 @@ class Tensor(TensorMethods):
                     "or use .sympy() for the formulas"
                 )
             return self._values
-        if self.numbers_by is not None and self.op is not None and in_lower_precision(self):
-            found = self.numbers_by.node_numbers(self, lambda t: t.numbers())
+        by = self.numbers_by if self.op is not None and in_lower_precision(self) else None
+        if by is None and self.op is not None and self.op.has("approximated"):
+            by = approximations_by()  # torch's value defines it, in any graph (when torch is at hand)
+        if by is not None:
+            found = by.node_numbers(self, lambda t: t.numbers())
             if found is not None:
                 return found
         return node_numbers(self, lambda t: t.numbers())

@@ -261,8 +261,8 @@ def partial_vjp(scalar: Callable, undefined: tuple[int, ...] = ()) -> Callable:
                 )
                 continue
             derivative = sympy.diff(value, symbol).subs(value, marker)
-            if derivative == 0:  # none (torch's zeros), not g·0, which is nan where g is infinite
-                grads.append(None)
+            if derivative == 0:  # torch's zeros_like (which flow on), not g·0, which is nan where g is infinite
+                grads.append(zero_gradient(mine))
                 continue
             grads.append(unbroadcast(_times_grad(g, derivative, bindings, mine), mine.shape))
         return tuple(grads)

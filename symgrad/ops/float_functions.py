@@ -451,7 +451,21 @@ class frexp_mantissa(TorchFunction):  # noqa: N801
         return x if math.isnan(x) or math.isinf(x) else math.frexp(x)[0]
 
     def fdiff(self, argindex: int = 1) -> Any:
-        return 2 ** -frexp_exponent(self.args[0])
+        return 1 / frexp_step(self.args[0])
+
+
+class frexp_step(TorchFunction):  # noqa: N801
+    """2^e for x's frexp exponent e, as torch's frexp backward computes it: ``exponent.exp2()`` of an int32, in
+    float32 (so it overflows to inf above 2^127 and underflows to 0 below 2^-149); piecewise constant."""
+
+    @staticmethod
+    def float64(x: float) -> float:
+        exponent = frexp_exponent.float64(x)
+        with np.errstate(all="ignore"):
+            return float(np.exp2(np.float32(exponent)))
+
+    def fdiff(self, argindex: int = 1) -> Any:
+        return sympy.S.Zero
 
 
 class frexp_exponent(TorchFunction):  # noqa: N801

@@ -99,15 +99,30 @@ UNARY = [
         sf.lgamma,
         r"\log\left|\Gamma\left({0}\right)\right|",
         _torch_and_method("lgamma") + _special("gammaln"),
+        approximated=True,
     ),
     Function(
-        "digamma", sf.digamma, r"\psi" + _OF, _torch_and_method("digamma") + _special("digamma", "torch.special.psi")
+        "digamma",
+        sf.digamma,
+        r"\psi" + _OF,
+        _torch_and_method("digamma") + _special("digamma", "torch.special.psi"),
+        approximated=True,
     ),
     Function(
-        "erfinv", sf.erfinv, r"\operatorname{{erf}}^{{-1}}" + _OF, _torch_and_method("erfinv") + _special("erfinv")
+        "erfinv",
+        sf.erfinv,
+        r"\operatorname{{erf}}^{{-1}}" + _OF,
+        _torch_and_method("erfinv") + _special("erfinv"),
+        approximated=True,
     ),
     Function(
-        "ndtr", sf.ndtr, r"\Phi" + _OF, _special("ndtr"), grad_fn="SpecialNdtrBackward0", code="torch.special.ndtr({0})"
+        "ndtr",
+        sf.ndtr,
+        r"\Phi" + _OF,
+        _special("ndtr"),
+        grad_fn="SpecialNdtrBackward0",
+        code="torch.special.ndtr({0})",
+        approximated=True,
     ),
     Function(
         "ndtri",
@@ -116,6 +131,7 @@ UNARY = [
         _special("ndtri"),
         grad_fn="SpecialNdtriBackward0",
         code="torch.special.ndtri({0})",
+        approximated=True,
     ),
     Function(
         "log_ndtr",
@@ -124,6 +140,7 @@ UNARY = [
         _special("log_ndtr"),
         grad_fn="SpecialLogNdtrBackward0",
         code="torch.special.log_ndtr({0})",
+        approximated=True,
     ),
     Function(
         "erfcx",
@@ -132,15 +149,36 @@ UNARY = [
         _special("erfcx"),
         grad_fn="SpecialErfcxBackward0",
         code="torch.special.erfcx({0})",
+        approximated=True,
     ),
     # modified Bessel functions torch differentiates
-    Function("i0", sf.i0, r"I_0" + _OF, _torch_and_method("i0") + _special("i0")),
+    Function("i0", sf.i0, r"I_0" + _OF, _torch_and_method("i0") + _special("i0"), approximated=True),
     Function(
-        "i0e", sf.i0e, r"I_0^{{e}}" + _OF, _special("i0e"), grad_fn="SpecialI0EBackward0", code="torch.special.i0e({0})"
+        "i0e",
+        sf.i0e,
+        r"I_0^{{e}}" + _OF,
+        _special("i0e"),
+        grad_fn="SpecialI0EBackward0",
+        code="torch.special.i0e({0})",
+        approximated=True,
     ),
-    Function("i1", sf.i1, r"I_1" + _OF, _special("i1"), grad_fn="SpecialI1Backward0", code="torch.special.i1({0})"),
     Function(
-        "i1e", sf.i1e, r"I_1^{{e}}" + _OF, _special("i1e"), grad_fn="SpecialI1EBackward0", code="torch.special.i1e({0})"
+        "i1",
+        sf.i1,
+        r"I_1" + _OF,
+        _special("i1"),
+        grad_fn="SpecialI1Backward0",
+        code="torch.special.i1({0})",
+        approximated=True,
+    ),
+    Function(
+        "i1e",
+        sf.i1e,
+        r"I_1^{{e}}" + _OF,
+        _special("i1e"),
+        grad_fn="SpecialI1EBackward0",
+        code="torch.special.i1e({0})",
+        approximated=True,
     ),
 ]
 
@@ -205,6 +243,7 @@ unary(
     code="torch.polygamma({n}, {0})",
     grad_fn="PolygammaBackward0",
     float_result=True,
+    tags=("approximated",),
     float64=lambda a, n: vectorized(sf.polygamma.float64)(n, a),
 )
 
@@ -256,6 +295,7 @@ class Binary:
     undefined: tuple[int, ...] = ()
     differentiable: bool = True
     vjp: Callable[..., Any] | None = None  # torch's backward formula, where it differs from g · ∂f
+    approximated: bool = False  # torch's kernel approximates it: where torch is at hand, its numbers are torch's
     code: str | None = None
     grad_fn: str | None = None
     float_result: bool = True
@@ -334,6 +374,7 @@ BINARY = [
         undefined=(0,),
         code="torch.special.zeta({0}, {1})",
         grad_fn="SpecialZetaBackward0",
+        approximated=True,
     ),
     Binary(
         "igamma",
@@ -342,6 +383,7 @@ BINARY = [
         _binary_names("igamma") + _special("gammainc"),
         vectorized(sf.igamma.float64),
         undefined=(0,),
+        approximated=True,
     ),
     Binary(
         "igammac",
@@ -350,6 +392,7 @@ BINARY = [
         _binary_names("igammac") + _special("gammaincc"),
         vectorized(sf.igammac.float64),
         undefined=(0,),
+        approximated=True,
     ),
 ]
 for _name in (
@@ -376,6 +419,7 @@ for _name in (
             vectorized(_polynomial.float64),
             differentiable=False,
             code=f"torch.special.{_name}({{0}}, {{1}})",
+            approximated=True,
         )
     )
 
@@ -396,6 +440,7 @@ for _b in BINARY:
         float_result=_b.float_result,
         float64=_b.float64 or vectorized(_b.scalar.float64),
         spellings=_b.names,
+        tags=("approximated",) if _b.approximated else (),
     )
 
 # ── tests of a float's class (booleans, no gradient) ───────────────────────────────────────────────────
@@ -458,6 +503,16 @@ unary(
     code="torch.frexp({0}).mantissa",
     grad_fn="FrexpBackward0",
     float64=vectorized(ff.frexp_mantissa.float64),
+)
+unary(
+    "frexp_step",
+    ff.frexp_step,
+    r"2^{{\operatorname{{exponent}}\left({0}\right)}}",
+    torch_fn=lambda torch, a: torch.frexp(a).exponent.exp2(),
+    code="torch.frexp({0}).exponent.exp2()",
+    grad_fn="none",
+    differentiable=False,
+    float64=vectorized(ff.frexp_step.float64),
 )
 unary(
     "frexp_exponent",

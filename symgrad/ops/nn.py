@@ -79,6 +79,8 @@ unary(
     torch_fn=lambda torch, a, negative_slope: torch.nn.functional.leaky_relu(a, negative_slope),
     code="torch.nn.functional.leaky_relu({0}, {negative_slope})",
     grad_fn="LeakyReluBackward0",
+    # as torch's kernel: a slope of 0 keeps the sign of a negative x's zero (SymPy's 0.0 * x is a plain 0)
+    float64=lambda a, negative_slope: np.where(a > 0, a, a * negative_slope),
 )
 unary(
     "gelu_tanh",

@@ -20,6 +20,7 @@ import math as _math
 import sys as _sys
 
 from ..core.constructors import tensor
+from ..core.numbers import compute_approximations_with
 from ..core.tensor import Tensor
 from ..derive.autograd import backward
 from . import aliases, autograd, creation, func, linalg, nn, pointwise, products, recurrent, reductions, shape, special
@@ -30,6 +31,7 @@ from .products import *  # noqa: F403
 from .recurrent import *  # noqa: F403
 from .reductions import *  # noqa: F403
 from .shape import *  # noqa: F403
+from .torch_numbers import TORCH_NUMBERS
 
 float32 = float = "float32"
 float64 = double = "float64"
@@ -43,3 +45,4 @@ __all__ = [
 __all__ += creation.__all__ + pointwise.__all__ + products.__all__ + recurrent.__all__ + reductions.__all__
 __all__ += shape.__all__
 __all__ += aliases.install(_sys.modules[__name__])
+compute_approximations_with(TORCH_NUMBERS)  # torch's Bessel, gamma and error functions define their values

@@ -321,3 +321,32 @@ def test_torch_spellings_of_nn_functions_match_torch(label: str, build: Callable
     got.sum().backward()
     for mine, reference in zip(ours, theirs, strict=True):
         _assert_close(mine.grad.tolist(), reference.grad.tolist(), 1e-9)
+
+
+# ── every elementwise function of the table at torch's special points ─────────────────────────────────────
+SPECIAL_POINTS = [-math.inf, -1e300, -30.0, -2.5, -1.0, -0.5, -0.0, 0.0, 1e-300, 0.5, 1.0, 2.5, 30.0, 1e300, math.inf]
+SPECIAL_POINTS += [math.nan]
+
+
+def _unary_rows() -> list[str]:
+    from symgrad.ops import math_functions
+
+    return [f.name for f in math_functions.UNARY] + ["logit", "polygamma"]
+
+
+@pytest.mark.parametrize("name", _unary_rows())
+def test_values_at_special_points_are_torchs(name: str) -> None:
+    """Each function of one tensor at ±inf, nan, ±0, huge and tiny numbers, poles and branch points: torch's
+    value exactly, nan for nan (torch's approximations of the Bessel functions to 1e-6)."""
+    from symgrad.core.registry import OPS
+
+    row = OPS[name]
+    attrs = {"polygamma": {"n": 2}, "logit": {"eps": None}}.get(name, {})
+    x = torch.tensor(SPECIAL_POINTS, dtype=torch.float64)
+    with torch.no_grad():
+        expected = row.torch(torch, x, **attrs).tolist()
+    got = sg.core.apply(name, storch.tensor(SPECIAL_POINTS, dtype=storch.float64), **attrs).tolist()
+    tolerance = 1e-6 if row.has("approximated") else 1e-12
+    for point, g, e in zip(SPECIAL_POINTS, got, expected, strict=True):
+        same = (math.isnan(g) and math.isnan(e)) or g == e or g == pytest.approx(e, rel=tolerance, abs=1e-300)
+        assert same, f"{name}({point}): symgrad {g}, torch {e}"

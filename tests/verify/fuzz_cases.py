@@ -1641,6 +1641,8 @@ def _conv_transpose1d(c: Builder, x: str) -> str | None:
 INTEGER_FUNCTIONS = ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
                      "bitwise_right_shift", "gcd", "lcm")  # fmt: skip
 UNREACHABLE = {
+    "frexp_step": "internal: 2^exponent in float32, in the VJP of frexp's mantissa; fuzzed through the frexp spec's "
+    "laws",
     "logit_derivative": "internal: logit's derivative (nan outside [0, 1], as torch's); fuzzed through the logit "
     "spec's laws",
     **{
