@@ -202,7 +202,11 @@ class SizeInt(int):
     def __ne__(self, other: Any) -> Any:
         return self._compare(other, operator.ne)
 
-    __hash__ = int.__hash__
+    # Not hashable: a cache keyed on sizes (einops' recipes, functools.lru_cache in user code) would take a symbolic
+    # size for the example's number (equal, with the same hash) and reuse a result that holds at that size only, or
+    # hand a symbolic result to a later trace at fixed sizes. Code with such a cache falls back to computing (einops
+    # has that path), and a size that must be a key gets a one-line refusal.
+    __hash__ = None  # type: ignore[assignment]
 
 
 def holds_size(value: Any) -> bool:

@@ -42,6 +42,21 @@ def user_line() -> str:
     return "an unknown place"
 
 
+def failing_line(error: BaseException) -> str:
+    """Where in the user's code ``error`` was raised (the innermost frame outside symgrad and torch)."""
+    import torch
+
+    torch_root = Path(torch.__file__).resolve().parent
+    found = "an unknown place"
+    for frame in traceback.extract_tb(error.__traceback__):
+        path = Path(frame.filename).resolve()
+        if _HERE in path.parents or torch_root in path.parents or frame.filename.startswith("<frozen"):
+            continue
+        code = (frame.line or "").strip()
+        found = f"{frame.filename}, line {frame.lineno}" + (f": {code}" if code else "")
+    return found
+
+
 # torch functions whose name differs from the one symgrad gives them (the name torch's own binding has)
 _ALIASES = {
     # symgrad's Tensor keeps Python's == and != (identity: tensors are dict keys); torch's are comparisons

@@ -61,6 +61,7 @@ from .trace_effects import (
 )
 from .trace_lookup import (
     PLAIN,
+    failing_line,
     function_name,
     holds_tensor,
     returns_indices,
@@ -597,8 +598,16 @@ def _run(
             recorder.bind(real, buffers[name])
             recorder.buffer_paths[id(real)] = name
     guards = Guards(site=user_line)
-    with guards.recording(), _mode(recorder):
-        real_output = fn(*example_inputs)
+    try:
+        with guards.recording(), _mode(recorder):
+            real_output = fn(*example_inputs)
+    except TypeError as error:
+        if "unhashable type: 'SizeInt'" not in str(error):
+            raise
+        raise UnsupportedError(
+            f"the code at {failing_line(error)} uses a symbolic size as a key (of a dict, a set or a cache), which "
+            "would hold the graph at one size; leave that size out of dynamic_shapes"
+        ) from None
     output = recorder.to_symbolic(real_output)
     updated = [leaf.name for leaf, real in zip(inputs, example_inputs) if recorder.symbolic[id(real)] is not leaf]
     updates = list(recorder.effects)
