@@ -47,7 +47,7 @@ _DEFAULT: list[NumbersBy] = []
 
 
 def compute_approximations_with(numbers_by: NumbersBy) -> None:
-    """Let ``numbers_by`` compute the functions torch approximates (tagged ``approximated``) in every graph, not
+    """Let ``numbers_by`` compute the functions torch approximates (tagged ``kernel``) in every graph, not
     only in traced ones: their values are torch's own definition (:mod:`symgrad.torch` registers torch's, used when
     torch can be imported)."""
     _DEFAULT[:] = [numbers_by]
@@ -60,10 +60,10 @@ def approximations_by() -> NumbersBy | None:
 
 def in_lower_precision(node: Tensor) -> bool:
     """Whether an op node computes in a floating dtype below float64 (its own, or one of its tensor inputs'), or is
-    one torch computes with an approximation of its own (its row is tagged ``approximated``). Python numbers, and
+    one torch computes with an approximation of its own (its row is tagged ``kernel``). Python numbers, and
     what is computed from them alone (``log(2)`` in the gradient of ``2 ** x``), are torch's double-precision
     scalars: they never lower the precision."""
-    if node.op.has("approximated"):
+    if node.op.has("kernel"):
         return True
     tensors = [t for t in node.inputs if not is_weak_scalar(t)]
     if not tensors:

@@ -7,7 +7,7 @@ autograd engine of :mod:`symgrad.derive` registers itself in :data:`ENGINES`, so
 ``Tensor.backward`` reaches it without the core importing the layers above.
 
 >>> sorted(TAGS)
-['approximated', 'bilinear', 'broadcasting', 'comparison', 'creation', 'layout', 'linear']
+['bilinear', 'broadcasting', 'comparison', 'creation', 'kernel', 'layout', 'linear']
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from typing import Any
 from .dims import Shape
 from .errors import SymgradError, TorchValueError
 
-TAGS = frozenset({"approximated", "bilinear", "broadcasting", "comparison", "creation", "layout", "linear"})
+TAGS = frozenset({"bilinear", "broadcasting", "comparison", "creation", "kernel", "layout", "linear"})
 """Structure an op can declare: ``layout`` ops only move entries around (transpose, reshape,
 index), ``broadcasting`` ops combine operands elementwise with torch's broadcasting,
 ``comparison`` ops give booleans, ``creation`` ops make tensors from their attributes alone,
-``linear`` and ``bilinear`` ops are linear in their input (in each input), ``approximated`` ops are computed by torch
-with an approximation of its own (a Bessel function to about 1e-8), which a traced graph's numbers follow."""
+``linear`` and ``bilinear`` ops are linear in their input (in each input), and a ``kernel`` op's numbers are what
+torch's kernel computes, wherever torch is at hand: its own approximation (a Bessel function, to about 1e-8) or
+rounding (batch norm's fused multiply-add, which leaves 1e-15 where the exact value is 0)."""
 
 
 @dataclass(frozen=True)

@@ -314,7 +314,7 @@ class Tensor(TensorMethods):
                 )
             return self._values
         by = self.numbers_by if self.op is not None and in_lower_precision(self) else None
-        if by is None and self.op is not None and self.op.has("approximated"):
+        if by is None and self.op is not None and self.op.has("kernel"):
             by = approximations_by()  # torch's value defines it, in any graph (when torch is at hand)
         if by is not None:
             found = by.node_numbers(self, lambda t: t.numbers())

@@ -264,6 +264,7 @@ register(
         rule_shapes=_bn_rule_shapes,
         float64=_bn_float64,
         batch=_channel_batched("batch_norm", False),
+        tags=frozenset({"kernel"}),  # torch's fused x·α + β rounds to 1e-15 where x is its channel's mean
     )
 )
 register(
@@ -282,6 +283,7 @@ register(
         rule_shapes=_bn_rule_shapes,
         float64=_bn_float64,
         batch=_channel_batched("batch_norm_affine", False),
+        tags=frozenset({"kernel"}),
     )
 )
 for _name, _position, _latex in (("batch_norm_mean", 1, r"\mu"), ("batch_norm_invstd", 2, r"\sigma^{{-1}}")):

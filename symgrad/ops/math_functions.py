@@ -222,7 +222,7 @@ for _f in UNARY:
         float64=_f.float64 or vectorized(_f.scalar.float64),
         differentiable=_f.differentiable,
         spellings=_f.names,
-        tags=("approximated",) if _f.approximated else (),
+        tags=("kernel",) if _f.approximated else (),
     )
 
 
@@ -243,7 +243,7 @@ unary(
     code="torch.polygamma({n}, {0})",
     grad_fn="PolygammaBackward0",
     float_result=True,
-    tags=("approximated",),
+    tags=("kernel",),
     float64=lambda a, n: vectorized(sf.polygamma.float64)(n, a),
 )
 
@@ -440,7 +440,7 @@ for _b in BINARY:
         float_result=_b.float_result,
         float64=_b.float64 or vectorized(_b.scalar.float64),
         spellings=_b.names,
-        tags=("approximated",) if _b.approximated else (),
+        tags=("kernel",) if _b.approximated else (),
     )
 
 # ── tests of a float's class (booleans, no gradient) ───────────────────────────────────────────────────

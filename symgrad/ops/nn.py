@@ -81,6 +81,8 @@ unary(
     grad_fn="LeakyReluBackward0",
     # as torch's kernel: a slope of 0 keeps the sign of a negative x's zero (SymPy's 0.0 * x is a plain 0)
     float64=lambda a, negative_slope: np.where(a > 0, a, a * negative_slope),
+    # torch's leaky_relu_backward multiplies by the slope (an infinite g gives nan at a slope of 0)
+    vjp=lambda g, out, a, negative_slope: (apply("where", apply("gt", a, 0), g, g * negative_slope),),
 )
 unary(
     "gelu_tanh",

@@ -174,7 +174,8 @@ class SizeInt(int):
         return value
 
     def _compare(self, other: Any, compare: Callable[[Any, Any], Any]) -> Any:
-        answer = compare(int(self), other)
+        # two sizes compare as numbers (int's comparison would hand a SizeInt back to its own, reflected, method)
+        answer = compare(int(self), int(other) if isinstance(other, SizeInt) else other)
         if isinstance(other, bool) or not isinstance(other, (int, float)) or not isinstance(answer, bool):
             return answer
         if isinstance(other, SizeInt):
