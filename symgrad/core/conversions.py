@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .dims import as_shape
 from .dtypes import DEFAULT_FLOAT, is_floating
-from .errors import TorchTypeError, UnsupportedError
+from .errors import TorchTypeError
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -125,10 +125,13 @@ class ConversionMethods:
     def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, **placement: Any) -> Tensor:
         return self._new((size,), fill_value, dtype)
 
-    def new_empty(self, *size: Any, **kwargs: Any) -> Tensor:
-        raise UnsupportedError(
-            "new_empty gives uninitialised memory, which has no value to compute with; use new_zeros"
-        )
+    def new_empty(self, *size: Any, dtype: Any = None, **placement: Any) -> Tensor:
+        """Memory not yet written, of ``size``: to be filled before it is read (reading it is refused)."""
+        if len(size) == 1 and isinstance(size[0], (tuple, list)):
+            size = tuple(size[0])
+        node = self.apply_op("empty", self, shape=as_shape(size))  # type: ignore[attr-defined]
+        node.dtype = (dtype_of(dtype) if dtype is not None else self.dtype) or DEFAULT_FLOAT
+        return node
 
     def _new(self, size: tuple, value: Any, dtype: Any) -> Tensor:
         if len(size) == 1 and isinstance(size[0], (tuple, list)):

@@ -7,7 +7,7 @@ autograd engine of :mod:`symgrad.derive` registers itself in :data:`ENGINES`, so
 ``Tensor.backward`` reaches it without the core importing the layers above.
 
 >>> sorted(TAGS)
-['bilinear', 'broadcasting', 'comparison', 'creation', 'kernel', 'layout', 'linear']
+['bilinear', 'broadcasting', 'comparison', 'creation', 'kernel', 'layout', 'linear', 'random']
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from typing import Any
 from .dims import Shape
 from .errors import SymgradError, TorchValueError
 
-TAGS = frozenset({"bilinear", "broadcasting", "comparison", "creation", "kernel", "layout", "linear"})
+TAGS = frozenset({"bilinear", "broadcasting", "comparison", "creation", "kernel", "layout", "linear", "random"})
 """Structure an op can declare: ``layout`` ops only move entries around (transpose, reshape,
 index), ``broadcasting`` ops combine operands elementwise with torch's broadcasting,
 ``comparison`` ops give booleans, ``creation`` ops make tensors from their attributes alone,
 ``linear`` and ``bilinear`` ops are linear in their input (in each input), and a ``kernel`` op's numbers are what
 torch's kernel computes, wherever torch is at hand: its own approximation (a Bessel function, to about 1e-8) or
-rounding (batch norm's fused multiply-add, which leaves 1e-15 where the exact value is 0)."""
+rounding (batch norm's fused multiply-add, which leaves 1e-15 where the exact value is 0); a ``random`` op draws from
+torch's generator (emitted code draws it in the model's order, once)."""
 
 
 @dataclass(frozen=True)

@@ -414,7 +414,27 @@ class Tensor(TensorMethods):
         )
 
     def zero_(self) -> Tensor:
-        return self._inplace(lambda t: t * 0)
+        return self.fill_(0)
+
+    def fill_(self, value: Any) -> Tensor:
+        """Every entry ``value`` (a number, or a 0-d tensor), whatever the tensor held (uninitialised memory too)."""
+        return self._inplace(lambda t: t.fill(value), reads=False)
+
+    def zero(self) -> Tensor:
+        """Zeros of this tensor's shape and dtype: what ``zero_()`` leaves (the tracer follows in-place ops so)."""
+        return self.fill(0)
+
+    def fill(self, value: Any) -> Tensor:
+        """A tensor of this one's shape and dtype, ``value`` everywhere (torch.fill)."""
+        if isinstance(value, Tensor):
+            if value.shape:
+                raise TorchRuntimeError(
+                    f"fill_ only supports 0-dimension value tensor but got tensor with {len(value.shape)} dimensions."
+                )
+            return value.to(self.dtype).expand(*self.shape) if is_floating(self.dtype) else value.expand(*self.shape)
+        node = apply("full", shape=self.shape, value=value)
+        node.dtype = self.dtype
+        return node
 
     def _snapshot(self) -> Tensor:
         if self._kind == "symbol":
@@ -430,12 +450,13 @@ class Tensor(TensorMethods):
             numeric=self._numeric,
         )
 
-    def _inplace(self, compute) -> Tensor:
+    def _inplace(self, compute, *, reads: bool = True) -> Tensor:
+        """Make this tensor ``compute(its old self)`` (``reads=False``: a fill, which never reads the old one)."""
         if self.requires_grad:
             if self.is_leaf:
                 raise AutogradError("a leaf Variable that requires grad is being used in an in-place operation.")
             raise UnsupportedError("symgrad supports in-place operations only on tensors that do not require grad")
-        before = self._snapshot()
+        before = self._snapshot() if reads else self
         result = compute(before)
         if result.shape != self.shape:
             raise ShapeError(

@@ -168,9 +168,9 @@ def plan(
             names_map[key] = label
             if key in frontier:
                 intermediates.append(label)
-    keys = [n.attrs["key"] for n in forward_nodes.values() if n.op is not None and n.op.name == "dropout_noise"]
+    keys = [n.attrs["key"] for n in forward_nodes.values() if _is_draw(n)]
     if keys != sorted(keys):
-        raise SymgradError("the model draws its dropouts' noise in an order the emitted forward would not keep")
+        raise SymgradError("the model draws its random numbers in an order the emitted forward would not keep")
     fitted, counter = fit_statement(output, "output", 8, names_map, printer, counter)
     forward_lines += fitted
     forward_result = printer.doprint(output)
@@ -604,10 +604,12 @@ def _dims_for(p: Plan, statements: list[tuple[str, str]]) -> list[tuple[str, str
 
 
 def _is_draw(node: Tensor) -> bool:
-    return node.op is not None and node.op.name == "dropout_noise"
+    return node.op is not None and node.op.has("random")
 
 
-DRAWS = frozenset({".bernoulli_("})  # how a statement that draws random numbers (a dropout's noise) reads
+# how a statement that draws random numbers reads (a dropout's noise, the draws of ops.draws.KINDS)
+DRAWS = frozenset({".bernoulli_(", ".normal_(", ".uniform_(", ".random_(", ".exponential_(", ".geometric_(",
+                   ".cauchy_(", ".log_normal_(", "torch.bernoulli("})  # fmt: skip
 
 
 def _draws(body: str) -> bool:

@@ -6,8 +6,9 @@ cross-check), its torch and LaTeX spellings, and the name of torch's backward no
 The families register their rows with the core's registry when imported:
 :mod:`.elementwise` (arithmetic, comparisons, functions of one tensor), :mod:`.math_functions` (torch's
 trigonometric, gamma, error, Bessel, floating-point and integer functions), :mod:`.reductions`, :mod:`.products`,
-:mod:`.shape` (layout, joining, padding, basic indexing), :mod:`.indexing` (gather and scatters),
-:mod:`.linalg`, :mod:`.nn` (activations and losses) and :mod:`.draws` (a dropout's noise).
+:mod:`.shape` (layout, joining, padding, basic indexing), :mod:`.creation` (full, empty), :mod:`.indexing`
+(gather and scatters), :mod:`.linalg`, :mod:`.nn` (activations and losses) and :mod:`.draws` (random draws: a
+dropout's noise, and any other draw torch makes).
 Adding an op means one row in one family file, plus a test. This package imports only
 :mod:`symgrad.core`.
 """
@@ -16,6 +17,7 @@ from ..core.registry import OPS
 from . import (
     batch_norm,
     convolution,
+    creation,
     draws,
     elementwise,
     indexing,
@@ -37,6 +39,7 @@ __all__ = [
     "amax",
     "batch_norm",
     "convolution",
+    "creation",
     "draws",
     "elementwise",
     "elementwise_derivative",

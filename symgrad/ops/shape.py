@@ -278,20 +278,6 @@ register(
         batch=_index_backward_batch,
     )
 )
-register(
-    Op(
-        "full",
-        lambda shape, value: tuple(shape),
-        lambda shape, value: np.full(shape, sympy.sympify(value), dtype=object),
-        lambda torch, shape, value: torch.full(tuple(shape), float(value), dtype=torch.float64),
-        "torch.full({shape}, {value})",
-        r"{value}",
-        "none",
-        differentiable=False,
-        vjp=lambda g, out, shape, value: (),
-        tags=frozenset({"creation"}),
-    )
-)
 
 
 # ── joining, narrowing and padding ─────────────────────────────────────────

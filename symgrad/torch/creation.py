@@ -28,7 +28,6 @@ from ..core.methods import relabel
 from ..core.tensor import Tensor, apply, constant
 
 _LANES = 4  # float64 lanes of torch's vectorised CPU kernels (AVX2): arange's numbers depend on them
-_state: dict[str, Any] = {}  # the torch.Generator behind rand/randn/randint, made on first use
 
 
 # Where a tensor lives and how it is laid out does not change its numbers: symgrad keeps the maths and drops these
@@ -89,9 +88,19 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: bool =
     return _filled(_size((size,)), fill_value, dtype_name(dtype) or _number_dtype(fill_value), requires_grad)
 
 
-def empty(*size: Any, **kwargs: Any) -> Tensor:
-    """Refused: torch.empty's entries are whatever memory held, with no value to compute with."""
-    raise UnsupportedError("torch.empty gives uninitialised memory, which has no value to compute with; use zeros")
+def empty(*size: Any, dtype: Any = None, requires_grad: bool = False, **placement: Any) -> Tensor:
+    """Memory not yet written: to be filled before it is read (``torch.empty(3).uniform_()``); reading it is
+    refused, its entries being whatever the memory held."""
+    _placement(placement, "empty")
+    kind = dtype_name(dtype) or "float32"
+    node = apply("empty_new", shape=_size(size), dtype=kind)
+    node.dtype = kind
+    return node
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, **placement: Any) -> Tensor:
+    """Memory of input's shape, not yet written (see :func:`empty`)."""
+    return input.new_empty(input.shape, dtype=dtype)
 
 
 def eye(n: Any, m: Any = None, *, dtype: Any = None, requires_grad: bool = False, **placement: Any) -> Tensor:
@@ -196,24 +205,21 @@ def is_tensor(obj: Any) -> bool:
 
 # ── random numbers, from a real torch.Generator ───────────────────────────
 def random_generator(given: Any = None) -> Any:
-    """``given``, or the torch.Generator behind symgrad.torch's random functions (seeded by manual_seed)."""
+    """``given``, or torch's default generator: symgrad.torch draws what torch draws, from the same random state
+    (``torch.manual_seed`` and ``symgrad.torch.manual_seed`` seed the same generator)."""
     if given is not None:
         return given
-    if "generator" not in _state:
-        import torch
+    import torch
 
-        _state["generator"] = torch.Generator()
-        _state["generator"].seed()  # torch seeds its global generator non-deterministically at start, too
-    return _state["generator"]
+    return torch.default_generator
 
 
 def manual_seed(seed: int) -> Any:
-    """Seed the generator of rand/randn/randint: after ``manual_seed(s)`` they give what torch gives after
-    ``torch.manual_seed(s)`` (the same calls in the same order, same sizes and dtypes)."""
+    """Seed torch's default generator, as ``torch.manual_seed(s)``: rand, randn, randint and dropout then draw what
+    torch draws after it (the same calls in the same order, same sizes and dtypes)."""
     import torch
 
-    _state.setdefault("generator", torch.Generator())
-    return _state["generator"].manual_seed(int(seed))
+    return torch.manual_seed(int(seed))
 
 
 def _drawn(draw: str, shape: tuple, kind: str, requires_grad: bool, generator: Any, **bounds: Any) -> Tensor:
@@ -281,6 +287,6 @@ def rand_like(input: Tensor, *, dtype: Any = None, requires_grad: bool = False, 
 
 
 __all__ = [
-    "arange", "empty", "eye", "full", "full_like", "is_tensor", "linspace", "manual_seed", "ones", "ones_like",
-    "rand", "rand_like", "randint", "randn", "randn_like", "zeros", "zeros_like",
+    "arange", "empty", "empty_like", "eye", "full", "full_like", "is_tensor", "linspace", "manual_seed", "ones",
+    "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "zeros", "zeros_like",
 ]  # fmt: skip

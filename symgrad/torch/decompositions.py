@@ -116,6 +116,43 @@ def _multilabel_margin_loss(input: Any, target: Any, reduction: int = 1) -> Any:
 
 
 # Functions that torch composes in C++ only (or computes in a kernel), composed here in torch calls as ATen does
+def _layered(name: str) -> Callable[..., Any]:
+    """torch's decomposition of a recurrent network (``lstm``, ``gru``, ``rnn_tanh``, ``rnn_relu``) with the dropout
+    between layers its kernel applies: torch._decomp's helper compares ``num_layers < i - 1`` and so never drops
+    (torch 2.13), where the kernel draws ``torch.dropout`` of each layer's output but the last. Layer by layer,
+    each a one-layer call of torch's decomposition, with the dropout between them."""
+
+    def layered(input: Any, hx: Any, params: Any, has_biases: bool, num_layers: int, dropout: float, train: bool,
+                bidirectional: bool, batch_first: bool) -> Any:  # fmt: skip
+        import torch
+        from torch._decomp import decomposition_table
+
+        one = decomposition_table[getattr(torch.ops.aten, name).input]
+        if not (dropout and train and num_layers > 1):
+            return one(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        directions = 2 if bidirectional else 1
+        per_layer = len(params) // num_layers
+        states = hx if isinstance(hx, (tuple, list)) else (hx,)
+        finals: list[list[Any]] = [[] for _ in states]
+        out = input
+        for layer in range(num_layers):
+            mine = [s[layer * directions : (layer + 1) * directions] for s in states]
+            given = tuple(mine) if isinstance(hx, (tuple, list)) else mine[0]
+            weights = params[layer * per_layer : (layer + 1) * per_layer]
+            out, *last = one(out, given, weights, has_biases, 1, 0.0, train, bidirectional, batch_first)
+            for kept, state in zip(finals, last, strict=True):
+                kept.append(state)
+            if layer < num_layers - 1:
+                out = torch.dropout(out, dropout, train=True)
+        return (out, *(torch.cat(kept, 0) for kept in finals))
+
+    return layered
+
+
+# torch's decompositions that symgrad corrects (they would follow a decomposition that disagrees with the kernel)
+CORRECTED: dict[str, Callable[..., Any]] = {name: _layered(name) for name in ("lstm", "gru", "rnn_tanh", "rnn_relu")}
+
+
 COMPOSITES: dict[str, Callable[..., Any]] = {
     "instance_norm": _instance_norm,
     "cosine_embedding_loss": _cosine_embedding_loss,
@@ -224,6 +261,8 @@ def find(func: Callable, name: str, args: tuple, kwargs: dict) -> tuple[str, Cal
     import torch
     from torch._decomp import decomposition_table
 
+    if name in CORRECTED and not isinstance(func, torch._ops.OpOverload):
+        return "torch._decomp, with its kernel's dropout between layers", CORRECTED[name]
     if isinstance(func, torch._ops.OpOverload):
         found = decomposition_table.get(func)
         return ("torch._decomp", found) if found is not None else None

@@ -334,6 +334,11 @@ def frexp(input: Tensor) -> Any:
     return _frexp(apply("frexp_mantissa", input), exponent)
 
 
+def fill(input: Tensor, value: Any) -> Tensor:
+    """``value`` (a number, or a 0-d tensor whose gradient is then the sum) in input's shape and dtype."""
+    return input.fill(value)
+
+
 def sgn(input: Tensor) -> Tensor:
     """The sign of a real tensor (torch.sign's)."""
     return apply("sign", input)
@@ -385,6 +390,7 @@ __all__ = [
     "exp",
     "exp2",
     "expm1",
+    "fill",
     "float_power",
     "floor",
     "floor_divide",

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..core.numbers import is_weak_scalar, numeric_dtype
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, constant
 
 
 class TorchNumbers:
@@ -64,6 +64,21 @@ def _numeric(torch: Any, name: str) -> Any:
     return torch.bool if kind is np.bool_ else (torch.int64 if kind is np.int64 else torch.float64)
 
 
+def constant_of(value: Any) -> Tensor:
+    """A torch tensor as a constant of the graph (its numbers, which compute as torch does below float64)."""
+    import torch
+
+    data = value.detach().cpu()
+    if data.dtype.is_floating_point:
+        made = constant(data.double().numpy(), dtype=str(data.dtype).replace("torch.", ""))
+    elif data.dtype == torch.bool:
+        made = constant(data.numpy(), dtype="bool")
+    else:  # an integer tensor keeps its dtype (a uint8 reserve, int32 indices); its numbers are int64
+        made = constant(data.long().numpy(), dtype=str(data.dtype).replace("torch.", ""))
+    made.numbers_by = _TORCH
+    return made
+
+
 _KNOWN = frozenset({"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool"})
-TORCH_NUMBERS = TorchNumbers()
+TORCH_NUMBERS = _TORCH = TorchNumbers()
 """The one evaluator the tracer gives its leaves."""

@@ -39,15 +39,15 @@ from ..core.errors import (
 )
 from ..core.graph import dims_of
 from ..core.indexing import assigned
-from ..core.tensor import Tensor, constant
+from ..core.tensor import Tensor
 from ..core.tensor import method as tensor_method
 from .builtin_arguments import as_functional
-from .nn.activations import dropout_noise
 from .nn.modules.module import leaf_name
 from .nn.normalization import running_statistics
 from .sizes import Guard, Guards, SizeInt, holds_size, sizes_answer
-from .torch_numbers import TORCH_NUMBERS
+from .torch_numbers import TORCH_NUMBERS, constant_of
 from .trace_decomposed import decomposed
+from .trace_draws import attention_call, attention_draws, draws_noise, dropout_call, random_call
 from .trace_effects import (
     VALUE_READS,
     Assign,
@@ -142,7 +142,7 @@ class _Recorder:
                         f"{tuple(value.shape)}) which is neither an input nor a parameter symgrad found: pass it "
                         "as an input, or name what holds it with modules={'name': module_or_parameter}"
                     )
-                known = _constant_of(value)
+                known = constant_of(value)
                 self.bind(value, known)
             return known
         if isinstance(value, torch.Size):  # a tuple too, but one of ints: its symbolic sizes make a plain tuple
@@ -165,20 +165,6 @@ class _Recorder:
         elif isinstance(real, (tuple, list)) and isinstance(symbolic, (tuple, list)):
             for r, s in zip(real, symbolic, strict=False):
                 self.record(r, s)
-
-
-def _constant_of(value: Any) -> Tensor:
-    import torch
-
-    data = value.detach().cpu()
-    if data.dtype.is_floating_point:
-        made = constant(data.double().numpy(), dtype=str(data.dtype).replace("torch.", ""))
-    elif data.dtype == torch.bool:
-        made = constant(data.numpy(), dtype="bool")
-    else:  # an integer tensor keeps its dtype (a uint8 reserve, int32 indices); its numbers are int64
-        made = constant(data.long().numpy(), dtype=str(data.dtype).replace("torch.", ""))
-    made.numbers_by = TORCH_NUMBERS
-    return made
 
 
 # What symgrad says on purpose when it cannot follow a call torch made: a refusal. Anything else it raises there
@@ -222,10 +208,12 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
     named = as_functional(name, args, kwargs) if kind == "function" and not inspect.isfunction(func) else (args, kwargs)
     if kind == "function" and name == "batch_norm" and _batch_norm_updates(*named):
         return _batch_norm(recorder, functools.partial(func, *args, **kwargs), *named)
-    if kind == "function" and name == "dropout" and _draws_noise(*named):
-        return _dropout(recorder, functools.partial(func, *args, **kwargs), *named)
+    if kind == "function" and name == "dropout" and draws_noise(*named):
+        return dropout_call(recorder, functools.partial(func, *args, **kwargs), *named)
+    if kind == "function" and name == "scaled_dot_product_attention" and attention_draws(*named):
+        return attention_call(recorder, functools.partial(func, *args, **kwargs), *named)
     if draws_random(kind, name, target):
-        return _random(recorder, func, args, kwargs)
+        return random_call(recorder, func, kind, target, args, kwargs)
     updated = out_of_place(kind, target if kind != "function" else name)
     if kind == "method" and target == "__setitem__":  # x[index] = value: x becomes what assigned() says
         kind, target, updated = "function", assigned, "setitem"
@@ -324,16 +312,6 @@ def _check_len(symbolic: Any) -> None:
         )
 
 
-def _random(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any:
-    """A random draw other than dropout's (torch.randn_like, x.normal_(), …): its numbers are torch's, held as a
-    constant of the graph, and the trace notes the draw (an emitted module would repeat these numbers)."""
-    real = func(*args, **kwargs)
-    result = _constant_of(real if not isinstance(real, (tuple, list)) else real[0])
-    recorder.random_sites.append(f"{function_name(func)} ({user_line()})")
-    recorder.record(real, result)
-    return real
-
-
 def _symbolic_call(
     recorder: _Recorder,
     func: Callable,
@@ -421,49 +399,6 @@ def _batch_norm(recorder: _Recorder, call: Callable[[], Any], args: tuple, kwarg
                 sym["input"], paths.get("running_mean"), paths.get("running_var"), given["momentum"], given["eps"]
             )
         )
-    recorder.record(real, result)
-    recorder.sites[id(result)] = user_line()
-    return real
-
-
-_DROPOUT = ("input", "p", "training", "inplace")
-
-
-def _dropout_arguments(args: tuple, kwargs: dict) -> dict[str, Any]:
-    return {"p": 0.5, "training": True, "inplace": False, **dict(zip(_DROPOUT, args)), **kwargs}
-
-
-def _draws_noise(args: tuple, kwargs: dict) -> bool:
-    given = _dropout_arguments(args, kwargs)
-    return bool(given["training"]) and 0 < given["p"] < 1
-
-
-def _dropout(recorder: _Recorder, call: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
-    """F.dropout in training mode: torch draws the noise; the tracer draws it again from the same random state
-    (as torch's CPU kernel does: ``empty_like(x).bernoulli_(1 - p).div_(1 - p)``), checks that the output is
-    ``x * noise``, and the symbolic output multiplies by a noise node holding those numbers."""
-    import torch
-
-    given = _dropout_arguments(args, kwargs)
-    x, p = given["input"], float(given["p"])
-    if given["inplace"]:
-        check_update(x, recorder.viewed, "dropout", user_line())
-    symbolic_x = recorder.to_symbolic(x)
-    before, original = torch.random.get_rng_state(), x.detach().clone()
-    real = call()
-    after = torch.random.get_rng_state()
-    torch.random.set_rng_state(before)
-    noise = torch.empty_like(original).bernoulli_(1 - p).div_(1 - p)
-    torch.random.set_rng_state(after)
-    expected = original * noise
-    if not bool(((real == expected) | (real.isnan() & expected.isnan())).all()):
-        raise UnsupportedError(
-            f"dropout ({user_line()}): symgrad cannot draw the noise torch drew here (on {x.device}); "
-            "trace on the CPU, or in eval mode"
-        )
-    recorder.draws += 1
-    noise_node = dropout_noise(symbolic_x, p, noise.detach().double().cpu().numpy(), key=recorder.draws)
-    result = _symbolic_call(recorder, call, "function", lambda a, b: a * b, (), {}, ((symbolic_x, noise_node), {}))
     recorder.record(real, result)
     recorder.sites[id(result)] = user_line()
     return real

@@ -50,11 +50,16 @@ def test_creation_gives_torchs_numbers_dtype_and_shape(name: str) -> None:
     np.testing.assert_allclose(as_numpy(mine).astype(np.float64), as_numpy(theirs), rtol=tolerance, atol=tolerance)
 
 
-def test_empty_is_refused_in_one_line() -> None:
-    empty = lambda w: w.torch.empty(2, 2)  # noqa: E731
-    with pytest.raises(UnsupportedError) as caught:
-        empty(MINE)
-    assert "\n" not in str(caught.value)
+def test_empty_memory_is_read_only_once_filled() -> None:
+    """torch.empty, new_empty and empty_like: reading the memory is refused in one line; filling it first is the
+    fill (a random draw, fill_, copy_), as in torch."""
+    for empty in (lambda w: w.torch.empty(2, 2), lambda w: w.torch.ones(2, 2).new_empty((2, 2)),
+                  lambda w: w.torch.empty_like(w.torch.ones(2, 2))):  # fmt: skip
+        with pytest.raises(UnsupportedError) as caught:
+            (empty(MINE) + 1).tolist()
+        assert "\n" not in str(caught.value) and "uninitialised" in str(caught.value)
+        filled = [as_numpy(empty(w).fill_(2.5) * 2) for w in (REAL, MINE)]
+        np.testing.assert_array_equal(filled[0], filled[1])
 
 
 def test_a_created_leaf_that_requires_grad_gets_torchs_gradient() -> None:

@@ -170,6 +170,14 @@ CASES = [
         inputs=2,
     ),
     Case(
+        "fill",
+        lambda w, a, b: (
+            w.torch.fill(a, b.sum()) * a + a.new_empty(a.shape).fill_(2.5) * w.torch.empty_like(a).fill_(-1.0)
+        ),
+        inputs=2,
+        law=False,  # an in-place fill_ of symgrad.torch needs concrete sizes (a trace follows it at any)
+    ),
+    Case(
         "real_identities",
         lambda w, a: (
             w.torch.positive(a) * w.torch.conj(a)

@@ -30,6 +30,7 @@ from ...core.tensor import Tensor, apply
 from ..creation import zeros
 from ..pointwise import eq, ne
 from ..shape import cat
+from .activations import dropout
 
 
 def linear(input: Tensor, weight: Tensor, bias: Any = None) -> Tensor:
@@ -220,12 +221,24 @@ def scaled_dot_product_attention(
 ) -> Tensor:
     """softmax(Q Kᵀ · scale + mask) V, scale 1/√E by default. A boolean mask (or ``is_causal``) keeps the scores
     where it is True (−inf elsewhere), a float mask is added; a row with every score masked gives 0, as torch's.
-    ``dropout_p > 0`` draws a random mask, which symgrad cannot reproduce (refused)."""
+    ``dropout_p > 0`` drops attention weights as torch's kernel does (its noise drawn from torch's generator)."""
+    weights, value = attention_weights(query, key, value, attn_mask, is_causal, scale, enable_gqa)
     if dropout_p:
-        raise UnsupportedError(
-            f"scaled_dot_product_attention(dropout_p={dropout_p}) draws a random mask that symgrad cannot "
-            "reproduce; use dropout_p=0.0"
-        )
+        weights = dropout(weights, dropout_p, training=True)
+    return weights @ value
+
+
+def attention_weights(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Any = None,
+    is_causal: bool = False,
+    scale: Any = None,
+    enable_gqa: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """scaled_dot_product_attention's weights, softmax(Q Kᵀ · scale + mask), and the values they weigh (repeated
+    over the query's heads with ``enable_gqa``): the attention is ``dropout(weights) @ value``."""
     if is_causal and attn_mask is not None:
         raise TorchRuntimeError(
             "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
@@ -245,9 +258,8 @@ def scaled_dot_product_attention(
         scores = scores + apply("where", keep, 0.0, -math.inf)
     empty = _masked_rows(keep, attn_mask, scores.shape)
     if empty is None:
-        return scores.softmax(-1) @ value
-    weights = apply("where", empty, 0.0, apply("where", empty, 0.0, scores).softmax(-1))
-    return weights @ value
+        return scores.softmax(-1), value
+    return apply("where", empty, 0.0, apply("where", empty, 0.0, scores).softmax(-1)), value
 
 
 def _repeat_heads(t: Tensor, query: Tensor, what: str) -> Tensor:

@@ -1,7 +1,7 @@
 """Initial parameters as torch draws them: the real ``torch.nn`` layer, built from symgrad's random generator.
 
 A layer's default initialisation is torch's own code: the same real layer is built with the same arguments,
-drawing from the generator behind :func:`symgrad.torch.manual_seed` and ``randn``, so that a script using
+drawing from torch's generator, which :func:`symgrad.torch.manual_seed` seeds, so that a script using
 ``symgrad.torch`` gets the numbers the same script gets with torch. With symbolic sizes the parameters are
 symbols without numbers. This is the one module of :mod:`symgrad.torch.nn.modules` that imports torch.
 
@@ -20,29 +20,18 @@ from ....core.constructors import dtype_name, symbols
 from ....core.dims import is_concrete
 from ....core.errors import UnsupportedError
 from ....core.tensor import auto_name
-from ... import creation
-
-
-def _generator() -> Any:
-    """The torch.Generator of symgrad's random functions (made on first use, as they make it)."""
-    creation.randn(0)
-    return creation._state["generator"]  # creation keeps it in its module state; no public accessor yet
 
 
 def torch_layer(kind: str, *args: Any, device: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
-    """The real ``torch.nn.<kind>(*args, **kwargs)``, its random numbers drawn from symgrad's generator."""
+    """The real ``torch.nn.<kind>(*args, **kwargs)``, its random numbers drawn from torch's generator (symgrad's
+    random functions draw from it too, see :func:`symgrad.torch.creation.random_generator`)."""
     import torch
 
     if device is not None and str(device) != "cpu":
         raise UnsupportedError(f"symgrad computes on the CPU; device={device!r} is not supported, use device=None")
     if dtype is not None:
         kwargs["dtype"] = getattr(torch, dtype_name(dtype))
-    generator = _generator()
-    with torch.random.fork_rng(devices=[]):
-        torch.set_rng_state(generator.get_state())
-        layer = getattr(torch.nn, kind)(*args, **kwargs)
-        generator.set_state(torch.get_rng_state())
-    return layer
+    return getattr(torch.nn, kind)(*args, **kwargs)
 
 
 def initial_parameters(kind: str, shapes: dict[str, Any], *args: Any, **kwargs: Any) -> dict[str, Any]:

@@ -1,0 +1,122 @@
+"""torch's own modules and the idioms of public model code, through the five stages of :mod:`model_stages`:
+recurrent networks at a symbolic batch (with dropout between layers), attention and transformer layers in
+training mode with their default dropout, DropPath, a reparameterization's ``randn_like``.
+
+CI runs a spread of the recurrent configurations; ``SYMGRAD_MODELS_FULL=1`` runs them all.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import pytest
+import torch
+from model_stages import five_stages
+
+F64 = torch.float64
+FULL = os.environ.get("SYMGRAD_MODELS_FULL", "") == "1"
+
+
+def _sequence(batch_first: bool):
+    def data(b: int, seed: int) -> tuple:
+        generator = torch.Generator().manual_seed(seed)
+        return (torch.randn((b, 5, 3) if batch_first else (5, b, 3), dtype=F64, generator=generator),)
+
+    return data
+
+
+RECURRENT = [
+    (cls, batch_first, bidirectional, dropout)
+    for cls, (batch_first, bidirectional), dropout in itertools.product(
+        (torch.nn.RNN, torch.nn.GRU, torch.nn.LSTM),
+        ((False, False), (True, False), (False, True), (True, True)),
+        (0.0, 0.25),
+    )
+]
+IN_CI = {(torch.nn.RNN, False, False, 0.0), (torch.nn.GRU, True, False, 0.25), (torch.nn.LSTM, True, True, 0.25),
+         (torch.nn.LSTM, False, False, 0.0)}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "config",
+    [c for c in RECURRENT if FULL or c in IN_CI],
+    ids=lambda c: f"{c[0].__name__}-{'batch_first' if c[1] else 'time_first'}-{'bi' if c[2] else 'uni'}-p{c[3]}",
+)
+def test_recurrent_networks_pass_the_five_stages_at_a_symbolic_batch(config) -> None:
+    """nn.RNN, GRU and LSTM of two layers, with and without an initial state: a symbolic batch, torch's gradients,
+    and a drop-in that trains as the module does (the same dropout masks under the same seed)."""
+    cls, batch_first, bidirectional, dropout = config
+
+    def make() -> torch.nn.Module:
+        return cls(3, 4, num_layers=2, batch_first=batch_first, bidirectional=bidirectional, dropout=dropout).double()
+
+    def with_state(model: torch.nn.Module):
+        def loss(x: torch.Tensor) -> torch.Tensor:
+            h = torch.zeros(2 * (2 if bidirectional else 1), x.shape[0 if batch_first else 1], 4, dtype=x.dtype)
+            state = (h, h + 0.5) if isinstance(model, torch.nn.LSTM) else h
+            return model(x, state)[0].square().mean()
+
+        return loss
+
+    data = _sequence(batch_first)
+    five_stages(make, data, [0 if batch_first else 1], seeded=dropout > 0, prove=not FULL or dropout == 0)
+    five_stages(make, data, [0 if batch_first else 1], loss_of=with_state, seeded=dropout > 0, prove=False)
+
+
+class DropPath(torch.nn.Module):
+    """Stochastic depth as timm writes it: a per-sample keep mask drawn into ``new_empty``."""
+
+    def __init__(self, p: float = 0.3) -> None:
+        super().__init__()
+        self.p, self.fc = p, torch.nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        keep = 1 - self.p
+        mask = x.new_empty((x.shape[0],) + (1,) * (x.ndim - 1)).bernoulli_(keep)
+        return x + self.fc(x) * mask.div_(keep)
+
+
+class Reparameterized(torch.nn.Module):
+    """A VAE's sample: mean + noise · std, the noise ``randn_like``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.mean, self.log_var = torch.nn.Linear(3, 2), torch.nn.Linear(3, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean, log_var = self.mean(x), self.log_var(x)
+        return mean + torch.randn_like(mean) * (0.5 * log_var).exp()
+
+
+def _rows(b: int, seed: int) -> tuple:
+    return (torch.randn((b, 3), dtype=F64, generator=torch.Generator().manual_seed(seed)),)
+
+
+def _tokens(b: int, seed: int) -> tuple:
+    return (torch.randn((b, 3, 4), dtype=F64, generator=torch.Generator().manual_seed(seed)),)
+
+
+RANDOM = {
+    "DropPath": (lambda: DropPath().double(), _rows, None),
+    "randn_like": (lambda: Reparameterized().double(), _rows, None),
+    "TransformerEncoderLayer": (
+        lambda: torch.nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, batch_first=True).double(),
+        _tokens,
+        None,
+    ),
+    "MultiheadAttention": (
+        lambda: torch.nn.MultiheadAttention(4, 2, dropout=0.2, batch_first=True).double(),
+        _tokens,
+        lambda m: lambda x: m(x, x, x)[0].square().mean(),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(RANDOM))
+def test_modules_that_draw_random_numbers_train_as_torch_under_the_same_seed(name: str) -> None:
+    """Training mode with random draws (a transformer layer's default dropout in attention and MLP, DropPath's
+    bernoulli_ into new_empty, randn_like): the drop-in draws what the model draws, and its backward reads them."""
+    make, data, loss_of = RANDOM[name]
+    kwargs = {"loss_of": loss_of} if loss_of is not None else {}
+    five_stages(make, data, [0], seeded=True, **kwargs)
