@@ -31,6 +31,7 @@ from .dims import Shape, as_shape, format_shape, is_concrete, normalize_dim, num
 from .dtypes import Operand, is_floating, result_dtype
 from .errors import (
     AutogradError,
+    InternalError,
     ShapeError,
     SymbolicShapeError,
     SymgradError,
@@ -297,7 +298,14 @@ class Tensor(TensorMethods):
             pending = [node for node in topological(self) if node._value_cache is None]
             check_budget([node for node in pending if node.op is None or node.op.float64 is None], lambda: self.name)
             for node in pending:
-                node._value_cache = node._compute_values()
+                numbers = node._compute_values()
+                if np.shape(numbers) != tuple(node.shape):  # never hand out numbers of another shape
+                    raise InternalError(
+                        f"the numbers of {node.op.name if node.op is not None else node.kind} came out of shape "
+                        f"{format_shape(np.shape(numbers))} for a tensor of shape {format_shape(node.shape)} "
+                        "(a bug in symgrad: please report it)"
+                    )
+                node._value_cache = numbers
         return self._value_cache  # type: ignore[return-value]
 
     def values(self) -> np.ndarray:

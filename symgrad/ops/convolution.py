@@ -168,6 +168,14 @@ def convolution_weight_grad(x: Tensor, g: Tensor, size: tuple, **geometry: Any) 
     return apply("convolution_weight_grad", x, g, size=tuple(size), **geometry)
 
 
+def _cropped(t: Tensor, shape: tuple) -> Tensor:
+    """``t`` cut to ``shape`` in its spatial dims: a transposed convolution's output_padding adds rows after its
+    output that no input entry reaches, and the convolution back from them gives an entry too many there."""
+    if tuple(t.shape[2:]) == tuple(shape[2:]):
+        return t
+    return apply("index", t, index=(slice(None), slice(None), *(slice(0, d) for d in shape[2:])), via="index")
+
+
 def _torch_input_grad(torch, g, w, *, size, stride, padding, dilation, groups):
     extra = _output_padding(size, tuple(g.shape[2:]), tuple(w.shape[2:]), stride, padding, dilation)
     transpose = getattr(torch.nn.functional, f"conv_transpose{len(stride)}d")
@@ -242,7 +250,7 @@ register(
         r"\operatorname{{conv\_transpose{n}d}}\left({0}, {1}\right)",
         "ConvolutionBackward0",
         vjp=lambda h, out, g, w, size, **attrs: (
-            apply("convolution", h, w, **_geometry(attrs)),
+            _cropped(apply("convolution", h, w, **_geometry(attrs)), g.shape),
             convolution_weight_grad(h, g, w.shape[2:], **_geometry(attrs)),
         ),
         tags=frozenset({"bilinear"}),

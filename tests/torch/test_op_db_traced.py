@@ -14,8 +14,9 @@ cotangent against ``torch.autograd.grad``. An entry ends as one status:
 
 Entries that draw random numbers (``bernoulli``, ``normal``…) are compared by drawing under one seed on both sides.
 
-CI runs :data:`CI_SHARE` of the entries, a fixed spread over the list; ``SYMGRAD_OP_DB_ALL=1`` runs every entry,
-and ``python tests/torch/test_op_db_traced.py [--symbolic] [names...]`` prints the table with the counts.
+CI runs :data:`CI_SHARE` of the entries, a fixed spread over the list, with :data:`SAMPLES` samples each;
+``SYMGRAD_OP_DB_ALL=1`` runs every entry with every sample, and ``python tests/torch/test_op_db_traced.py
+[--symbolic] [names...]`` prints the table with the counts (every sample too with ``SYMGRAD_OP_DB_ALL=1``).
 ``--symbolic`` (or ``SYMGRAD_OP_DB_SYMBOLIC=1``) also traces each sample with its first input's first size
 symbolic and compares the law's numbers at the example's sizes: a trace may refuse a symbolic size in one line,
 never differ.
@@ -46,7 +47,7 @@ pytest.importorskip("expecttest")
 import symgrad as sg  # noqa: E402
 
 RTOL = ATOL = 1e-7  # as test_opinfo: torch's float64 Bessel and Airy functions are accurate to about 1e-8 only
-SAMPLES = 3  # samples per entry, the smallest first
+SAMPLES = 3  # samples per entry in CI, spread over them (every sample with SYMGRAD_OP_DB_ALL=1)
 MAX_NUMEL = 2000  # tensor entries in a sample's inputs and in torch's output
 SAMPLE_CPU_SECONDS = 20.0  # a sample still running after this much CPU time is reported as slow (fails)
 CI_SHARE = 12  # CI runs one entry in CI_SHARE
@@ -358,7 +359,7 @@ def _samples(op: Any) -> list[Any]:
         warnings.simplefilter("ignore")
         samples = list(op.sample_inputs("cpu", dtype, requires_grad=dtype.is_floating_point and op.supports_autograd))
     small = sorted((s for s in samples if _numel(s) <= MAX_NUMEL), key=_numel)
-    if len(small) <= SAMPLES:
+    if len(small) <= SAMPLES or ALL:
         return small
     picks = np.linspace(0, len(small) - 1, SAMPLES).round().astype(int).tolist()
     return [small[k] for k in sorted(set(picks))]
