@@ -25,11 +25,6 @@ import math
 
 import torch
 
-# Kernels from torch.ops.aten, torch's operator namespace (torch.* has no spelling of them): the backward kernels
-# torch's own autograd runs for tanh, sigmoid, relu, gelu, softmax and log_softmax (one kernel where the formula takes
-# three or four), and nll_loss_forward, which returns the loss with the total weight its backward divides by;
-# torch differentiates them twice and in forward mode. Used here: _softmax_backward_data.
-
 
 def _check_shapes(Q, K, V):
     """Raise ValueError unless the inputs have the shapes given in the module docstring."""
@@ -68,11 +63,10 @@ def vjp(Q, K, V, grad_output):
     _check_shapes(Q, K, V)
     d = Q.shape[1]
     t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
-    t_2 = grad_output @ V.T
-    t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
-    t_4 = t_3 / math.sqrt(d)
-    grad_Q = t_4 @ K
-    grad_K = t_4.T @ Q
+    t_2 = torch.ops.aten._softmax_backward_data((grad_output @ V.T).to(t_1.dtype), t_1, 1, t_1.dtype)
+    t_3 = t_2 / math.sqrt(d)
+    grad_Q = t_3 @ K
+    grad_K = t_3.T @ Q
     grad_V = t_1.T @ grad_output
     return (grad_Q, grad_K, grad_V)
 
@@ -83,11 +77,10 @@ def forward_and_vjp(Q, K, V, grad_output):
     d = Q.shape[1]
     t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
     output = t_1 @ V
-    t_2 = grad_output @ V.T
-    t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
-    t_4 = t_3 / math.sqrt(d)
-    grad_Q = t_4 @ K
-    grad_K = t_4.T @ Q
+    t_2 = torch.ops.aten._softmax_backward_data((grad_output @ V.T).to(t_1.dtype), t_1, 1, t_1.dtype)
+    t_3 = t_2 / math.sqrt(d)
+    grad_Q = t_3 @ K
+    grad_K = t_3.T @ Q
     grad_V = t_1.T @ grad_output
     return output, (grad_Q, grad_K, grad_V)
 
@@ -126,11 +119,10 @@ class AttentionScoresFunction(torch.autograd.Function):
         (d,) = ctx.sizes
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
-        t_2 = grad_output @ V.T
-        t_3 = torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, 1, t_1.dtype)
-        t_4 = t_3 / math.sqrt(d)
-        grad_Q = t_4 @ K
-        grad_K = t_4.T @ Q
+        t_2 = torch.ops.aten._softmax_backward_data((grad_output @ V.T).to(t_1.dtype), t_1, 1, t_1.dtype)
+        t_3 = t_2 / math.sqrt(d)
+        grad_Q = t_3 @ K
+        grad_K = t_3.T @ Q
         grad_V = t_1.T @ grad_output
         return grad_Q, grad_K, grad_V
 
@@ -147,9 +139,11 @@ class AttentionScoresFunction(torch.autograd.Function):
         if tangent_V is None:
             tangent_V = torch.zeros_like(V)
         d = Q.shape[1]
-        t_5 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
-        t_6 = ((Q @ tangent_K.T + tangent_Q @ K.T) / math.sqrt(d)) * t_5
-        output_tangent = t_5 @ tangent_V + (t_6 + (-t_6).sum(dim=1, keepdim=True) * t_5) @ V
+        t_4 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
+        t_5 = torch.ops.aten._softmax_backward_data(
+            ((Q @ tangent_K.T + tangent_Q @ K.T) / math.sqrt(d)).to(t_4.dtype), t_4, 1, t_4.dtype
+        )
+        output_tangent = t_4 @ tangent_V + t_5 @ V
         return output_tangent, None
 
 

@@ -621,6 +621,12 @@ def _run(args: argparse.Namespace) -> int:
         f"{skip} smaller sizes (or symbolic ones, for the law instead of the entries) take less, and "
         f"--time-limit SECONDS allows more"
     ).strip()
+    if args.verb == "verify" and verification.names_a_path(args.function):  # a limit for each Function in it
+        args.each_limit = (
+            seconds,
+            "order = 1 in its spec skips the second order, and --time-limit SECONDS allows more",
+        )
+        seconds = None
     with time_limit(seconds, f"symgrad {args.verb}", way_out):
         return _run_verb(args)
 

@@ -50,7 +50,7 @@ class Model:
         return list(self.trace.parameters.values())
 
 
-def _read_module(path: Path, option: str = "--module") -> Any:
+def read_module(path: Path, option: str = "--module") -> Any:
     """Import the file as a fresh module (its own name, so two models never collide), with its folder on
     ``sys.path`` as ``python FILE.py`` has it (so that it imports its neighbours)."""
     name = f"symgrad_user_model_{abs(hash(str(path.resolve())))}"
@@ -152,11 +152,12 @@ class InputDraws:
     symbolic size name always drawn at the same size (3, 4, … in order of first use), and torch.export's
     dynamic_shapes for those names (:attr:`dynamic`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, floor: int = 0) -> None:
+        """``floor``: the smallest size a symbolic name is drawn at (past the largest index a given value holds)."""
         import torch
 
         self.generator = torch.Generator().manual_seed(SEED)
-        self.sizes = itertools.count(FIRST_SIZE)
+        self.sizes = itertools.count(max(FIRST_SIZE, floor))
         self.symbolic: dict[str, int] = {}
         self.dynamic: dict[str, dict[int, str]] = {}
 
@@ -200,7 +201,7 @@ def find_in_file(spec: str, option: str = "--module") -> tuple[Any, str, Path]:
     path = Path(where)
     if path.suffix != ".py" or not path.is_file():
         raise SymgradError(f"{option}: {where} is not a Python file")
-    module = _read_module(path, option)
+    module = read_module(path, option)
     if not hasattr(module, name):
         found = sorted(n for n in vars(module) if not n.startswith("_"))
         raise SymgradError(f"{option}: {path.name} has no {name} (it defines {', '.join(found) or 'nothing'})")

@@ -394,6 +394,7 @@ def run_serve(args: argparse.Namespace, run: Callable[[list[str]], int]) -> int:
         listener.close()
         why = getattr(error, "strerror", None) or error
         raise SymgradError(f"cannot listen on {args.host}:{args.port}: {why}") from None
+    listener.listen(128)  # before the address is printed: a client that reads it may connect at once
     host, port = listener.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"symgrad: serving the playground on http://{shown}:{port}/ (Ctrl-C stops it)", flush=True)

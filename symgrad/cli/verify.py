@@ -4,7 +4,8 @@ plain function that applies a Function: the Function is verified at the argument
 
 Each input of the Function's forward is given once: ``--input NAME=DIMS[:KIND]`` draws it at random (float64
 normals, or integers in a range, as ``--module`` inputs are drawn), with a name making a size symbolic, and
-``--value NAME=LIST`` gives its numbers; ``--number NAME=NUMBER`` passes a plain Python number (an ``eps``), and an
+``--value NAME=LIST`` gives its numbers (data, held at those values, beside inputs given with --input, which
+are checked); ``--number NAME=NUMBER`` passes a plain Python number (an ``eps``), and an
 input with a default in the signature takes it when it is not given. The file runs as Python, with its own folder
 on ``sys.path``. Exit 0 when every gradient is proved, 1 when one differs (the report names it, with the first entry
 that differs and numbers), 2 on bad input or code that cannot be traced (one line).
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import itertools
+from pathlib import Path
 from typing import Any
 
 from ..core.errors import SymgradError
@@ -22,6 +24,7 @@ from ..reader import parse_values
 from ..verify import function_class, input_defaults, input_names, verify_backward
 from .errors import EXIT_MISMATCH
 from .models import InputDraws, InputSpec, find_in_file, option_pairs, parse_input
+from .verify_many import verify_path
 
 
 def add_parser(verbs: Any) -> argparse.ArgumentParser:
@@ -31,8 +34,9 @@ def add_parser(verbs: Any) -> argparse.ArgumentParser:
     )
     verify.add_argument(
         "function",
-        metavar="FILE.py:NAME",
-        help="the Function subclass, custom op, or a function that applies one (the file runs as Python)",
+        metavar="FILE.py:NAME|PATH",
+        help="the Function subclass, custom op, or a function that applies one (the file runs as Python); or a "
+        "folder, package or file: every Function in it, at the inputs [tool.symgrad.verify] in pyproject.toml gives",
     )
     verify.add_argument(
         "--input",
@@ -98,7 +102,9 @@ def _examples(
             f"give each input of {label} with --input NAME=DIMS, --value NAME=LIST or --number NAME=NUMBER; "
             f"missing {missing[0]}"
         )
-    draw = InputDraws()
+    # integers given with --value may index a symbolic size (class targets): every symbolic size is drawn past them
+    given_ints = [v for data in values.values() for v in _flat(data) if isinstance(v, int) and not isinstance(v, bool)]
+    draw = InputDraws(floor=max(given_ints, default=-1) + 1)
     examples = []
     for name in names:
         if name in numbers:
@@ -109,6 +115,12 @@ def _examples(
             examples.append(torch.tensor(data, dtype=torch.float64 if floating else torch.int64))
         else:
             examples.append(draw(name, specs[name]))
+    # numbers given with --value are data (a target that sums to 1) where other inputs are drawn: those require
+    # grad, and the verdict holds for the data's values (see verify_backward)
+    if any(n in values and examples[k].is_floating_point() for k, n in enumerate(names)):
+        for k, name in enumerate(names):
+            if name in specs and examples[k].is_floating_point():
+                examples[k].requires_grad_()
     return examples, draw.dynamic
 
 
@@ -124,7 +136,25 @@ def _flat(data: Any) -> list:
     return [v for item in data for v in _flat(item)] if isinstance(data, list) else [data]
 
 
+def names_a_path(function: str) -> bool:
+    """Whether ``symgrad verify``'s argument is a PATH (every Function in it), not FILE.py:NAME."""
+    _, colon, name = function.rpartition(":")
+    return not colon or not name.isidentifier() or Path(function).exists()
+
+
 def run_verify(args: argparse.Namespace) -> int:
+    if names_a_path(args.function):
+        if args.input or args.value or args.number:
+            raise SymgradError(
+                "verify PATH takes each Function's inputs from its spec ([tool.symgrad.verify] in pyproject.toml, or "
+                "symgrad.testing.verify_spec), not from --input, --value or --number: name one with FILE.py:NAME"
+            )
+        seconds, way_out = getattr(args, "each_limit", (None, ""))
+        code = 0
+        for line, worst in verify_path(Path(args.function), verified, seconds, way_out):
+            print(line, flush=True)
+            code = worst
+        return code
     verdict = verified(args.function, args.input, args.value, args.order, args.number)
     print(verdict.report())
     return 0 if verdict.held else EXIT_MISMATCH

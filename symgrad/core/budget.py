@@ -8,7 +8,9 @@ n!·n. Above :data:`MAX_TERMS` symgrad refuses in one line and names the ways ou
 
 Work whose cost an estimate cannot bound (differentiating, simplifying, proving) runs under
 :func:`time_limit`: the loops that do it call :func:`tick`, which, past about 2 seconds, reports progress in one
-line on stderr and, past the limit, refuses with :class:`WorkBudgetError` naming the way out.
+line on stderr and, past the limit, refuses with :class:`WorkBudgetError` naming the way out. A limit counts the
+CPU time of this process (all its threads), not the wall clock: a verdict must not depend on how busy the machine
+is. A wall-clock backstop, :data:`WALL_BACKSTOP` times the limit, ends work that waits instead of computing.
 
 >>> import symgrad as sg
 >>> x = sg.symbols("x", (100_000, 100_000))
@@ -69,6 +71,8 @@ def check_budget(nodes: Iterable[Tensor], what: Callable[[], str]) -> None:
 
 PROGRESS_AFTER = 2.0  # seconds of work before the first progress line
 PROGRESS_EVERY = 5.0  # seconds between progress lines
+WALL_BACKSTOP = 10.0  # a limit of s seconds of CPU time also ends the work after 10·s + 30 s on the wall clock
+_BACKSTOP_EXTRA = 30.0
 
 
 @dataclass
@@ -78,6 +82,7 @@ class _Clock:
     way_out: str
     report: Callable[[str], None]
     start: float = field(default_factory=time.monotonic)
+    cpu_start: float = field(default_factory=time.process_time)
     reported: float = 0.0
     status: str = ""  # the last tick's status, for the alarm's message (formatted only then)
     status_args: tuple = ()
@@ -124,13 +129,29 @@ def time_limit(
             _arm()
 
 
+def _over(clock: _Clock, now: float, cpu: float) -> bool:
+    if clock.seconds is None:
+        return False
+    return cpu - clock.cpu_start > clock.seconds or now - clock.start > WALL_BACKSTOP * clock.seconds + _BACKSTOP_EXTRA
+
+
 def _expired(now: float) -> _Clock | None:
-    return next((c for c in _RUNNING.clocks if c.seconds is not None and now - c.start > c.seconds), None)
+    cpu = time.process_time()
+    return next((c for c in _RUNNING.clocks if _over(c, now, cpu)), None)
 
 
 def _refuse(clock: _Clock, status: str) -> WorkBudgetError:
     at = f" (at {status})" if status else ""
     return WorkBudgetError(f"{clock.what} did not finish within {clock.seconds:g} s{at}: {clock.way_out}")
+
+
+def _next_check(clock: _Clock, now: float, cpu: float) -> float:
+    """The wall-clock time at which ``clock`` may run out: its CPU time cannot grow faster than the wall clock
+    times the threads that compute, so the alarm checks again at least every second."""
+    assert clock.seconds is not None
+    cpu_left = clock.seconds - (cpu - clock.cpu_start)
+    backstop = clock.start + WALL_BACKSTOP * clock.seconds + _BACKSTOP_EXTRA
+    return min(now + max(min(cpu_left, 1.0), 0.0), backstop)
 
 
 def _on_alarm(signum: int, frame: object) -> None:
@@ -152,7 +173,8 @@ def _progress(clock: _Clock, now: float, where: str) -> None:
     if elapsed >= PROGRESS_AFTER and now - clock.reported >= PROGRESS_EVERY:
         clock.reported = now
         limit = f", limit {clock.seconds:g} s" if clock.seconds is not None else ""
-        clock.report(f"symgrad: {clock.what}: {where or 'working'} ({elapsed:.0f} s{limit})")
+        used = time.process_time() - clock.cpu_start
+        clock.report(f"symgrad: {clock.what}: {where or 'working'} ({used:.0f} s of CPU time{limit})")
 
 
 def _arm() -> bool:
@@ -163,7 +185,8 @@ def _arm() -> bool:
     current = signal.getsignal(signal.SIGALRM)
     if current not in (signal.SIG_DFL, _on_alarm, None):
         return False
-    deadlines = [c.start + c.seconds for c in _RUNNING.clocks if c.seconds is not None]
+    now, cpu = time.monotonic(), time.process_time()
+    deadlines = [_next_check(c, now, cpu) for c in _RUNNING.clocks if c.seconds is not None]
     if _RUNNING.clocks:  # the next progress line, too
         outer = _RUNNING.clocks[0]
         deadlines.append(max(outer.start + PROGRESS_AFTER, outer.reported + PROGRESS_EVERY))

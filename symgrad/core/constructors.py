@@ -120,8 +120,9 @@ def symbols(
 
 
 def symbols_like(t: Tensor, name: str, *, values: Any = None, distinct: bool = False) -> Tensor:
-    """Symbols shaped like ``t``, e.g. a symbolic grad_tensor ``v``."""
-    return symbols(name, t.shape, values=values, distinct=distinct)
+    """Symbols shaped like ``t`` and of its dtype (a floating one), e.g. a symbolic grad_tensor ``v``."""
+    dtype = t.dtype if is_floating(t.dtype) else "float32"
+    return symbols(name, t.shape, values=values, distinct=distinct, dtype=dtype)
 
 
 def formula(

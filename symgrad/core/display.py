@@ -198,10 +198,14 @@ def law_text(t: Tensor) -> str:
     long, the parts it uses more than once are named first (``t1 = torch.tanh(W1 @ X + b1)``), as the CLI does."""
     if t.op is None or t.given_name is not None:
         return t.name
-    text = TorchPrinter().doprint(t)
-    if len(text) <= MAX_EXPRESSION_TEXT:
-        return text
+    text = None
+    if _tree_size(t, MAX_EXPRESSION_TEXT) <= MAX_EXPRESSION_TEXT:  # else written out as a tree it never ends
+        text = TorchPrinter().doprint(t)
+        if len(text) <= MAX_EXPRESSION_TEXT:
+            return text
     found = listing([("", t)])
+    if text is None and not found.definitions:
+        text = TorchPrinter().doprint(t)  # a tree after all: nothing is shared
     if not found.definitions:
         return text
     return "".join(f"\n    {name} = {body}" for name, body in found.definitions) + f"\n    {found.results[0][1]}"

@@ -36,6 +36,20 @@ def is_floating(dtype: str) -> bool:
     return dtype in _FLOAT_WIDTH
 
 
+_KERNEL_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
+_SCALAR_TYPES = {"float64": "Double", "float32": "Float", "float16": "Half", "bfloat16": "BFloat16"}
+
+
+def same_dtype_message(a: str, b: str) -> str:
+    """torch's matrix products' error for operands of two floating dtypes."""
+    return f"expected m1 and m2 to have the same dtype, but got: {_KERNEL_NAMES[a]} != {_KERNEL_NAMES[b]}"
+
+
+def scalar_type_message(expected: str, found: str) -> str:
+    """torch's kernels' error for an operand whose floating dtype is not the first operand's."""
+    return f"expected scalar type {_SCALAR_TYPES[expected]} but found {_SCALAR_TYPES[found]}"
+
+
 def promote_floats(dtypes: Sequence[str]) -> str:
     """torch.promote_types over floating dtypes: the widest; float16 with bfloat16 is float32."""
     widest = max(dtypes, key=lambda d: _FLOAT_WIDTH[d])

@@ -186,7 +186,7 @@ def index_items(index: object) -> tuple:
     return (index,)
 
 
-def _is_advanced(item: object) -> bool:
+def is_advanced(item: object) -> bool:
     if isinstance(item, (bool, np.bool_)):
         return True
     if isinstance(item, np.generic):  # a NumPy integer is an int
@@ -264,9 +264,9 @@ def _index_values(index: Tensor | np.ndarray) -> np.ndarray | None:
 def getitem(t: Tensor, index: object) -> Tensor:
     """``t[index]`` as torch reads it: basic indexing, or advanced indexing by integer tensors, lists and masks."""
     items = index_items(index)
-    if not any(_is_advanced(item) for item in items):
+    if not any(is_advanced(item) for item in items):
         return t.apply_op("index", t, index=normalize_index(items), via="index")
-    parsed = [_as_index(item) if _is_advanced(item) else ("basic", item) for item in items]
+    parsed = [_as_index(item) if is_advanced(item) else ("basic", item) for item in items]
     consumed = 0
     for kind, value in parsed:
         if kind == "mask":
@@ -596,31 +596,6 @@ def _from_zero(indices: Tensor, size: Any) -> Tensor:
     if values is None or not (values < 0).any() or not isinstance(size, int):
         return indices
     return int_constant(indices, values % max(size, 1))
-
-
-def assigned(t: Tensor, index: object, value: Any) -> Tensor:
-    """What ``t[index] = value`` leaves in ``t``, as a new tensor: ``value`` (broadcast, in ``t``'s dtype) where the
-    index reaches, ``t`` elsewhere. Basic indices (ints, slices, None, ``...``) only."""
-    items = index_items(index)
-    if any(_is_advanced(item) for item in items):
-        raise UnsupportedError(
-            "x[index] = value with an index of tensors, lists or masks is not followed; use torch.where, "
-            "index_put or scatter instead"
-        )
-    if t.dtype == "bool":
-        raise UnsupportedError("x[index] = value into a boolean tensor is not followed; use torch.where instead")
-    key = normalize_index(items)
-    region = getitem(t, index)
-    value = value if is_tensor(value) else t.apply_op("full", shape=(), value=value)
-    if value.dtype != t.dtype:
-        value = value.to(t.dtype)
-    while value.ndim > region.ndim and value.shape[0] == 1:  # torch drops leading 1s of the value
-        value = value[0]
-    if tuple(value.shape) != tuple(region.shape):
-        value = value.expand(*region.shape)
-    placed = t.apply_op("index_backward", value, shape=t.shape, index=key)
-    reached = t.apply_op("index_backward", t.apply_op("full", shape=region.shape, value=1), shape=t.shape, index=key)
-    return t.apply_op("where", reached.ne(0), placed, t)
 
 
 def note_index_range(index: Tensor, rows: Any) -> None:

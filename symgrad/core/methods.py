@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import indexing
+from . import assignment, indexing
 from .arrays import object_array, topk_positions
 from .conversions import ConversionMethods
 from .dims import as_shape, format_shape, normalize_dim, normalize_dims, numel, reshape_target
@@ -204,6 +204,10 @@ class TensorMethods(OperatorMethods, ConversionMethods):
             raise TorchRuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
         return self.reshape(*self.shape[:start], numel(self.shape[start : end + 1]), *self.shape[end + 1 :])
 
+    def ravel(self) -> Tensor:
+        """The entries in one row, in order: ``reshape(-1)``."""
+        return self.reshape(-1)
+
     def __getitem__(self, index: Any) -> Tensor:
         """Basic indexing (ints, slices, None, ``...``) and torch's advanced indexing (integer tensors,
         lists, boolean masks), see :mod:`symgrad.core.indexing`."""
@@ -262,12 +266,15 @@ class TensorMethods(OperatorMethods, ConversionMethods):
 
     def diff(self, n: int = 1, dim: int = -1, prepend: Any = None, append: Any = None) -> Tensor:
         """``n``-th forward differences along ``dim``: ``out[i] = x[i + 1] − x[i]``, after joining ``prepend`` and
-        ``append`` (torch's order); for booleans, torch's "changed": their xor."""
+        ``append`` (torch's order); for booleans, torch's "changed": their xor. As torch, ``n=0`` gives the input
+        itself, without what would be joined."""
         if self.ndim == 0:
             raise TorchRuntimeError("diff expects input to be at least one-dimensional")
         if n < 0:
             raise TorchRuntimeError(f"order must be non-negative but got {n}")
         axis = normalize_dim(dim, self.ndim)
+        if n == 0:
+            return self
         parts = [p for p in (prepend, self, append) if p is not None]
         out = self.apply_op("cat", *parts, dim=axis) if len(parts) > 1 else self
         for _ in range(n):
@@ -348,6 +355,10 @@ class TensorMethods(OperatorMethods, ConversionMethods):
 
     def take_along_dim(self, indices: Any, dim: int | None = None) -> Tensor:
         return indexing.take_along_dim(self, indices, dim)
+
+    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+        """``self[indices] = values`` out of place (``+=`` with ``accumulate``): see :mod:`symgrad.core.assignment`."""
+        return assignment.index_put(self, indices, values, accumulate)
 
     def masked_fill(self, mask: Any, value: Any) -> Tensor:
         if getattr(mask, "dtype", None) != "bool":

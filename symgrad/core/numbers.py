@@ -129,7 +129,7 @@ def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
     # SymPy's exact 0 * x is 0 before x's nan arrives)
     promoted = any(floats) and all(f or part.dtype == "bool" or part.dtype.startswith("int")
                                    for f, part in zip(floats, node.inputs))  # fmt: skip
-    if node.op.float64 is not None and promoted:
+    if node.op.float64 is not None and (promoted or not node.inputs):  # or made from its attributes alone
         arrays = [np.asarray(numbers_of(part), dtype=np.float64) for part in node.inputs]
         with np.errstate(all="ignore"):
             result = np.asarray(node.op.float64(*arrays, **node.attrs))

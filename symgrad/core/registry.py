@@ -7,7 +7,7 @@ autograd engine of :mod:`symgrad.derive` registers itself in :data:`ENGINES`, so
 ``Tensor.backward`` reaches it without the core importing the layers above.
 
 >>> sorted(TAGS)
-['bilinear', 'broadcasting', 'comparison', 'creation', 'kernel', 'layout', 'linear', 'random']
+['bilinear', 'broadcasting', 'comparison', 'creation', 'kernel', 'layout', 'linear', 'one_dtype', 'random']
 """
 
 from __future__ import annotations
@@ -19,14 +19,19 @@ from typing import Any
 from .dims import Shape
 from .errors import SymgradError, TorchValueError
 
-TAGS = frozenset({"bilinear", "broadcasting", "comparison", "creation", "kernel", "layout", "linear", "random"})
+TAGS = frozenset(
+    {"bilinear", "broadcasting", "comparison", "creation", "kernel", "layout", "linear", "one_dtype", "random"}
+)
 """Structure an op can declare: ``layout`` ops only move entries around (transpose, reshape,
 index), ``broadcasting`` ops combine operands elementwise with torch's broadcasting,
 ``comparison`` ops give booleans, ``creation`` ops make tensors from their attributes alone,
 ``linear`` and ``bilinear`` ops are linear in their input (in each input), and a ``kernel`` op's numbers are what
 torch's kernel computes, wherever torch is at hand: its own approximation (a Bessel function, to about 1e-8) or
 rounding (batch norm's fused multiply-add, which leaves 1e-15 where the exact value is 0); a ``random`` op draws from
-torch's generator (emitted code draws it in the model's order, once)."""
+torch's generator (emitted code draws it in the model's order, once), and a ``one_dtype`` op's kernel takes
+operands of one dtype (a matrix product, einsum, a convolution): where torch refuses operands of two floating
+dtypes, its row's ``mixed_dtypes`` says how; where torch accepts them (``outer``, an einsum that sums nothing), they
+are converted to the result's dtype first, so that its backward's products see one dtype too."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,8 @@ class Op:
     - ``rule_shapes(*input_shapes, **attrs)``: smaller input shapes at which a proof checks this op's rule, for
       ops each of whose entries reads a whole slice of the input (batch norm reads a channel over the batch): the
       rule is written for every size, and at a model's sizes its entrywise check would take minutes;
+    - ``readable(*inputs, **attrs)``: the same value in the ops a person reads (a fused kernel's formula), which laws
+      to read show, where emitted code and numbers keep the kernel;
     - ``tuple_code``: a template of one kernel call that returns this op's value first and others after it
       (torch's ``native_batch_norm`` returns the mean and 1/std with the result); ``companion_of``: ``(op,
       position)`` pairs for an op whose value is output ``position`` of that op's call on the same inputs (or the
@@ -85,6 +92,9 @@ class Op:
     batch: str | Callable[..., Any] | None = None  # see above: "pointwise", "broadcast", "dims", "trailing"
     indexes: Callable[..., list] | None = None  # (*inputs, **attrs) -> [(size, index tensor)]: see below
     rule_shapes: Callable[..., tuple] | None = None  # (*input shapes, **attrs) -> smaller ones: see below
+    readable: Callable[..., Any] | None = None  # (*inputs, **attrs) -> the formula, for laws to read
+    # (*input dtypes, **attrs) -> torch's error for floating operands of two dtypes, or None if it takes them
+    mixed_dtypes: Callable[..., str | None] | None = None
     tuple_code: str | None = None  # one call returning (this op's value, its companions' values, ...)
     companion_of: tuple[tuple[str, int], ...] = ()  # (op, position)s: this value comes with that op's tuple_code
 

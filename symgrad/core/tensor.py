@@ -561,6 +561,14 @@ def apply(op_name: str, *args: Any, **attrs: Any) -> Tensor:
     tensors = [a for a in args if isinstance(a, Tensor)]
     like = tensors[0] if tensors else None
     inputs = tuple(wrap(a, like) for a in args)
+    if op.has("one_dtype"):  # its kernel takes one dtype: torch refuses others, or converts them (see TAGS)
+        floats = {t.dtype for t in inputs if is_floating(t.dtype) and not t.is_python_scalar}
+        if len(floats) > 1:
+            refusal = op.mixed_dtypes and op.mixed_dtypes(*(t.dtype for t in inputs), **attrs)
+            if refusal:
+                raise TorchRuntimeError(refusal)
+            common = _result_dtype(inputs, op)
+            inputs = tuple(t.to(common) if t.dtype in floats and t.dtype != common else t for t in inputs)
     shape = op.shape(*(t.shape for t in inputs), **attrs)
     return Tensor(
         shape=shape,
@@ -581,6 +589,11 @@ def with_inputs(node: Tensor, inputs: Sequence[Tensor], attrs: dict | None = Non
     as an argument (``.to(torch.int64)``, ``new_zeros(dtype=...)``) labels the node, not its op."""
     if attrs is None and all(a is b for a, b in zip(inputs, node.inputs)):
         return node
+    if node.op.has("one_dtype"):  # an equivalent input of another float dtype (a simplified constant) takes the old
+        inputs = [
+            new.to(old.dtype) if new.dtype != old.dtype and is_floating(new.dtype) and is_floating(old.dtype) else new
+            for new, old in zip(inputs, node.inputs)
+        ]
     out = apply(node.op.name, *inputs, **(node.attrs if attrs is None else attrs))
     if all(a.dtype == b.dtype for a, b in zip(inputs, node.inputs)):
         out.dtype = node.dtype

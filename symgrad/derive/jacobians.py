@@ -17,7 +17,7 @@ import numpy as np
 import sympy
 
 from ..core.arrays import object_array
-from ..core.constructors import formula, symbols
+from ..core.constructors import formula, symbols_like
 from ..core.dims import require_concrete
 from ..core.errors import UnsupportedError
 from ..core.numbers import numbers_at
@@ -30,7 +30,7 @@ def _numbers(y: Tensor, x: Tensor, y_shape: tuple, x_shape: tuple) -> Tensor | N
     """The Jacobian's numbers, row by row, from one backward pass per entry of y (None without values)."""
     if not y.has_values() or not x.has_values():
         return None
-    cotangent = symbols("onehot", y.shape, distinct=True)
+    cotangent = symbols_like(y, "onehot", distinct=True)
     (graph,) = law(y, [x], [cotangent], simplified=False)
     size = int(np.prod(y_shape, dtype=int))
     rows = []

@@ -124,6 +124,12 @@ def _axis_after(node: Tensor, moved: list[tuple[int, int]]) -> int | None:
     if rule in ("pointwise", "broadcast"):
         found = {a + ndim - len(node.inputs[k].shape) for k, a in moved}
         return found.pop() if len(found) == 1 else None
+    if rule == "dims" and "dim" in node.attrs and all(tuple(i.shape) == tuple(node.shape) for i in node.inputs):
+        # along one dim, shape kept (the softmax family and its backward): the samples stay apart on the others
+        found = {a for _, a in moved}
+        along = node.attrs["dim"]
+        along = {d % ndim for d in (along if isinstance(along, (tuple, list)) else (along,))} if ndim else set()
+        return found.pop() if len(found) == 1 and not found & along else None
     if len(moved) != 1:
         return None
     (k, a), x = moved[0], node.inputs[moved[0][0]]

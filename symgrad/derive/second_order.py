@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..core.constructors import symbols
+from ..core.constructors import symbols, symbols_like
 from ..core.dims import sized_axes
 from ..core.errors import SymgradError, UnsupportedError
 from ..core.tensor import Tensor, apply
@@ -61,7 +61,7 @@ def jacobian_law(y: Tensor, x: Tensor, *, simplified: bool = True, context: Sequ
     >>> jacobian_law(W @ x, x).name
     'W'
     """
-    cotangent = symbols("basis", y.shape, distinct=True)
+    cotangent = symbols_like(y, "basis", distinct=True)
     (rows,) = law(y, [x], [cotangent], simplified=False)
     (stacked,) = batch([rows], cotangent, identity(y.shape), len(y.shape))
     return simplify([stacked], context=list(context) or [y])[0] if simplified else stacked

@@ -362,67 +362,12 @@ class CodePrinter(TorchPrinter):
         return f"_index_backward({self._print(g)[0]}, {shape_tuple(t.attrs['shape'])}, {t.attrs['index']!r})", 9
 
     def _print_mul(self, t: Tensor):
-        fused = (self._fused_softmax_backward(t) or self._fused_backward(t)) if self.fused else None
+        fused = self._fused_backward(t) if self.fused else None
         return fused if fused is not None else self._print_template(t)
-
-    def _fused_softmax_backward(self, t: Tensor) -> tuple[str, int] | None:
-        """``y * (g - (g * y).sum(dim, keepdim=True))``, ``y = softmax(z, dim)``, as torch's own softmax backward
-        kernel, ``_softmax_backward_data(g, y, dim, dtype)``, which computes that formula: one kernel, not four."""
-        for y, difference in (t.inputs, t.inputs[::-1]):
-            if y.op is None or y.op.name != "softmax" or not is_floating(y.dtype) or not y.shape:
-                continue
-            dim = y.attrs["dim"] % len(y.shape)
-            if difference.op is None or difference.op.name != "sub" or not self._inline(difference):
-                continue
-            g, total = difference.inputs
-            if total.op is None or total.op.name != "sum" or not self._inline(total) or not total.attrs.get("keepdim"):
-                continue
-            if tuple(d % len(y.shape) for d in total.attrs.get("dim", ())) != (dim,):
-                continue
-            (product,) = total.inputs
-            if product.op is None or product.op.name != "mul" or not self._inline(product):
-                continue
-            if not any(a is g and b is y for a, b in (product.inputs, product.inputs[::-1])):
-                continue
-            if not is_floating(g.dtype) or not tuple(g.shape) == tuple(y.shape) == tuple(t.shape):
-                continue
-            return self._softmax_kernel("_softmax_backward_data", t, g, y, dim)
-        return None
 
     def _print_sub(self, t: Tensor):
-        fused = (self._fused_log_softmax_backward(t) or self._fused_sub(t)) if self.fused else None
+        fused = self._fused_sub(t) if self.fused else None
         return fused if fused is not None else self._print_template(t)
-
-    def _fused_log_softmax_backward(self, t: Tensor) -> tuple[str, int] | None:
-        """``g - exp(y) * g.sum(dim, keepdim=True)``, ``y = log_softmax(z, dim)`` (log_softmax's VJP reads its
-        output, as torch's does), as torch's own kernel, ``_log_softmax_backward_data(g, y, dim, dtype)``."""
-        g, product = t.inputs
-        if product.op is None or product.op.name != "mul" or not self._inline(product):
-            return None
-        for power, total in (product.inputs, product.inputs[::-1]):
-            if power.op is None or power.op.name != "exp" or not self._inline(power):
-                continue
-            (y,) = power.inputs
-            if y.op is None or y.op.name != "log_softmax" or not y.shape or not is_floating(y.dtype):
-                continue
-            dim = y.attrs["dim"] % len(y.shape)
-            if total.op is None or total.op.name != "sum" or not self._inline(total) or not total.attrs.get("keepdim"):
-                continue
-            if total.inputs[0] is not g or tuple(d % len(y.shape) for d in total.attrs.get("dim", ())) != (dim,):
-                continue
-            if not is_floating(g.dtype) or not tuple(g.shape) == tuple(y.shape) == tuple(t.shape):
-                continue
-            return self._softmax_kernel("_log_softmax_backward_data", t, g, y, dim)
-        return None
-
-    def _softmax_kernel(self, name: str, t: Tensor, g: Tensor, y: Tensor, dim: int) -> tuple[str, int]:
-        """``torch.ops.aten.<name>(g, y, dim, dtype)``, the (log-)softmax backward kernel on the saved output y."""
-        self.fused_parts[id(t)] = [g, y]
-        self.aten_kernels.add(name)
-        (grad, precedence), output = self._print(g), self._print(y)[0]
-        grad = grad if precedence >= 9 else f"({grad})"
-        # the kernel does not promote; torch's autograd casts the gradient to the output's dtype first
-        return f"torch.ops.aten.{name}({grad}.to({output}.dtype), {output}, {dim}, {output}.dtype)", 9
 
     def _print_mean(self, t: Tensor):
         fused = self._fused_loss(t, "mean") if self.fused else None

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -39,10 +38,10 @@ from ..derive.simplify import simplify
 from ..torch.trace_effects import BatchNormUpdate
 from ..torch.tracing import Trace
 from ..version import __version__
+from .code_names import code_names, renamed
 from .code_text import (
     CodePrinter,
     check_class_name,
-    check_identifier,
     docstring_safe,
     load_source,
     shape_tuple,
@@ -94,14 +93,11 @@ def plan(
     """Decide which nodes get names, which forward results are saved, and print every statement; ``guards``
     and ``updates`` are a trace's (see :class:`symgrad.torch.tracing.Trace`), ``buffer_names`` the input names
     of the model's buffers by their paths."""
-    names = [check_identifier(t.name, "input name") for t in inputs]
-    sizes = [check_identifier(str(d), "dimension name") for d in dims_of([output, *inputs])]
-    seen: dict[str, str] = {}
-    for name, what in [(n, "input") for n in names] + [(d, "dimension") for d in sizes]:
-        normal = unicodedata.normalize("NFKC", name)
-        if normal in seen:
-            raise SymgradError(f"the {what} name {name!r} is read by Python as the {seen[normal]} name {normal!r}")
-        seen[normal] = what
+    names = [t.name for t in inputs]
+    sizes = [str(d) for d in dims_of([output, *inputs])]
+    clash = code_names(inputs, dims_of([output, *inputs]))
+    if clash.inputs or clash.sizes:  # codegen renames them first
+        raise SymgradError(f"plan() takes names its code can use, which codegen() picks: {clash.note()}")
     missing = [leaf for leaf in output.leaves().values() if not any(leaf is t for t in inputs)]
     if missing:
         raise SymgradError(f"the expression uses {missing[0].name!r}, which is not among the inputs")
@@ -364,12 +360,15 @@ def codegen(
     pieces: list[Tensor] = []  # a traced tuple's outputs, computed as one flat tensor
     if isinstance(output, Trace):
         traced = output
-        leaves = {**traced.parameters, **traced.buffers}
+        leaves = {**traced.parameters, **traced.buffers, **traced.attributes}
         output, pieces = _one_output(traced.output)
-        wrt = list(traced.parameters.values()) if wrt is None else wrt
+        if wrt is None:  # the parameters, and the inputs that require grad (a function's: its floating inputs)
+            floating = [t for t in traced.inputs if is_floating(t.dtype)]
+            wanted = [t for t in floating if t.requires_grad] if traced.parameters else floating
+            wrt = [*traced.parameters.values(), *wanted]
         inputs = [*traced.inputs, *leaves.values()] if inputs is None else inputs
         parameters = {leaf.name: path for path, leaf in traced.parameters.items()}
-        buffers = {leaf.name: path for path, leaf in traced.buffers.items()}
+        buffers = {leaf.name: path for path, leaf in {**traced.buffers, **traced.attributes}.items()}
         style = style if style in STYLES else "autograd_function"
         guards, updates, modes = traced.guards, traced.updates, traced.modes
         if traced.random_draws:
@@ -397,6 +396,18 @@ def codegen(
         )
     check_class_name(name)
     inputs = list(inputs) if inputs is not None else list(output.leaves().values())
+    names = code_names(inputs, dims_of([output, *inputs]), class_name=name)
+    if names.inputs or names.sizes:  # the user's names that the code writes otherwise (see code_names)
+        wrt, counts = list(wrt), (len(inputs), len(wrt), len(pieces), len(guards))
+        rebuilt, _ = renamed([output, *inputs, *wrt, *pieces, *guards, *updates], names)
+        output, rest = rebuilt[0], rebuilt[1:]
+        inputs, rest = rest[: counts[0]], rest[counts[0] :]
+        wrt, rest = rest[: counts[1]], rest[counts[1] :]
+        pieces, rest = rest[: counts[2]], rest[counts[2] :]
+        guards, updates = rest[: counts[3]], rest[counts[3] :]
+        parameters = {names.inputs.get(k, k): v for k, v in (parameters or {}).items()}
+        buffers = {names.inputs.get(k, k): v for k, v in (buffers or {}).items()}
+        buffer_names = {path: names.inputs.get(n, n) for path, n in buffer_names.items()}
     p = plan(output, list(wrt), inputs, guards, updates, buffer_names)
     shapes = ", ".join(f"{t.name}: {format_shape(t.shape)}" for t in inputs)
     owned = {**(parameters or {}), **(buffers or {})}
@@ -424,7 +435,8 @@ def codegen(
         "style": style,
         "expression": docstring_safe(expression),
         "expression_line": expression_line or wrapped("Expression: out = " + docstring_safe(expression), ""),
-        "shapes": wrapped("Shapes: " + docstring_safe(shapes), ""),
+        "shapes": wrapped("Shapes: " + docstring_safe(shapes), "")
+        + (f"\n{wrapped(docstring_safe(names.note()), '')}" if names.note() else ""),
         "version": __version__,
         "command": wrapped(docstring_safe(command or "symgrad.codegen(...)"), "    "),
         "wrt": [x.name for x in wrt],

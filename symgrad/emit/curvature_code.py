@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.constructors import symbols
+from ..core.constructors import symbols_like
 from ..core.dims import format_shape
 from ..core.errors import SymgradError
 from ..core.graph import dims_of, topological_all
@@ -29,10 +29,10 @@ from ..derive.reverse import law
 from ..derive.second_order import hessian_law, hvp_law
 from ..derive.simplify import simplify
 from ..version import __version__
+from .code_names import code_names, renamed
 from .code_text import (
     CodePrinter,
     check_class_name,
-    check_identifier,
     docstring_safe,
     wrapped,
 )
@@ -155,19 +155,17 @@ def curvature_codegen(
             "reduce it first (.sum(), .mean())"
         )
     inputs = list(inputs) if inputs is not None else list(f.leaves().values())
-    names = [check_identifier(t.name, "input name") for t in inputs]
-    for d in dims_of([f, *inputs]):
-        check_identifier(str(d), "dimension name")
     missing = [leaf.name for leaf in f.leaves().values() if not any(leaf is t for t in inputs)]
     if missing:
         raise SymgradError(f"the expression uses {missing[0]!r}, which is not among the inputs")
     for x in wrt:
         if not any(x is t for t in inputs):
             raise SymgradError(f"wrt names {x.name!r}, which is not an input")
-    tangents = [symbols(f"v_{x.name}", x.shape, distinct=True) for x in wrt]
-    clash = [v.name for v in tangents if v.name in names]
-    if clash:
-        raise SymgradError(f"the tangent {clash[0]!r} has the name of an input; rename that input")
+    renames = code_names(inputs, dims_of([f, *inputs]), class_name=name)
+    if renames.inputs or renames.sizes:  # the user's names that the code writes otherwise (see code_names)
+        rebuilt, _ = renamed([f, *inputs, *wrt], renames)
+        f, inputs, wrt = rebuilt[0], rebuilt[1 : 1 + len(inputs)], rebuilt[1 + len(inputs) :]
+    tangents = [symbols_like(x, f"v_{x.name}", distinct=True) for x in wrt]
 
     checks, _ = shape_checks(inputs)
     every_check, sources = shape_checks([*inputs, *tangents] if style == "hvp" else inputs)
@@ -231,13 +229,14 @@ def curvature_codegen(
             version=__version__,
             command=wrapped(docstring_safe(command or "symgrad.codegen(...)"), "    "),
             expression_line=wrapped(f"Expression: out = {expression_text}", ""),
-            shapes=wrapped("Shapes: " + docstring_safe(shapes), ""),
+            shapes=wrapped("Shapes: " + docstring_safe(shapes), "")
+            + (f"\n{wrapped(docstring_safe(renames.note()), '')}" if renames.note() else ""),
             style=style,
             tangents=[v.name for v in tangents],
             formulas=formulas,
             checks=checks,
             tangent_checks=tangent_checks,
-            inputs=names,
+            inputs=[t.name for t in inputs],
             functions=functions,
             uses_math=any(p.uses_math for p in printers),
             helpers=sorted(set().union(*(p.helpers for p in printers))),

@@ -5,10 +5,10 @@ in SymPy, its VJP rule written with symgrad ops, how torch computes it (for the
 cross-check), its torch and LaTeX spellings, and the name of torch's backward node.
 The families register their rows with the core's registry when imported:
 :mod:`.elementwise` (arithmetic, comparisons, functions of one tensor), :mod:`.math_functions` (torch's
-trigonometric, gamma, error, Bessel, floating-point and integer functions), :mod:`.reductions`, :mod:`.products`,
-:mod:`.shape` (layout, joining, padding, basic indexing), :mod:`.creation` (full, empty), :mod:`.indexing`
-(gather and scatters), :mod:`.linalg`, :mod:`.nn` (activations and losses) and :mod:`.draws` (random draws: a
-dropout's noise, and any other draw torch makes).
+trigonometric, gamma, error, Bessel, floating-point and integer functions), :mod:`.reductions`, :mod:`.softmax`,
+:mod:`.products`, :mod:`.shape` (layout, joining, padding, basic indexing), :mod:`.creation` (full, empty),
+:mod:`.indexing` (gather and scatters), :mod:`.linalg`, :mod:`.nn` (activations and losses) and :mod:`.draws`
+(random draws: a dropout's noise, and any other draw torch makes).
 Adding an op means one row in one family file, plus a test. This package imports only
 :mod:`symgrad.core`.
 """
@@ -29,6 +29,7 @@ from . import (
     products,
     reductions,
     shape,
+    softmax,
 )
 from .calculus import elementwise_derivative, expand_back, to_tensor, unbroadcast
 from .functions import amax, first_max, norm2, relu, sigmoid, sign, softplus
@@ -59,6 +60,7 @@ __all__ = [
     "shape",
     "sigmoid",
     "sign",
+    "softmax",
     "softplus",
     "to_tensor",
     "unbroadcast",

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..core.dims import format_shape, is_concrete
+from ..core.dtypes import scalar_type_message
 from ..core.errors import TorchRuntimeError, UnsupportedError
 from ..core.registry import Op, register
 from ..core.tensor import Tensor, apply
@@ -232,7 +233,8 @@ register(
             convolution_input_grad(g, w, x.shape[2:], **_geometry(attrs)),
             convolution_weight_grad(x, g, w.shape[2:], **_geometry(attrs)),
         ),
-        tags=frozenset({"bilinear"}),
+        tags=frozenset({"bilinear", "one_dtype"}),
+        mixed_dtypes=lambda x, w, **attrs: scalar_type_message(x, w),
         spell=_conv_spelling,
         float64=_convolution,
         batch=_batched("convolution", folds=True),
@@ -253,7 +255,7 @@ register(
             _cropped(apply("convolution", h, w, **_geometry(attrs)), g.shape),
             convolution_weight_grad(h, g, w.shape[2:], **_geometry(attrs)),
         ),
-        tags=frozenset({"bilinear"}),
+        tags=frozenset({"bilinear", "one_dtype"}),
         spell=_input_grad_spelling,
         float64=_input_grad,
         batch=_batched("convolution_input_grad", folds=True),
@@ -274,7 +276,7 @@ register(
             convolution_input_grad(g, h, x.shape[2:], **_geometry(attrs)),
             apply("convolution", x, h, **_geometry(attrs)),
         ),
-        tags=frozenset({"bilinear"}),
+        tags=frozenset({"bilinear", "one_dtype"}),
         spell=_weight_grad_spelling,
         float64=_weight_grad,
         batch=_batched("convolution_weight_grad", folds=False),

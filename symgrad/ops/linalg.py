@@ -17,6 +17,7 @@ import sympy
 
 from ..core.arrays import matmul, object_array
 from ..core.dims import Shape, format_shape, matmul_shape
+from ..core.dtypes import is_floating, same_dtype_message, scalar_type_message
 from ..core.errors import ShapeError, SymgradError, UnsupportedError
 from ..core.registry import Op, register
 from ..core.tensor import apply, constant
@@ -119,7 +120,8 @@ register(
         "MmBackward0",
         precedence=5,
         vjp=_matmul_vjp,
-        tags=frozenset({"bilinear"}),
+        tags=frozenset({"bilinear", "one_dtype"}),
+        mixed_dtypes=same_dtype_message,
         float64=blas_matmul,
         cost=_product_cost,
         batch=matmul_batch,
@@ -136,7 +138,8 @@ register(
         lambda inputs: "MmBackward0" if all(len(t.shape) == 2 for t in inputs) else "MatmulBackward",
         precedence=5,
         vjp=_matmul_vjp,
-        tags=frozenset({"bilinear"}),
+        tags=frozenset({"bilinear", "one_dtype"}),
+        mixed_dtypes=same_dtype_message,
         float64=blas_matmul,
         cost=_product_cost,
         batch=matmul_batch,
@@ -161,7 +164,7 @@ register(
         "{0} {1}^{{\\top}}",
         "MulBackward0",
         vjp=lambda g, out, a, b: (g @ b, a @ g),
-        tags=frozenset({"bilinear"}),
+        tags=frozenset({"bilinear", "one_dtype"}),
         float64=np.multiply.outer,
         batch=_outer_batch,
     )
@@ -274,6 +277,16 @@ def _einsum_operand_grad(g, output: str, others: list, mine: str, sizes: dict, o
     return unbroadcast(grad, operand.shape)
 
 
+def _einsum_mixed_dtypes(*dtypes: str, equation: str) -> str | None:
+    """torch's einsum multiplies operands that it sums over nothing (promoting them), and refuses two floating
+    dtypes in the products it sums in."""
+    subscripts, output = einsum_parts(equation)
+    if set("".join(subscripts)) <= set(output):
+        return None
+    first = next(d for d in dtypes if is_floating(d))
+    return scalar_type_message(first, next(d for d in dtypes if is_floating(d) and d != first))
+
+
 def _register_einsum(name: str, count: int) -> None:
     operands = ", ".join(f"{{{i}}}" for i in range(count))
     register(
@@ -286,7 +299,8 @@ def _register_einsum(name: str, count: int) -> None:
             r"\operatorname{{einsum}}_{{\mathtt{{{equation}}}}}\left(" + operands + r"\right)",
             "EinsumBackward0",
             vjp=_einsum_vjp,
-            tags=frozenset({"bilinear"} if count == 2 else set()),
+            tags=frozenset({"bilinear", "one_dtype"} if count == 2 else {"one_dtype"}),
+            mixed_dtypes=_einsum_mixed_dtypes,
             cost=_einsum_cost,
         )
     )

@@ -52,6 +52,23 @@ def _torch_and_method(name: str, *aliases: str) -> tuple[str, ...]:
     return tuple(f"{space}.{n}" for n in (name, *aliases) for space in ("torch", "Tensor"))
 
 
+def _xlog1py_grad(g: Any, x: Any, y: Any) -> Any:
+    """torch's: xlog1py(g, y), and 0 where x is 0 and y ≤ -1 (the derivative along x = 0 there)."""
+    grad = apply("xlog1py", g, y)
+    return apply("where", apply("eq", x, 0), apply("where", apply("le", y, -1), 0, grad), grad)
+
+
+def _xlog1py_jvp(tangents: Any, out: Any, x: Any, y: Any) -> Any:
+    """torch's: xlog1py(x != 0, y) · ẋ + ẏ · x / (y + 1): 0 along x where x is 0, unlike the VJP."""
+    tx, ty = tangents
+    terms = []
+    if tx is not None:
+        terms.append(tx * apply("xlog1py", apply("where", apply("eq", x, 0), 0, 1.0), y))
+    if ty is not None:
+        terms.append(ty * x / (y + 1))
+    return terms[0] if len(terms) == 1 else terms[0] + terms[1]
+
+
 def _special(name: str, *more: str) -> tuple[str, ...]:
     return (f"torch.special.{name}", *more)
 
@@ -295,6 +312,7 @@ class Binary:
     undefined: tuple[int, ...] = ()
     differentiable: bool = True
     vjp: Callable[..., Any] | None = None  # torch's backward formula, where it differs from g · ∂f
+    jvp: Callable[..., Any] | None = None  # torch's forward-mode formula, where it is not the VJP's transpose
     approximated: bool = False  # torch's kernel approximates it: where torch is at hand, its numbers are torch's
     code: str | None = None
     grad_fn: str | None = None
@@ -361,9 +379,10 @@ BINARY = [
         code="torch.special.xlog1py({0}, {1})",
         grad_fn="SpecialXlog1PyBackward0",
         vjp=lambda g, out, x, y: (
-            unbroadcast(apply("xlog1py", g * apply("ne", x, 0), y), x.shape),
+            unbroadcast(_xlog1py_grad(g, x, y), x.shape),
             unbroadcast(g * x / (y + 1), y.shape),
         ),
+        jvp=_xlog1py_jvp,
     ),
     Binary(
         "zeta",
@@ -438,6 +457,7 @@ for _b in BINARY:
         or (partial_vjp(_b.scalar, _b.undefined) if _b.differentiable else lambda g, out, a, b: (None, None)),
         differentiable=_b.differentiable,
         float_result=_b.float_result,
+        jvp=_b.jvp,
         float64=_b.float64 or vectorized(_b.scalar.float64),
         spellings=_b.names,
         tags=("kernel",) if _b.approximated else (),

@@ -22,8 +22,8 @@ from ..core.registry import Op, register
 from ..core.tensor import apply
 from . import functions
 from .calculus import unbroadcast
-from .reductions import softmax_float64
 from .rows import binary, same_shape, unary
+from .softmax import softmax_float64
 
 # ── activations ────────────────────────────────────────────────────────────
 _GELU_BETA = sympy.sqrt(2) / sympy.sqrt(sympy.pi)  # torch's kBeta = sqrt(2) · (2 / sqrt(pi)) / 2

@@ -117,7 +117,7 @@ register(
         vjp=lambda g, out, a, dim, keepdim: (expand_back(g, a.shape, dim, keepdim) / count(a.shape, dim),),
         tags=frozenset({"linear"}),
         float_result=True,
-        spell=lambda attrs, inputs: _dim_spelled_out(attrs, inputs),
+        spell=lambda attrs, inputs: dim_spelled_out(attrs, inputs),
         float64=lambda a, dim, keepdim: _welford_float64(a, present_axes(a, dim), keepdim)[1],
         batch="dims",
     )
@@ -290,130 +290,11 @@ register(
 )
 
 
-def _softmax(values: list) -> list:
-    exps = [sympy.exp(v) for v in values]
-    total = sympy.Add(*exps)
-    return [e / total for e in exps]
-
-
-def _log_softmax(values: list) -> list:
-    lse = sympy.log(sympy.Add(*[sympy.exp(v) for v in values]))
-    return [v - lse for v in values]
-
-
-register(
-    Op(
-        "softmax",
-        lambda a, dim: a,
-        lambda a, dim: slices_along(a, dim, _softmax),
-        lambda torch, a, dim: torch.softmax(a, dim=dim),
-        "torch.softmax({0}, dim={dim})",
-        r"\operatorname{{softmax}}\left({0}\right)",
-        "SoftmaxBackward0",
-        vjp=lambda g, out, a, dim: (out * (g - (g * out).sum(dim=dim, keepdim=True)),),
-        float64=lambda a, dim: softmax_float64(a, dim, log=False),
-        batch="dims",
-    )
-)
-register(
-    Op(
-        "log_softmax",
-        lambda a, dim: a,
-        lambda a, dim: slices_along(a, dim, _log_softmax),
-        lambda torch, a, dim: torch.log_softmax(a, dim=dim),
-        "torch.log_softmax({0}, dim={dim})",
-        r"\log\operatorname{{softmax}}\left({0}\right)",
-        "LogSoftmaxBackward0",
-        # torch's order: exp of the saved output, not a softmax recomputed from a (laws to read say softmax)
-        vjp=lambda g, out, a, dim: (g - apply("exp", out) * g.sum(dim=dim, keepdim=True),),
-        float64=lambda a, dim: softmax_float64(a, dim, log=True),
-        batch="dims",
-    )
-)
-
-
-def softmax_float64(a: np.ndarray, dim: int, log: bool) -> np.ndarray:
-    """torch's softmax and log_softmax: the maximum is subtracted first, so large inputs do not overflow."""
-    if a.size == 0:
-        return a.copy()
-    axis = dim if a.ndim else None
-    shifted = a - np.max(a, axis=axis, keepdims=True)
-    total = np.sum(np.exp(shifted), axis=axis, keepdims=True)
-    return shifted - np.log(total) if log else np.exp(shifted) / total
-
-
-def _log_sum_exp(values: list) -> sympy.Expr:
-    return sympy.log(sympy.Add(*[sympy.exp(v) for v in values]))
-
-
-register(
-    Op(
-        "logsumexp",
-        reduced_shape,
-        lambda a, dim, keepdim: reduce_entries(a, dim, keepdim, _log_sum_exp),
-        lambda torch, a, dim, keepdim: torch.logsumexp(a, dim=list(dim), keepdim=keepdim),
-        "torch.logsumexp({0}{reduce_kwargs})",
-        r"\operatorname{{logsumexp}}_{{{dims_text}}} {0}",
-        "LogsumexpBackward0",
-        vjp=lambda g, out, a, dim, keepdim: (_logsumexp_vjp(g, out, a, dim, keepdim),),
-        spell=lambda attrs, inputs: _dim_spelled_out(attrs, inputs),
-        float64=lambda a, dim, keepdim: _logsumexp_float64(a, present_axes(a, dim), keepdim),
-        batch="dims",
-    )
-)
-
-
-def _logsumexp_float64(a: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndarray:
-    """torch's logsumexp: log Σ exp(x − m) + m with m the maximum (taken as 0 where it is infinite)."""
-    if a.size == 0:
-        return np.log(np.sum(np.exp(a), axis=axes, keepdims=keepdim))
-    peak = np.max(a, axis=axes, keepdims=True)
-    peak = np.where(np.isinf(peak), 0.0, peak)
-    total = np.log(np.sum(np.exp(a - peak), axis=axes, keepdims=keepdim))
-    return total + (peak if keepdim else np.squeeze(peak, axis=axes))
-
-
-def _dim_spelled_out(attrs: dict, inputs: tuple) -> dict:
+def dim_spelled_out(attrs: dict, inputs: tuple) -> dict:
     """The dim written out, even over every dim: torch.logsumexp has no default dim, and var's and std's
     backward differs between no dim and every dim."""
     dim, keepdim = attrs["dim"], attrs["keepdim"]
     return {"reduce_kwargs": f", dim={dim[0] if len(dim) == 1 else dim}" + (", keepdim=True" if keepdim else "")}
-
-
-def _logsumexp_vjp(g, out, a, dim: tuple, keepdim: bool):
-    """g times the softmax over ``dim``, as torch's logsumexp backward computes it (see ``lse_softmax``)."""
-    return expand_back(g, a.shape, dim, keepdim) * apply("lse_softmax", a, dim=dim)
-
-
-def _lse_softmax_float64(a: np.ndarray, dim: tuple) -> np.ndarray:
-    """exp(x − logsumexp(x)): torch's logsumexp backward, which differs from torch.softmax where an entry is
-    infinite (softmax gives nan everywhere, this gives 0 where the entry is finite)."""
-    return np.exp(a - _logsumexp_float64(a, present_axes(a, dim), keepdim=True)) if a.size else a.copy()
-
-
-def _grouped(a: np.ndarray, dim: tuple, fn: Callable) -> np.ndarray:
-    """``fn(list) -> list`` over the entries of each group reduced together over ``dim``, in place."""
-    axes = present_axes(a, dim)
-    keep = [d for d in range(a.ndim) if d not in axes]
-    rows = groups(a, axes)
-    moved = object_array([v for r in rows for v in fn(list(r))], tuple(a.shape[d] for d in keep + list(axes)))
-    return np.transpose(moved, np.argsort(keep + list(axes)))
-
-
-register(
-    Op(
-        "lse_softmax",
-        lambda a, dim: a,
-        lambda a, dim: _grouped(a, dim, _softmax),
-        lambda torch, a, dim: torch.exp(a - torch.logsumexp(a, dim=list(dim), keepdim=True)),
-        "torch.exp({0} - torch.logsumexp({0}, {dim_arg}, keepdim=True))",
-        r"\operatorname{{softmax}}\left({0}\right)",
-        "none",
-        vjp=lambda g, out, a, dim: (out * (g - (g * out).sum(dim=dim, keepdim=True)),),
-        spell=lambda attrs, inputs: {"dim_arg": attrs["dim"][0] if len(attrs["dim"]) == 1 else attrs["dim"]},
-        float64=_lse_softmax_float64,
-    )
-)
 
 
 def _var_grad(g, a, dim: tuple, keepdim: bool, correction, whole: bool):
@@ -441,7 +322,7 @@ def _var_spelling(attrs: dict, inputs: tuple) -> dict:
     pair = {"paired": "_mean", "first": "[0]"} if attrs.get("welford") else {"paired": "", "first": ""}
     if attrs.get("whole") and inputs and len(attrs["dim"]) == len(inputs[0].shape):
         return {"reduce_kwargs": ", keepdim=True" if attrs["keepdim"] else "", **pair}
-    return {**_dim_spelled_out(attrs, inputs), **pair}
+    return {**dim_spelled_out(attrs, inputs), **pair}
 
 
 def _mean_float64(a: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..core.constructors import fresh_name, symbols
+from ..core.constructors import fresh_name, symbols_like
 from ..core.dims import is_concrete
 from ..core.display import formula_states_value, to_number
 from ..core.errors import NoDerivativeError, SymgradError, ValuesUnknownError
@@ -325,7 +325,7 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
     for node in reversed(order):
         if id(node) not in needed:
             continue
-        g = symbols(fresh_name("g_bar", leaves), node.shape, distinct=True)
+        g = symbols_like(node, fresh_name("g_bar", leaves), distinct=True)
         printer_names[id(g)] = bar(node)
         pieces = node.op.vjp(g, node, *node.inputs, **node.attrs)
         printer = LatexPrinter(printer_names)
@@ -345,7 +345,7 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
 
 def _law(output: Tensor, wrt: list[Tensor], run_proof: bool, concrete: bool, v_name: str | None = None) -> Law:
     scalar = all(d == 1 for d in output.shape)
-    v = None if scalar else symbols(v_name or fresh_name("V", output.leaves()), output.shape, distinct=True)
+    v = None if scalar else symbols_like(output, v_name or fresh_name("V", output.leaves()), distinct=True)
     laws = law(output, wrt, [v] if v is not None else None)
     named = [(f"grad_{x.name}", g) for x, g in zip(wrt, laws)]
     latex_listing = listing(named, forward=[("out", output)], printer=LatexPrinter)

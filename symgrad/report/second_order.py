@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..core.constructors import fresh_name, symbols
+from ..core.constructors import fresh_name, symbols_like
 from ..core.dims import format_shape, is_concrete
 from ..core.display import to_number
 from ..core.errors import SymgradError, ValuesUnknownError
@@ -201,8 +201,8 @@ def _tangent(x: Tensor, spec: Any, f: Tensor) -> tuple[Tensor, str, list[float] 
             raise SymgradError(f"the grad_tensor {spec!r} is neither ones, a name, nor a list of numbers")
         if spec in taken:
             raise SymgradError(f"the grad_tensor cannot be called {spec!r}: a tensor of the expression has that name")
-        return symbols(spec, x.shape, distinct=True), "symbolic", None
-    u = symbols(fresh_name("u", taken), x.shape, distinct=True)
+        return symbols_like(x, spec, distinct=True), "symbolic", None
+    u = symbols_like(x, fresh_name("u", taken), distinct=True)
     if not is_concrete(x.shape) or not all(is_concrete(t.shape) for t in taken.values()):
         if spec is not None and spec != "ones":
             raise SymgradError("with symbolic shapes the second backward's grad_tensor is symbolic: give a name")

@@ -115,6 +115,45 @@ def _multilabel_margin_loss(input: Any, target: Any, reduction: int = 1) -> Any:
     return _reduced(losses, reduction)
 
 
+def _memory_positions(shape: Any, stride: Any, offset: int) -> Any:
+    """Where in memory each entry of a strided view lies, in the view's order (a NumPy array of integers)."""
+    import numpy as np
+
+    positions = np.full(tuple(int(s) for s in shape), int(offset), dtype=np.int64)
+    for axis, (size, step) in enumerate(zip(shape, stride, strict=True)):
+        view = [1] * len(shape)
+        view[axis] = int(size)
+        positions = positions + np.arange(int(size), dtype=np.int64).reshape(view) * int(step)
+    return positions.reshape(-1)
+
+
+def _as_strided(input: Any, size: Any, stride: Any, storage_offset: Any = None) -> Any:
+    """``as_strided`` as a gather from the input's own entries: each entry of the view reads the input's entry that
+    lies at its place in memory. torch's kernel reads memory; where the view reaches memory that none of the input's
+    entries hold, or the input holds one place twice (an expanded tensor), what it reads is not the input's values
+    alone, and symgrad refuses."""
+    import numpy as np
+    import torch
+
+    from ..core.errors import UnsupportedError
+    from .sizes import SizeInt
+
+    if any(isinstance(n, SizeInt) for n in (*size, *stride, *input.shape)):
+        raise UnsupportedError("as_strided at a symbolic size: where its entries lie in memory depends on the size")
+    held = _memory_positions(input.shape, input.stride(), input.storage_offset())
+    if len(np.unique(held)) != held.size:
+        raise UnsupportedError("as_strided of a tensor that holds one place in memory twice (an expanded tensor)")
+    offset = input.storage_offset() if storage_offset is None else storage_offset
+    wanted = _memory_positions(size, stride, offset)
+    order = np.argsort(held, kind="stable")
+    found = np.searchsorted(held[order], wanted)
+    inside = found < held.size
+    if not (inside.all() and (held[order][found[inside]] == wanted[inside]).all()):
+        raise UnsupportedError("as_strided reaches memory that the tensor it views does not hold")
+    picks = torch.tensor(order[found].reshape(tuple(int(s) for s in size)), dtype=torch.int64)
+    return input.reshape(-1)[picks]
+
+
 # Functions that torch composes in C++ only (or computes in a kernel), composed here in torch calls as ATen does
 def _layered(name: str) -> Callable[..., Any]:
     """torch's decomposition of a recurrent network (``lstm``, ``gru``, ``rnn_tanh``, ``rnn_relu``) with the dropout
@@ -154,10 +193,15 @@ CORRECTED: dict[str, Callable[..., Any]] = {name: _layered(name) for name in ("l
 
 
 COMPOSITES: dict[str, Callable[..., Any]] = {
+    "as_strided": _as_strided,
     "instance_norm": _instance_norm,
     "cosine_embedding_loss": _cosine_embedding_loss,
     "multilabel_margin_loss": _multilabel_margin_loss,
 }
+
+
+# ATen overloads that torch's references reach and that symgrad composes itself
+_OWN_OVERLOADS = ("as_strided",)
 
 
 def _never(*args: Any) -> bool:
@@ -261,9 +305,13 @@ def find(func: Callable, name: str, args: tuple, kwargs: dict) -> tuple[str, Cal
     import torch
     from torch._decomp import decomposition_table
 
+    if name in _OWN_OVERLOADS:
+        return "ATen's composition", COMPOSITES[name]
     if name in CORRECTED and not isinstance(func, torch._ops.OpOverload):
         return "torch._decomp, with its kernel's dropout between layers", CORRECTED[name]
     if isinstance(func, torch._ops.OpOverload):
+        if func.overloadpacket.__name__ in _OWN_OVERLOADS:
+            return "ATen's composition", COMPOSITES[func.overloadpacket.__name__]
         found = decomposition_table.get(func)
         return ("torch._decomp", found) if found is not None else None
     body = _python_body(func)

@@ -53,6 +53,10 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return input.flatten(start_dim, end_dim)
 
 
+def ravel(input: Tensor) -> Tensor:
+    return input.ravel()
+
+
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     return input.unflatten(dim, sizes)
 
@@ -139,6 +143,10 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
     return input.take_along_dim(indices, dim)
+
+
+def index_put(input: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    return input.index_put(indices, values, accumulate)
 
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
@@ -303,7 +311,7 @@ def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
 
 __all__ = [
     "cat", "chunk", "clone", "concat", "concatenate", "diag", "diagonal", "diff", "flatten", "flip", "gather",
-    "index_select", "masked_fill", "narrow", "permute", "reshape", "roll", "scatter", "scatter_add", "select",
-    "split", "squeeze", "stack", "t", "take_along_dim", "transpose", "tril", "triu", "unbind", "unflatten",
-    "unsqueeze",
+    "index_put", "index_select", "masked_fill", "narrow", "permute", "ravel", "reshape", "roll", "scatter",
+    "scatter_add", "select", "split", "squeeze", "stack", "t", "take_along_dim", "transpose", "tril", "triu",
+    "unbind", "unflatten", "unsqueeze",
 ]  # fmt: skip

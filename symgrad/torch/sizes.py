@@ -105,7 +105,33 @@ def _decide(relation: sympy.Basic, answer: bool) -> None:
     _ACTIVE.traces[-1].add(held.canonical)
 
 
-class SizeInt(int):
+class _Compared:
+    """The six comparisons of a number that carries a symbolic value, each through ``_compare`` (which records the
+    decision it makes)."""
+
+    def _compare(self, other: Any, compare: Callable[[Any, Any], Any]) -> Any:
+        raise NotImplementedError
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare(other, operator.lt)
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare(other, operator.le)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare(other, operator.gt)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare(other, operator.ge)
+
+    def __eq__(self, other: Any) -> Any:
+        return self._compare(other, operator.eq)
+
+    def __ne__(self, other: Any) -> Any:
+        return self._compare(other, operator.ne)
+
+
+class SizeInt(_Compared, int):
     """A size read off a traced tensor whose dimension is symbolic (see the module docstring)."""
 
     def __new__(cls, value: int, symbolic: Any) -> SizeInt:
@@ -114,6 +140,8 @@ class SizeInt(int):
         return out
 
     def _both(self, other: Any, combine: Callable) -> Any:
+        if isinstance(other, SizeFloat) or (isinstance(other, float) and not isinstance(other, bool)):
+            return SizeFloat(combine(int(self), float(other)), combine(self.symbolic, _symbolic_number(other)))
         if isinstance(other, bool) or not isinstance(other, int):
             return combine(int(self), other)
         theirs = other.symbolic if isinstance(other, SizeInt) else other
@@ -159,19 +187,16 @@ class SizeInt(int):
     def __pow__(self, other: Any) -> Any:
         if isinstance(other, int) and not isinstance(other, (bool, SizeInt)) and other >= 0:
             return SizeInt(int(self) ** other, self.symbolic**other)
-        return self._as_number("raises it to a power", int(self) ** other)
+        return SizeFloat(self).__pow__(other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return SizeFloat(self).__rpow__(other)
 
     def __truediv__(self, other: Any) -> Any:
-        return self._as_number("divides it", int(self) / other)
+        return SizeFloat(self).__truediv__(other)
 
     def __rtruediv__(self, other: Any) -> Any:
-        return self._as_number("divides by it", other / int(self))
-
-    def _as_number(self, what: str, value: Any) -> Any:
-        """The code uses the size's value as a plain number (a float, say): the graph holds at this size only, a
-        decision recorded as ``size == value`` (refused at the end of the trace, where it names the line)."""
-        _decide(sympy.Eq(self.symbolic, int(self)), True)
-        return value
+        return SizeFloat(self).__rtruediv__(other)
 
     def _compare(self, other: Any, compare: Callable[[Any, Any], Any]) -> Any:
         # two sizes compare as numbers (int's comparison would hand a SizeInt back to its own, reflected, method)
@@ -185,24 +210,6 @@ class SizeInt(int):
         _decide(_RELATIONS[compare](self.symbolic, theirs), answer)
         return answer
 
-    def __lt__(self, other: Any) -> Any:
-        return self._compare(other, operator.lt)
-
-    def __le__(self, other: Any) -> Any:
-        return self._compare(other, operator.le)
-
-    def __gt__(self, other: Any) -> Any:
-        return self._compare(other, operator.gt)
-
-    def __ge__(self, other: Any) -> Any:
-        return self._compare(other, operator.ge)
-
-    def __eq__(self, other: Any) -> Any:
-        return self._compare(other, operator.eq)
-
-    def __ne__(self, other: Any) -> Any:
-        return self._compare(other, operator.ne)
-
     # Not hashable: a cache keyed on sizes (einops' recipes, functools.lru_cache in user code) would take a symbolic
     # size for the example's number (equal, with the same hash) and reuse a result that holds at that size only, or
     # hand a symbolic result to a later trace at fixed sizes. Code with such a cache falls back to computing (einops
@@ -210,9 +217,85 @@ class SizeInt(int):
     __hash__ = None  # type: ignore[assignment]
 
 
+def _symbolic_number(value: Any) -> Any:
+    """A number as symgrad writes it: a size's symbol, or a float as the exact rational it stands for."""
+    if isinstance(value, (SizeInt, SizeFloat)):
+        return value.symbolic
+    if isinstance(value, float):
+        return sympy.nsimplify(value, rational=True)
+    return sympy.Integer(value)
+
+
+class SizeFloat(_Compared, float):
+    """A number computed from sizes, such as ``1 / x.shape[-1]`` or ``x.size(1) ** -0.5``: the example's value
+    for torch and Python, and its expression in the symbolic sizes for symgrad (see :class:`SizeInt`).
+
+    >>> n = sympy.Symbol("n", integer=True, positive=True)
+    >>> coeff = 1 / SizeInt(4, n)
+    >>> float(coeff), coeff.symbolic, (coeff * 2).symbolic
+    (0.25, 1/n, 2/n)
+    """
+
+    def __new__(cls, value: Any, symbolic: Any = None) -> SizeFloat:
+        out = super().__new__(cls, float(value))
+        out.symbolic = value.symbolic if symbolic is None else symbolic
+        return out
+
+    def _both(self, other: Any, combine: Callable) -> Any:
+        if isinstance(other, bool) or not isinstance(other, (int, float)):
+            return NotImplemented
+        return SizeFloat(combine(float(self), float(other)), combine(self.symbolic, _symbolic_number(other)))
+
+    def __add__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a + b)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a - b)
+
+    def __rsub__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: b - a)
+
+    def __mul__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a / b)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: b / a)
+
+    def __pow__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a**b)
+
+    def __rpow__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: b**a)
+
+    def __neg__(self) -> Any:
+        return SizeFloat(-float(self), -self.symbolic)
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        return SizeFloat(abs(float(self)), sympy.Abs(self.symbolic))
+
+    def _compare(self, other: Any, compare: Callable[[Any, Any], Any]) -> Any:
+        answer = compare(float(self), float(other) if isinstance(other, (SizeInt, SizeFloat)) else other)
+        if isinstance(other, bool) or not isinstance(other, (int, float)) or not isinstance(answer, bool):
+            return answer
+        _decide(_RELATIONS[compare](self.symbolic, _symbolic_number(other)), answer)
+        return answer
+
+    __hash__ = None  # type: ignore[assignment]  # as SizeInt's, for the same reason
+
+
 def holds_size(value: Any) -> bool:
-    """Whether ``value`` (or a list, tuple or dict in it) holds a :class:`SizeInt`."""
-    if isinstance(value, SizeInt):
+    """Whether ``value`` (or a list, tuple or dict in it) holds a :class:`SizeInt` or :class:`SizeFloat`."""
+    if isinstance(value, (SizeInt, SizeFloat)):
         return True
     if isinstance(value, dict):
         return any(holds_size(v) for v in value.values())

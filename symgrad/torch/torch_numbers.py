@@ -64,17 +64,18 @@ def _numeric(torch: Any, name: str) -> Any:
     return torch.bool if kind is np.bool_ else (torch.int64 if kind is np.int64 else torch.float64)
 
 
-def constant_of(value: Any) -> Tensor:
-    """A torch tensor as a constant of the graph (its numbers, which compute as torch does below float64)."""
+def constant_of(value: Any, name: str | None = None) -> Tensor:
+    """A torch tensor as a constant of the graph (its numbers, which compute as torch does below float64), named
+    ``name`` if given (data an input holds)."""
     import torch
 
     data = value.detach().cpu()
     if data.dtype.is_floating_point:
-        made = constant(data.double().numpy(), dtype=str(data.dtype).replace("torch.", ""))
+        made = constant(data.double().numpy(), dtype=str(data.dtype).replace("torch.", ""), name=name)
     elif data.dtype == torch.bool:
-        made = constant(data.numpy(), dtype="bool")
+        made = constant(data.numpy(), dtype="bool", name=name)
     else:  # an integer tensor keeps its dtype (a uint8 reserve, int32 indices); its numbers are int64
-        made = constant(data.long().numpy(), dtype=str(data.dtype).replace("torch.", ""))
+        made = constant(data.long().numpy(), dtype=str(data.dtype).replace("torch.", ""), name=name)
     made.numbers_by = _TORCH
     return made
 

@@ -178,7 +178,7 @@ def _copies(value: Any, grad: bool = False, only: Callable[[Any], bool] | None =
     import torch
 
     if isinstance(value, torch.Tensor):
-        copy = value.detach().clone()
+        copy = _in_same_memory(value)
         wanted = grad and copy.is_floating_point() and (only is None or only(value))
         return copy.requires_grad_() if wanted else copy
     if isinstance(value, dict):
@@ -186,6 +186,15 @@ def _copies(value: Any, grad: bool = False, only: Callable[[Any], bool] | None =
     if isinstance(value, (list, tuple)):
         return rebuilt(value, (_copies(v, grad, only) for v in value))
     return value
+
+
+def _in_same_memory(t: Any) -> Any:
+    """A detached copy of ``t`` that lies in its memory as ``t`` does (a view of a copy of its base): a kernel that
+    reads memory (``as_strided``) reads the same numbers from it."""
+    base = t._base
+    if base is None or t.layout != base.layout or base.is_nested:
+        return t.detach().clone()
+    return base.detach().clone().as_strided(t.shape, t.stride(), t.storage_offset())
 
 
 # how far a decomposition's numbers may be from the kernel's: rounding in another order

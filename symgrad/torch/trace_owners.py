@@ -133,3 +133,20 @@ def holder(roots: Mapping[str, Any]) -> Any:
         else:
             node.add_module(last, value)
     return container
+
+
+def tensor_attributes(model: Any) -> list[tuple[str, Any]]:
+    """The plain tensors a model keeps as attributes (neither parameters nor buffers: a fixed positional embedding
+    made in ``__init__``), by path: state of the model that its ``state_dict`` leaves out, and that a drop-in reads
+    from the model as it reads its buffers."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        return []
+    found, seen = [], set()
+    for prefix, module in model.named_modules():
+        for name, value in vars(module).items():
+            if isinstance(value, torch.Tensor) and not isinstance(value, torch.nn.Parameter) and id(value) not in seen:
+                seen.add(id(value))
+                found.append((f"{prefix}.{name}" if prefix else name, value))
+    return found

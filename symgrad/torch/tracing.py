@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import torch as symbolic_torch
+from ..core.assignment import assigned
 from ..core.constructors import symbols, tensor
 from ..core.dims import dims
 from ..core.errors import (
@@ -38,13 +39,12 @@ from ..core.errors import (
     WorkBudgetError,
 )
 from ..core.graph import dims_of
-from ..core.indexing import assigned
 from ..core.tensor import Tensor
 from ..core.tensor import method as tensor_method
 from .builtin_arguments import as_functional
 from .nn.modules.module import leaf_name
 from .nn.normalization import running_statistics
-from .sizes import Guard, Guards, SizeInt, holds_size, sizes_answer
+from .sizes import Guard, Guards, SizeFloat, SizeInt, holds_size, sizes_answer
 from .torch_numbers import TORCH_NUMBERS, constant_of
 from .trace_decomposed import decomposed
 from .trace_draws import attention_call, attention_draws, draws_noise, dropout_call, random_call
@@ -69,7 +69,7 @@ from .trace_lookup import (
     symbolic_function_named,
     user_line,
 )
-from .trace_owners import holder, owners
+from .trace_owners import holder, owners, tensor_attributes
 from .trace_runs import example_sizes, first_difference, flat, rebuilt, resized, state_kept, within
 
 
@@ -81,6 +81,8 @@ class Trace:
     inputs: list[Tensor]
     parameters: dict[str, Tensor] = field(default_factory=dict)
     buffers: dict[str, Tensor] = field(default_factory=dict)
+    # the model's plain tensor attributes the code read (a fixed positional embedding), by path: read-only state
+    attributes: dict[str, Tensor] = field(default_factory=dict)
     guards: list[Guard] = field(default_factory=list)  # decisions on symbolic sizes its graph holds under
     # what a run of the model does to its buffers (trace_effects.BatchNormUpdate, Assign), in the order it does it
     updates: list[Any] = field(default_factory=list)
@@ -106,6 +108,7 @@ class _Recorder:
         self.draws = 0  # dropouts drawn so far in this run: their noise is numbered in this order
         self.random_sites: list[str] = []  # other random draws: their numbers are constants of the graph
         self.leaves: set[int] = set()  # ids of the symbolic leaves of the inputs and parameters
+        self.without_grad: set[int] = set()  # ids of real tensors computed under torch.no_grad(): no history
         self.mode: Any = None  # the TorchFunctionMode that calls _call: torch's decompositions run under it
         # the calls (name, torch function) whose decompositions are running, outermost first
         self.decomposing: list[tuple[str, Any]] = []
@@ -151,7 +154,7 @@ class _Recorder:
             return rebuilt(value, (self.to_symbolic(v) for v in value))
         if isinstance(value, torch.dtype):
             return str(value).replace("torch.", "")
-        if isinstance(value, SizeInt):
+        if isinstance(value, (SizeInt, SizeFloat)):
             return value.symbolic
         if isinstance(value, slice):  # x[: x.shape[0] // 2]: the bounds of a slice may be sizes too
             return slice(*(self.to_symbolic(v) for v in (value.start, value.stop, value.step)))
@@ -227,7 +230,8 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
     if updated is not None or kwargs.get("inplace"):
         destination = args[0]
         check_update(destination, recorder.viewed, name, user_line())
-        if not torch.is_grad_enabled() and recorder.differentiable(destination):
+        tracked = recorder.differentiable(destination) and id(destination) not in recorder.without_grad
+        if not torch.is_grad_enabled() and tracked:  # a tensor made under no_grad has no history to keep
             raise UnsupportedError(
                 f"{name} ({user_line()}) changes a tensor that requires grad in place under torch.no_grad(): torch "
                 "then keeps its gradient as if its values had not changed, which a formula cannot say"
@@ -254,6 +258,9 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
         if kind == "function" and not holds_tensor((args, kwargs)):
             if target is None or not holds_size((args, kwargs)):
                 return real  # made from numbers alone (torch.zeros(2, 3)): a constant when it is used
+            if isinstance(real, torch.Tensor) and "dtype" not in kwargs:  # torch's default dtype, whatever it is
+                kwargs = {**kwargs, "dtype": real.dtype}
+                named = (named[0], {**named[1], "dtype": real.dtype})
         result = _symbolic_call(recorder, func, kind, target, *named, symbolic, returns_indices(func, name))
     recorder.note_views(real)
     if destination is not None and isinstance(result, Tensor):
@@ -261,6 +268,8 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
     if not grad_enabled:  # computed under torch.no_grad(): no gradient flows through it, as in torch
         result = _detached(result)
     recorder.record(real, result)
+    if not grad_enabled and destination is None:
+        recorder.without_grad.update(id(value) for value in flat(real) if isinstance(value, torch.Tensor))
     if isinstance(result, Tensor):
         recorder.sites[id(result)] = user_line()
     return real
@@ -432,7 +441,7 @@ def trace(
     *example_inputs: Any,
     dynamic_shapes: Mapping[str, Mapping[int, str]] | None = None,
     modules: Mapping[str, Any] | None = None,
-    symbolic_values: bool = False,
+    symbolic_values: bool | Collection[str] = False,
 ) -> Trace:
     """Run ``fn(*example_inputs)`` — real torch code, possibly an ``nn.Module`` — and return its symbolic graph.
 
@@ -450,7 +459,8 @@ def trace(
     explicitly. :attr:`Trace.model` is the module an emitted drop-in takes.
 
     With ``symbolic_values``, floating inputs stand for symbols at every size (the code still runs on the
-    example's values), so that what the graph says holds for every value, not the example's alone.
+    example's values), so that what the graph says holds for every value, not the example's alone; a collection
+    of input names makes those inputs symbols and keeps the others' values (data, such as targets).
     """
     import torch
 
@@ -486,6 +496,7 @@ def trace(
         inputs=first.inputs,
         parameters=first.parameters,
         buffers=first.buffers,
+        attributes=first.attributes,
         guards=list(first.guards.items),
         updates=first.updates,
         modes=modes_that_matter(model),
@@ -509,16 +520,39 @@ class _Run:
     updated_inputs: list[str]
     random_draws: list[str]
     decomposed: bool = False
+    attributes: dict[str, Tensor] = field(default_factory=dict)
+
+
+def _input_name(name: str, names: Sequence[str]) -> str:
+    """The tensor name of the input the traced code calls ``name``: the same, or for a name a tensor cannot have
+    (``_``, ``_unused``: symgrad keeps names that start with "_" for its own) one made from it, unlike the others."""
+    if not name.startswith("_"):
+        return name
+    base = leaf_name(name.lstrip("_") or "unnamed")
+    candidate, k = base, 1
+    while candidate in names:
+        candidate, k = f"{base}_{k}", k + 1
+    return candidate
 
 
 def _run(
-    fn: Callable, model: Any, example_inputs: Sequence[Any], names: list[str], shapes: dict, symbolic: bool = False
+    fn: Callable,
+    model: Any,
+    example_inputs: Sequence[Any],
+    names: list[str],
+    shapes: dict,
+    symbolic: bool | Collection[str] = False,
 ) -> _Run:
 
     recorder = _Recorder()
     inputs = []
     for name, real in zip(names, example_inputs, strict=False):
-        leaf = _leaf(real, name, shapes.get(name), requires_grad=real.requires_grad, symbolic=symbolic)
+        tensor_name = _input_name(name, names)
+        if isinstance(symbolic, bool) or name in symbolic or shapes.get(name):
+            symbolic_here = symbolic if isinstance(symbolic, bool) else name in symbolic
+            leaf = _leaf(real, tensor_name, shapes.get(name), requires_grad=real.requires_grad, symbolic=symbolic_here)
+        else:  # data: its numbers, as a constant of the graph under the input's name
+            leaf = constant_of(real, name=tensor_name)
         recorder.bind(real, leaf)
         recorder.leaves.add(id(leaf))
         inputs.append(leaf)
@@ -532,6 +566,11 @@ def _run(
             buffers[name] = _leaf(real, leaf_name(name), None, requires_grad=False)
             recorder.bind(real, buffers[name])
             recorder.buffer_paths[id(real)] = name
+    attributes = {}
+    for name, real in tensor_attributes(model):
+        if id(real) not in recorder.symbolic:
+            attributes[name] = _leaf(real, leaf_name(name), None, requires_grad=False)
+            recorder.bind(real, attributes[name])
     guards = Guards(site=user_line)
     try:
         with guards.recording(), _mode(recorder):
@@ -552,8 +591,13 @@ def _run(
         final = recorder.symbolic[id(real)]
         if final is not buffers[name] and id(final) not in by_kernel:
             updates.append(Assign(name, final))
+    read = {name: leaf for name, leaf in attributes.items() if leaf.name in _leaf_names(output)}
     return _Run(output, inputs, parameters, buffers, guards, recorder.sites, updates, updated, recorder.random_sites,
-                recorder.decomposed)  # fmt: skip
+                recorder.decomposed, read)  # fmt: skip
+
+
+def _leaf_names(output: Any) -> set[str]:
+    return {name for t in flat(output) if isinstance(t, Tensor) for name in t.leaves()}
 
 
 def _updated_by_kernel(owned: list[tuple[str, Any]], recorder: _Recorder) -> list[Any]:

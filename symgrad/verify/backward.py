@@ -59,7 +59,7 @@ from .functions import (
 from .instances import instantiate, size_assignments
 from .numbers import run_at_larger_sizes
 from .prove import prove
-from .zeros import zero_by
+from .zeros import differ_by, rounded_constants
 
 SECOND_ORDER_CAUSES = {
     "once_differentiable": "the backward is once_differentiable: torch refuses to differentiate it again",
@@ -97,6 +97,7 @@ class BackwardVerdict:
     second_note: str = ""  # why the second order was not proved, or why it differs
     second_cause: str = ""  # the same as a key of SECOND_ORDER_CAUSES
     jvp: list[GradientVerdict] = field(default_factory=list)  # the Function's jvp, output by output
+    data: list[str] = field(default_factory=list)  # inputs held at their given values (no requires_grad)
 
     @property
     def held(self) -> bool:
@@ -118,6 +119,9 @@ class BackwardVerdict:
         else:
             verdict = f"WRONG in its jvp ({orders} proved)"
         lines = [f"{self.function}.backward: {verdict}"]
+        if self.data:
+            names = ", ".join(self.data)
+            lines.append(f"the verdict holds for the given values of {names} (data: no gradient is checked for it)")
         lines += self._lines(self.gradients, "grad of")
         if self.second:
             lines.append("second order (differentiating through the backward, as create_graph=True does):")
@@ -205,6 +209,7 @@ def verify_backward(
     )
     grad_names = ["grad_output"] if len(outputs) == 1 else [f"grad_output{k}" for k in range(len(outputs))]
     run = _Runs(cls, needs, names, grad_names, inputs, cotangents)
+    run.data = [n for n, x, need, t in zip(names, inputs, needs, tensors) if t and chosen and not need]
     if dynamic_shapes:  # the incoming gradients have the outputs' symbolic sizes
         run.dynamic_shapes = {**dynamic_shapes, **run.output_dims(dynamic_shapes)}
     run.silent = [k for k, out in enumerate(outputs) if _marked(out, probe_ctx) or not out.is_floating_point()]
@@ -212,7 +217,7 @@ def verify_backward(
     differentiable = [k for k, out in enumerate(outputs) if out.is_floating_point() and not _marked(out, probe_ctx)]
     truth, gs = [truth[i] for i in differentiable], [gs[i] for i in differentiable]
     once = is_once_differentiable(cls)
-    verdict = BackwardVerdict(cls.__name__, order if not once else 1)
+    verdict = BackwardVerdict(cls.__name__, order if not once else 1, data=[n for n in run.data if n])
     for k, (leaf, grad) in enumerate(zip(leaves, claimed)):
         if needs[k]:
             verdict.gradients.append(_verdict_for(leaf, grad, truth, gs, numeric))
@@ -289,6 +294,7 @@ class _Runs:
         self.names = [*self.tensor_names, *grad_names]
         self.examples = (*self.tensor_inputs, *grads)
         self.dynamic_shapes: Any = None
+        self.data: list[str] = []  # inputs that keep their values (they do not require grad, and another does)
         self.cache: dict[bool, tuple] = {}
         self.silent: list[int] = []  # outputs marked non-differentiable: torch gives the backward zeros for them
 
@@ -350,11 +356,17 @@ class _Runs:
         shapes = {n: given[n] for n in self.tensor_names if n in given}
         shapes.update({f"tangent_{n}": given[n] for n in self.tensor_names if n in given})
         traced = self.user_code(
-            lambda: trace(both, *inputs, *tangents, dynamic_shapes=shapes or None, symbolic_values=True)
+            lambda: trace(
+                both, *inputs, *tangents, dynamic_shapes=shapes or None, symbolic_values=self.symbolic_names(names)
+            )
         )
         results = as_tuple(traced.output)
         outputs = len(self.grad_names)
         return results[:outputs], results[outputs:], (*self._leaves(traced.inputs[:count]), *traced.inputs[count:])
+
+    def symbolic_names(self, names: list[str]) -> set[str]:
+        """The traced arguments that stand for symbols: all but the data inputs, which keep their values."""
+        return {n for n in names if n not in self.data}
 
     def _leaves(self, traced: tuple) -> tuple:
         """The traced leaves of the forward's inputs, None for the constants."""
@@ -382,7 +394,8 @@ class _Runs:
             return (*truth, *as_tuple(backward(ctx, *gs)))
 
         _name_arguments(both, self.names)
-        traced = trace(both, *self.examples, dynamic_shapes=self.dynamic_shapes, symbolic_values=True)
+        symbolic = self.symbolic_names(self.names)
+        traced = trace(both, *self.examples, dynamic_shapes=self.dynamic_shapes, symbolic_values=symbolic)
         results = as_tuple(traced.output)
         outputs = len(self.grad_names)
         truth, claimed = results[:outputs], results[outputs:]
@@ -475,8 +488,13 @@ def _verdict_for(leaf: Tensor, grad: Any, outs: list, gs: list, numeric: bool) -
     # at the example's sizes the exact proof covers every value; numbers against torch add nothing there, and a
     # .detach() at concrete sizes keeps formulas, not a graph that other sizes can be made of
     symbolic = bool(dims_of([leaf, *outs]))
-    proof = prove(outs, [leaf], gs, laws=[grad], numeric=numeric and symbolic, sizes=None if symbolic else [{}])
-    verdict = GradientVerdict(name, proof.held, str(proof) + (f"\n{summed}, as here" if summed else ""))
+    with rounded_constants() as rounded:
+        proof = prove(outs, [leaf], gs, laws=[grad], numeric=numeric and symbolic, sizes=None if symbolic else [{}])
+    text = str(proof) + (f"\n{summed}, as here" if summed else "")
+    if rounded and proof.held:
+        taken = ", ".join(f"{written} for {exact}" for written, exact in rounded)
+        text += f"\ndecimal constants taken as roundings, within one unit of their last digit: {taken}"
+    verdict = GradientVerdict(name, proof.held, text)
     if not proof.held:
         _counterexample(verdict, leaf, grad, outs, gs)
     return verdict
@@ -503,12 +521,22 @@ def _counterexample(verdict: GradientVerdict, leaf: Tensor, grad: Tensor, outs: 
         verdict.laws = (grad, true)
     point = _random_point(a, e)
     if point:
+        mine, theirs = _apart(float(a.subs(point)), float(e.subs(point)))
         shown = ", ".join(f"{s} = {v}" for s, v in sorted(point.items(), key=lambda p: str(p[0]))[:12])
         verdict.example = (
             f"at {shown}{' …' if len(point) > 12 else ''}"
             + (f" ({', '.join(f'{k}={v}' for k, v in assignment.items())})" if assignment else "")
-            + f":\nthe backward gives {float(a.subs(point)):.6g}, the true one {float(e.subs(point)):.6g}"
+            + f":\nthe backward gives {mine}, the true one {theirs}"
         )
+
+
+def _apart(mine: float, theirs: float) -> tuple[str, str]:
+    """Two numbers with as many digits as it takes to tell them apart (6 at least, 17 at most)."""
+    for digits in range(6, 18):
+        shown = f"{mine:.{digits}g}", f"{theirs:.{digits}g}"
+        if shown[0] != shown[1]:
+            return shown
+    return shown
 
 
 def _first_difference(claimed: Tensor, true: Tensor, sizes: dict) -> tuple | None:
@@ -518,7 +546,7 @@ def _first_difference(claimed: Tensor, true: Tensor, sizes: dict) -> tuple | Non
     a, e = made[id(claimed)].entries(), made[id(true)].entries()
     for index in _indices(a.shape):
         mine, expected = sympy.sympify(a[index]), sympy.sympify(e[index])
-        if zero_by(mine - expected) is None:
+        if differ_by(mine, expected) is None:
             return index, mine, expected
     return None
 
@@ -528,8 +556,21 @@ def _indices(shape: tuple) -> list[tuple]:
 
 
 def _short(expr: sympy.Expr, limit: int = 160) -> str:
-    text = str(expr)
+    text = str(_as_written(sympy.sympify(expr)))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _as_written(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with each float constant (held as its exact binary fraction) spelled as Python writes it: 1e-05,
+    not 5902958103587057/590295810358705651712."""
+    spelled = {}
+    for r in expr.atoms(sympy.Rational):
+        q = int(r.q)
+        if not r.is_Integer and q & (q - 1) == 0 and q > 2**10:
+            text = repr(float(r))
+            digits = len(text.split("e")[0].replace("-", "").replace(".", "").lstrip("0"))
+            spelled[r] = sympy.Float(text, max(digits, 1))
+    return expr.xreplace(spelled) if spelled else expr
 
 
 def _random_point(claimed: sympy.Expr, true: sympy.Expr) -> dict:

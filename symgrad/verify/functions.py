@@ -16,6 +16,7 @@ included), its inputs' names, how its forward runs (either style), and which of 
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any
 
 from ..core.errors import SymgradError, UnsupportedError
@@ -38,6 +39,12 @@ class Context:
 
     @property
     def saved_tensors(self) -> tuple:
+        return self.saved
+
+    @property
+    def saved_variables(self) -> tuple:
+        """torch's deprecated spelling of :attr:`saved_tensors`, which torch still answers, with a warning."""
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
         return self.saved
 
     def mark_non_differentiable(self, *tensors: Any) -> None:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import sympy
 
 from ..core.budget import tick
 from ..core.budget import time_limit as bounded_time
@@ -35,7 +34,7 @@ from .instances import Sizes, above_floors, instantiate, size_assignments, size_
 from .rewrites import check_rewrites, rewrites_of
 from .rules import chain_equals, check_rules, rule_nodes
 from .torch_eval import evaluate_graph
-from .zeros import zero_by
+from .zeros import differ_by
 
 DEFAULT_PROOF_SECONDS = 120.0  # sg.prove's time limit unless given
 
@@ -191,7 +190,7 @@ def _by_entries(outs, targets, vs, laws, made, assignment) -> dict[str, Any]:
         for position, (a, e) in enumerate(zip(actual.reshape(-1), expected.reshape(-1))):
             count += 1
             tick("the exact proof at {}, entry {} of {} of {}'s law", where, position + 1, actual.size, x.name)
-            method = zero_by(sympy.sympify(a) - e)
+            method = differ_by(a, e)
             held = held and method is not None
             if method is not None:
                 methods[method] = methods.get(method, 0) + 1

@@ -8,10 +8,16 @@ is not, and 60-digit evaluation as the last resort (reported as such).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import math
 import random
+from collections.abc import Iterator
 from fractions import Fraction
+from typing import Any
 
 import mpmath
+import numpy as np
 import sympy
 
 from ..ops import functions
@@ -33,7 +39,14 @@ CASE_SPLITS = (
 SYMBOLIC_BUDGET = 400  # operations above which SymPy's cancellation is replaced by exact evaluation
 
 
-def zero_by(expr: sympy.Expr) -> str | None:
+def differ_by(a: Any, b: Any) -> str | None:
+    """:func:`zero_by` of ``a - b``, knowing the two sides: a decimal constant of either may then stand for a longer
+    value (see :func:`_within_last_digits`), which their difference, where SymPy merges the constants, hides."""
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    return zero_by(a - b, sides=(a, b))
+
+
+def zero_by(expr: sympy.Expr, sides: tuple | None = None) -> str | None:
     """How ``expr`` was shown to be 0, or None when it was not.
 
     - ``"symbolic"``: SymPy reduced it to 0 (cancellation of a rational
@@ -58,13 +71,18 @@ def zero_by(expr: sympy.Expr) -> str | None:
     if expr == 0:
         return "symbolic"
     if _clearly_nonzero(expr):
+        if sides is not None and _within_last_digits(*sides):
+            return "decimal rounding"
         return "decimal rounding" if _rounding_only(expr) else None
     plain = _with_independent_functions(expr)
     if plain is not None:
         splits = plain.has(*CASE_SPLITS)
         if splits and sympy.count_ops(plain) <= SYMBOLIC_BUDGET:  # folding large case splits takes minutes
-            folded = sympy.piecewise_fold(plain.rewrite(sympy.Piecewise))
-            if folded == 0 or sympy.expand(folded) == 0:
+            try:
+                folded = sympy.piecewise_fold(plain.rewrite(sympy.Piecewise))
+            except TypeError:  # SymPy cannot fold a comparison that sits in a product (a mask times ones): evaluate
+                folded = None
+            if folded is not None and (folded == 0 or sympy.expand(folded) == 0):
                 return "symbolic"
         elif sympy.count_ops(plain) <= SYMBOLIC_BUDGET and sympy.cancel(sympy.together(plain)) == 0:
             return "symbolic"
@@ -80,7 +98,81 @@ def zero_by(expr: sympy.Expr) -> str | None:
                 return "symbolic"
     if _zero_to_digits(expr):
         return "60-digit evaluation"
+    if sides is not None and _within_last_digits(*sides):
+        return "decimal rounding"
     return "decimal rounding" if _rounding_only(expr) else None
+
+
+# Decimal constants written with at least this many significant digits may stand for a longer exact value (0.7978845608
+# for sqrt(2/pi)); shorter ones are read as exact (0.5 is one half).
+ROUNDED_DIGITS = 4
+_ACCEPTED: contextvars.ContextVar[list | None] = contextvars.ContextVar("rounded_constants", default=None)
+
+
+@contextlib.contextmanager
+def rounded_constants() -> Iterator[list[tuple[str, str]]]:
+    """Collect, while the block runs, the decimal constants that proofs accepted as roundings (see
+    :func:`_within_last_digits`): ``(as written, the value it stands for)``, each once."""
+    found: list[tuple[str, str]] = []
+    token = _ACCEPTED.set(found)
+    try:
+        yield found
+    finally:
+        _ACCEPTED.reset(token)
+
+
+def _written(r: sympy.Rational) -> tuple[str, float] | None:
+    """A constant that is a float as Python wrote it: its shortest decimal spelling and one unit of its last digit,
+    if it has at least :data:`ROUNDED_DIGITS` significant digits."""
+    if r.is_Integer or (int(r.q) & (int(r.q) - 1)) != 0:  # a float's exact value has a power of 2 below
+        return None
+    text = repr(float(r))
+    mantissa = text.split("e")[0].replace("-", "").replace(".", "").lstrip("0")
+    if not ROUNDED_DIGITS <= len(mantissa) <= 15 or float(r) == 0:  # 16 digits and more: float arithmetic's
+        return None
+    exponent = math.floor(math.log10(abs(float(r))))
+    return text, 10.0 ** (exponent - len(mantissa) + 1)
+
+
+def _within_last_digits(a: sympy.Expr, b: sympy.Expr, tries: int = 3) -> bool:
+    """The stated rule for decimal constants: a constant written with k significant digits stands for any value
+    less than one unit of its k-th digit away (rounded or cut off there). ``a - b`` is accepted when moving its
+    constants within those bounds makes it 0 at random points, to first order (the difference is linear in a
+    constant's rounding)."""
+    written = {r: w for r in (a.atoms(sympy.Rational) | b.atoms(sympy.Rational)) if (w := _written(r)) is not None}
+    if not written or len(written) > 12:
+        return False
+    standing = {r: sympy.Dummy(f"c{k}") for k, r in enumerate(written)}
+    general = a.xreplace(standing) - b.xreplace(standing)
+    expr = a - b
+    slopes = [sympy.diff(general, c) for c in standing.values()]
+    exact_constants = {c: Fraction(int(r.p), int(r.q)) for r, c in standing.items()}
+    rng = random.Random(5)
+    symbols = symbols_of(expr)
+    rows, values = [], []
+    for _ in range(len(written) + tries):
+        point = {s: Fraction(rng.randint(300, 1700), 1000) for s in symbols} | exact_constants
+        try:
+            values.append(float(to_mpmath(general, point, digits=40)))
+            rows.append([float(to_mpmath(slope, point, digits=40)) for slope in slopes])
+        except (KeyError, ArithmeticError, TypeError, ValueError):
+            return False
+    matrix, target = np.array(rows), -np.array(values)
+    if not (np.isfinite(matrix).all() and np.isfinite(target).all()) or not target.any():
+        return False
+    shift, *_ = np.linalg.lstsq(matrix, target, rcond=None)
+    if np.abs(matrix @ shift - target).max() > 1e-6 * np.abs(target).max():
+        return False  # no rounding of the constants explains the difference
+    units = np.array([unit for _, unit in written.values()])
+    if (np.abs(shift) >= units * (1 - 1e-6)).any():  # a whole unit off is a different digit, not a rounding
+        return False
+    accepted = _ACCEPTED.get()
+    if accepted is not None:
+        for (text, unit), move in zip(written.values(), shift):
+            if abs(move) > 1e-6 * unit and not any(text == seen for seen, _ in accepted):
+                digits = len(text.split("e")[0].replace("-", "").replace(".", "").lstrip("0"))
+                accepted.append((text, f"{float(Fraction(text)) + move:.{digits + 3}g}"))
+    return True
 
 
 def _rounding_only(expr: sympy.Expr, tries: int = 4) -> bool:

@@ -20,6 +20,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -31,11 +32,21 @@ import pytest
 torch = pytest.importorskip("torch")
 
 REPO = Path(__file__).resolve().parents[2]
-HANG_LIMIT = 20.0  # seconds: no reproduction may run longer
+HANG_LIMIT = 20.0  # seconds of CPU time: no reproduction may use more
+WALL_BACKSTOP = 10  # a reproduction still running after 10 times its CPU limit on the wall clock waits on something
 # 64,000 SymPy products take 10-20 s on a loaded two-core machine (it ran past 60 s when it hung)
 ENTRYWISE_LIMIT = 45.0
 SLOW_LIMIT = 180.0  # for cases that are not about speed: generous, so a loaded machine does not fail them
 F64 = torch.float64
+
+
+# ``python -m symgrad`` under a CPU-time limit: the kernel stops it (SIGXCPU) past that many seconds of CPU time,
+# which a busy machine does not change, unlike the wall clock
+CPU_LIMITED = (
+    "import resource, runpy; resource.setrlimit(resource.RLIMIT_CPU, ({seconds}, {seconds} + 5)); "
+    "runpy.run_module('symgrad', run_name='__main__', alter_sys=True)"
+)
+
 
 CLEAN_LINE = re.compile(r"symgrad: error: \S.*")
 
@@ -184,7 +195,7 @@ def _run_case(name: str, folder: Path) -> dict:
     env["TMPDIR"] = str(tmp)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     env.pop("SYMGRAD_DEBUG", None)
-    command = [sys.executable, "-m", "symgrad", *argv]
+    command = [sys.executable, "-c", CPU_LIMITED.format(seconds=math.ceil(limit)), *argv]
     start = time.monotonic()
     result = {"returncode": None, "timed_out": False, "stdout": "", "stderr": ""}
     stdout_target: int = subprocess.PIPE
@@ -193,14 +204,20 @@ def _run_case(name: str, folder: Path) -> dict:
         read_end, write_end = os.pipe()
         stdout_target = write_end
     process = subprocess.Popen(
-        command, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=stdout_target, stderr=subprocess.PIPE
+        command,
+        cwd=folder,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=stdout_target,
+        stderr=subprocess.PIPE,
     )
     if read_end is not None:
         os.close(write_end)
         os.close(read_end)
     try:
-        out, err = process.communicate(timeout=limit)
+        out, err = process.communicate(timeout=WALL_BACKSTOP * limit + 60)
         result["returncode"] = process.returncode
+        result["timed_out"] = process.returncode == -signal.SIGXCPU
     except subprocess.TimeoutExpired:
         process.kill()
         out, err = process.communicate()
@@ -272,7 +289,7 @@ def assert_no_traceback(run: dict) -> None:
     assert "Traceback (most recent call last)" not in run["stderr"], _describe(run)
 
 
-PROGRESS_LINE = re.compile(r"symgrad: (?!error:)\S.*\(\d+ s(, limit \S+ s)?\)")
+PROGRESS_LINE = re.compile(r"symgrad: (?!error:)\S.*\(\d+ s( of CPU time)?(, limit \S+ s)?\)")
 
 
 def assert_clean_refusal(run: dict) -> None:

@@ -58,6 +58,19 @@ class Broken(torch.autograd.Function):
         return g.no_such_method()
 
 
+class SoftTargets(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z, t):
+        p = z.softmax(-1)
+        ctx.save_for_backward(p, t)
+        return -(t * p.log()).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        p, t = ctx.saved_tensors
+        return g * (p - t), None
+
+
 def applies_no_function(x):
     return x
 
@@ -81,7 +94,7 @@ not_callable = 3
 """
 
 
-PROGRESS = re.compile(r"^symgrad: .*\(\d+ s, limit \d+ s\)$")
+PROGRESS = re.compile(r"^symgrad: .*\(\d+ s of CPU time, limit \d+ s\)$")
 
 
 @pytest.fixture
@@ -127,6 +140,23 @@ def test_plain_numbers_come_from_number_or_the_signatures_default(capsys, functi
 def test_integer_inputs_take_values(capsys, functions):
     code, out, _ = run(capsys, f"{functions}:PickedLoss", "--input", "z=3,4", "--value", "y=[0, 3, 1]")
     assert code == 0 and "grad of z: proved" in out
+
+
+def test_a_symbolic_size_is_drawn_past_the_class_values_given(capsys, functions):
+    """z=3,c beside y=[0,3,1]: c is drawn at 4 and more, so that class 3 exists."""
+    code, out, err = run(capsys, f"{functions}:PickedLoss", "--input", "z=3,c", "--value", "y=[0, 3, 1]")
+    assert code == 0 and "grad of z: proved" in out, err
+
+
+def test_float_values_beside_drawn_inputs_are_data(capsys, functions):
+    """Soft targets whose rows sum to 1 make p − t right; a row summing to 1.2 makes it wrong."""
+    spec = f"{functions}:SoftTargets"
+    code, out, err = run(capsys, spec, "--input", "z=2,3", "--value", "t=[[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]]",
+                         "--order", "1")  # fmt: skip
+    assert code == 0 and "given values of t" in out, out + err
+    code, out, _ = run(capsys, spec, "--input", "z=2,3", "--value", "t=[[0.2, 0.3, 0.7], [0.1, 0.1, 0.8]]",
+                       "--order", "1")  # fmt: skip
+    assert code == 1 and "grad of z: differs" in out
 
 
 @pytest.mark.parametrize(

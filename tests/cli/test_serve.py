@@ -4,8 +4,10 @@ work shows progress and can be cancelled."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -22,11 +24,20 @@ from symgrad.cli.serve import explain_argv
 from symgrad.core.errors import SymgradError
 
 
+def _ends_with_us() -> None:
+    """In the server's process before it starts: on Linux, the kernel ends it when the test process ends, even one
+    that was killed and ran no finalizer."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     """``symgrad serve --port 0`` (a free port, named in its first line), stopped when the tests are done."""
     command = [sys.executable, "-c", "import sys; from symgrad.cli import main; sys.exit(main())", "serve"]
-    process = subprocess.Popen([*command, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        [*command, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=_ends_with_us
+    )
     try:
         first = process.stdout.readline()
         found = re.search(r"http://127\.0\.0\.1:\d+", first)

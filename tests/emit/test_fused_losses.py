@@ -72,13 +72,13 @@ def test_cross_entropy_vjp_takes_any_grad_output_as_other_modules_do():
 
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_softmax_backward_is_torchs_own_kernel_to_the_last_bit(dim):
-    """``y * (g - (g * y).sum(dim, keepdim=True))`` prints as ``_softmax_backward_data``, the kernel torch's own
-    softmax backward runs; double backward goes through it too."""
+    """Softmax's backward, ``y * (g - (g * y).sum(dim, keepdim=True))``, is ``_softmax_backward_data``, the kernel
+    torch's own softmax backward runs; double backward goes through it too."""
     m, n, k = sg.dims("m n k")
     Z, V = sg.symbols("Z", (m, n, k), requires_grad=True), sg.symbols("V", (m, n, k))
     out = (st.softmax(Z, dim=dim) * V).sum()
     module = sg.compile(out, [Z], inputs=[Z, V], style="autograd_function", name="Softmax")
-    kernel = f"torch.ops.aten._softmax_backward_data(t_2.to(t_1.dtype), t_1, {dim % 3}, t_1.dtype)"
+    kernel = f"torch.ops.aten._softmax_backward_data((grad_output * V).to(t_1.dtype), t_1, {dim % 3}, t_1.dtype)"
     assert kernel in module.__symgrad_source__
     gen = torch.Generator().manual_seed(dim + 5)
     Z_value = torch.randn(2, 3, 4, generator=gen, dtype=torch.float64, requires_grad=True)

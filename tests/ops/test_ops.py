@@ -403,6 +403,7 @@ CASES: list[Case] = [
         lambda w, p, a: a.unsqueeze(p["dim"]) * w.torch.unsqueeze(a, p["dim"]),
     ),
     Case("flatten", one_any, lambda w, p, a: a.flatten() + w.torch.flatten(a)),
+    Case("ravel", one_any, lambda w, p, a: (2 * a).ravel() * w.torch.ravel(a)),
     Case("clone", one_any, lambda w, p, a: w.torch.clone(a) * a.clone()),
     Case("index", with_param(rand_shape, index=random_index), lambda w, p, a: a[p["index"]]),
     Case(

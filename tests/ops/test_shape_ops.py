@@ -89,6 +89,16 @@ CASES: list[tuple[str, list, Callable]] = [
         [X, ("leaf", [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])],
         lambda w, x, s: w.torch.scatter_add(x, 0, ints(w, [[1, 0, 1], [1, 1, 0]]), s),
     ),
+    (
+        "index_put_mask",
+        [X, ("leaf", 4.0)],
+        lambda w, x, value: w.torch.index_put(x, (mask(w, [[True, False, True], [False, True, False]]),), value),
+    ),
+    (
+        "index_put_accumulate_repeated",
+        [X, V],
+        lambda w, x, v: w.torch.index_put(x, (ints(w, [1, 1, 0]), ints(w, [0, 0, 2])), v * v, accumulate=True),
+    ),
     ("take_along_dim", [X], lambda w, x: w.torch.take_along_dim(x, ints(w, [[0, -1]]), 1)),
     ("take_along_dim_flat", [X], lambda w, x: w.torch.take_along_dim(x, ints(w, [5, 0, 5]))),
     (

@@ -245,10 +245,10 @@ def sandbox(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(("text", "error"), HOSTILE, ids=[text[:40] for text, _ in HOSTILE])
 def test_hostile_input_is_refused(sandbox, text, error):
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(error) as caught:
         parse(text, {"x": (2,)})
-    assert time.perf_counter() - start < 2
+    assert time.process_time() - start < 2
     assert "\n" not in str(caught.value)
     assert str(caught.value)
     assert not list(sandbox.iterdir()), "something was written"

@@ -51,6 +51,10 @@ EVERYDAY: dict[str, Callable] = {
     "x.sum(1, keepdims=True)": lambda x: x.sum(1, keepdims=True) * x,
     "x.float() in a float64 graph": lambda x: (x.float().exp() * 3).double() * x,
     "torch.where(x > 1, 0, x)": lambda x: torch.where(x > 1, 0, x) * x,
+    # numbers made from the symbolic batch m: the law holds at every m (proved at m = 2, traced at m = 3)
+    "coeff = 1 / x.shape[0]": lambda x: 1 / x.shape[0] * x.sum(0),
+    "x.size(0) ** -0.5 * x": lambda x: x.size(0) ** -0.5 * x,
+    "x.sum(0) / (x.shape[0] * 2.0 - 1)": lambda x: x.sum(0) / (x.shape[0] * 2.0 - 1),
 }
 
 

@@ -8,6 +8,7 @@ CI runs a spread of the recurrent configurations; ``SYMGRAD_MODELS_FULL=1`` runs
 from __future__ import annotations
 
 import itertools
+import math
 import os
 
 import pytest
@@ -120,3 +121,52 @@ def test_modules_that_draw_random_numbers_train_as_torch_under_the_same_seed(nam
     make, data, loss_of = RANDOM[name]
     kwargs = {"loss_of": loss_of} if loss_of is not None else {}
     five_stages(make, data, [0], seeded=True, **kwargs)
+
+
+class FixedPositions(torch.nn.Module):
+    """A sinusoidal positional embedding computed in ``__init__`` and kept as a plain attribute (not a buffer)."""
+
+    def __init__(self, length: int = 5, width: int = 4) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(width, width)
+        position = torch.arange(length).unsqueeze(1)
+        frequency = torch.exp(torch.arange(0, width, 2) * (-math.log(10000.0) / width))
+        table = torch.zeros(length, width, dtype=F64)
+        table[:, 0::2], table[:, 1::2] = torch.sin(position * frequency), torch.cos(position * frequency)
+        self.table = table
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x + self.table[: x.shape[1]])
+
+
+class Float32Region(torch.nn.Module):
+    """A float64 model with llama-style RMSNorm in float32 (``x.float()`` … ``type_as``) and an einsum of a float64
+    and a float32 operand, which torch promotes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc, self.scale = torch.nn.Linear(4, 4), torch.nn.Parameter(torch.ones(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.fc(x)
+        norm = h.float() * torch.rsqrt(h.float().pow(2).mean(-1, keepdim=True) + 1e-6)
+        return torch.einsum("bi,bj->bij", norm.type_as(h) * self.scale, x.float()).tanh()
+
+
+def _rows4(b: int, seed: int) -> tuple:
+    return (torch.randn((b, 4), dtype=F64, generator=torch.Generator().manual_seed(seed)),)
+
+
+def test_a_plain_tensor_attribute_is_state_the_drop_in_reads() -> None:
+    """The attribute is no parameter and no buffer: the drop-in reads it from the model (state_dict keys unchanged)."""
+    traced = five_stages(lambda: FixedPositions().double(), _tokens5, [0])
+    assert list(traced.attributes) == ["model.table"]
+
+
+def test_a_float32_region_in_a_float64_model_gives_torchs_float32_numbers() -> None:
+    """torch computes the float32 region in float32: symgrad's numbers, laws and drop-in too (rtol 1e-9)."""
+    five_stages(lambda: Float32Region().double(), _rows4, [0])
+
+
+def _tokens5(b: int, seed: int) -> tuple:
+    return (torch.randn((b, 5, 4), dtype=F64, generator=torch.Generator().manual_seed(seed)),)

@@ -573,10 +573,10 @@ def test_dtype_casts() -> None:
 
 def test_zero_grad() -> None:
     _, ours = _pair(lambda t: t.nn.Sequential(t.nn.Linear(2, 3), t.nn.Tanh(), t.nn.Linear(3, 1)))
-    ours(st.tensor([[0.5, -1.0]], dtype=st.float64)).sum().backward()
+    ours(st.tensor([[0.5, -1.0]])).sum().backward()
     grads = [p.grad.tolist() for p in ours.parameters()]
     assert all(np.abs(np.asarray(g)).sum() > 0 for g in grads)
-    ours(st.tensor([[0.5, -1.0]], dtype=st.float64)).sum().backward()  # .grad accumulates
+    ours(st.tensor([[0.5, -1.0]])).sum().backward()  # .grad accumulates
     assert [p.grad.tolist() for p in ours.parameters()] == [(2 * np.asarray(g)).tolist() for g in grads]
     ours.zero_grad(set_to_none=False)
     assert [p.grad.tolist() for p in ours.parameters()] == [np.zeros_like(g).tolist() for g in grads]
@@ -684,7 +684,7 @@ def test_dropout_in_training_draws_what_torch_draws(build: Callable) -> None:
 
 def test_attention_dropout_in_training_is_refused() -> None:
     attention = st.nn.MultiheadAttention(2, 1, dropout=0.1)
-    x = st.tensor([[[1.0, 2.0]]], dtype=st.float64)
+    x = st.tensor([[[1.0, 2.0]]])
     with pytest.raises(sg.SymgradError, match=r"eval\(\)"):
         attention(x, x, x)
     assert attention.eval()(x, x, x)[0].shape == (1, 1, 2)
@@ -761,7 +761,7 @@ def test_user_defined_module_is_a_drop_in() -> None:
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # torch.func's import
 def test_codegen_of_a_model_whose_target_slices_its_input() -> None:
-    model = st.nn.Linear(3, 2)
+    model = st.nn.Linear(3, 2, dtype=st.float64)
     x = st.tensor([[1.0, 2.0, 3.0]], dtype=st.float64, name="x")
     loss = st.nn.functional.mse_loss(model(x), x[:, :2])
     emitted = sg.compile(loss, [model.weight], style="autograd_function")

@@ -181,6 +181,15 @@ def _seeded_call(call: Callable, seed: int) -> Any:
         return call()
 
 
+def _same_memory_copy(t: torch.Tensor) -> torch.Tensor:
+    """A copy of ``t`` that lies in its memory as ``t`` does (a view of a copy of its base, where it has one): what
+    as_strided reads is the same."""
+    if t._base is None:
+        return t.detach().clone().requires_grad_(t.requires_grad)
+    base = t._base.detach().clone()
+    return base.as_strided(t.shape, t.stride(), t.storage_offset()).requires_grad_(t.requires_grad)
+
+
 def run_sample(op: Any, sample: Any, seed: int, symbolic: bool = False) -> Outcome:
     args, kwargs = [sample.input, *sample.args], dict(sample.kwargs)
     real_inputs = _tensors([args, kwargs])
@@ -221,7 +230,7 @@ def run_sample(op: Any, sample: Any, seed: int, symbolic: bool = False) -> Outco
         return Outcome("skipped", "not deterministic under one seed")
     if sum(t.numel() for t in outputs if isinstance(t, torch.Tensor)) > max(MAX_NUMEL, 4 * _numel(sample)):
         return Outcome("skipped", "output too large")
-    copies = [t.detach().clone().requires_grad_(t.requires_grad) for t in real_inputs]
+    copies = [_same_memory_copy(t) for t in real_inputs]
     dynamic = None
     if symbolic:
         first = next((k for k, t in enumerate(copies) if t.is_floating_point() and t.ndim and t.shape[0] > 1), None)

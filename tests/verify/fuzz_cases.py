@@ -1690,6 +1690,18 @@ UNREACHABLE = {
     "cumprod_grad": "internal: the VJP of cumprod",
     "prod_others": "internal: the VJP of prod (the product of the other entries, exact at zeros)",
     "put_at": "internal: the VJP of take_at (topk)",
+    "softmax_backward": "internal: the VJP of softmax (torch's _softmax_backward_data); fuzzed through the softmax "
+    "spec's laws, whose second order reaches its own VJP",
+    "log_softmax_backward": "internal: the VJP of log_softmax (torch's _log_softmax_backward_data); fuzzed through "
+    "the log_softmax spec's laws",
+    **{
+        name: "random: a draw from torch's generator (randn_like, bernoulli_, ...); tests/torch/test_model_stages.py "
+        "compares seeded runs of traced models, emitted modules and their training steps with torch's"
+        for name in sg.core.OPS
+        if name.startswith("draw_")
+    },
+    "empty": "memory to fill (torch.empty): reading it is refused, and what fills it is fuzzed as itself",
+    "empty_new": "memory to fill (x.new_empty): reading it is refused, and what fills it is fuzzed as itself",
     "lse_softmax": "internal: the VJP of logsumexp (the softmax as torch's logsumexp backward computes it)",
     "cross_entropy_grad": "internal: emitted code's backward of cross_entropy (emit/kernels.py); fuzzed through the "
     "emitted modules of the cross_entropy spec",

@@ -29,11 +29,11 @@ def _layer_norm_mlp():
 
 def test_a_networks_law_is_proved_rule_by_rule_in_seconds():
     out, wrt = _layer_norm_mlp()
-    start = time.perf_counter()
+    start = time.process_time()
     proof = sg.prove(out, wrt)
     assert proof.held, str(proof)
     assert all(e["rules"] > 5 for e in proof.exact)
-    assert time.perf_counter() - start < 60  # it took minutes entry by entry
+    assert time.process_time() - start < 60  # it took minutes entry by entry
 
 
 def test_a_wrong_law_fails_against_the_chain():

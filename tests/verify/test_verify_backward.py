@@ -495,3 +495,130 @@ def test_a_mean_over_symbolic_sizes_proves_one_order_up():
     # the forward's mean runs under no_grad: one number, detached, whose formula has no entries at symbolic sizes
     dynamic = {"x": {0: "m", 1: "n"}, "t": {0: "m", 1: "n"}}
     assert_backward_correct(MeanSquareRight, _randn(3, 4), _randn(3, 4, seed=1), dynamic_shapes=dynamic)
+
+
+class ScaledRows(torch.autograd.Function):
+    """y = x · rstd with rstd = 1 / sqrt(mean(x²) + eps) per row, spelled as older published code spells it:
+    ``ctx.saved_variables``, ``keepdims=True`` and a coefficient ``1 / n`` from ``x.size(-1)``."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x / torch.sqrt((x * x).mean(-1, keepdims=True) + 1e-6)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_variables
+        n = x.size(-1)
+        coeff = 1 / n
+        rstd = 1 / torch.sqrt((x * x).mean(-1, keepdims=True) + 1e-6)
+        dot = (g * x).sum(-1, keepdims=True)
+        return g * rstd - x * rstd**3 * dot * coeff
+
+
+class ScaledRowsWithoutTheCoefficient(ScaledRows):
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        rstd = 1 / torch.sqrt((x * x).mean(-1, keepdims=True) + 1e-6)
+        return g * rstd - x * rstd**3 * (g * x).sum(-1, keepdims=True)
+
+
+def test_older_spellings_and_a_coefficient_from_a_symbolic_size_are_proved_at_both_orders():
+    dynamic = {"x": {0: "m", 1: "n"}}
+    with pytest.warns(DeprecationWarning, match="saved_variables"):
+        verdict = sg.verify_backward(ScaledRows, _randn(3, 4), dynamic_shapes=dynamic, order=2)
+    assert verdict.held, verdict.report()
+    wrong = sg.verify_backward(ScaledRowsWithoutTheCoefficient, _randn(3, 4), dynamic_shapes=dynamic)
+    assert not wrong.held
+
+
+class SoftTargetCrossEntropy(torch.autograd.Function):
+    """−Σ t · log softmax(z) with the backward p − t, right only where each target row sums to 1."""
+
+    @staticmethod
+    def forward(ctx, z, target):
+        p = z.softmax(-1)
+        ctx.save_for_backward(p, target)
+        return -(target * p.log()).sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        p, target = ctx.saved_tensors
+        return g * (p - target), None
+
+
+def test_inputs_that_do_not_require_grad_are_data_held_at_their_values():
+    z = _randn(3, 4).requires_grad_()
+    rows = torch.softmax(_randn(3, 4, seed=1), -1)
+    verdict = sg.verify_backward(SoftTargetCrossEntropy, z, rows, order=1)  # p is saved: wrong one order up
+    assert verdict.held, verdict.report()
+    assert "given values of target" in verdict.report()
+    off = rows.clone()
+    off[0, 0] += 0.2  # a row summing to 1.2: the backward is wrong there
+    assert not sg.verify_backward(SoftTargetCrossEntropy, z, off, order=1).held
+    free = sg.verify_backward(SoftTargetCrossEntropy, z.detach(), rows, order=1)  # none requires grad: both are checked
+    assert not free.held and "given values" not in free.report()
+
+
+class HardSwishByMasks(torch.autograd.Function):
+    """x · clamp(x + 3, 0, 6) / 6 with a backward built from a mask times ones and a where on two comparisons, as
+    memory-saving activation code writes it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * (x + 3).clamp(min=0, max=6) / 6
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        slope = torch.ones_like(x) * (x >= 3.0)
+        slope = torch.where((x >= -3.0) & (x <= 3.0), x / 3.0 + 0.5, slope)
+        return g * slope
+
+
+def test_a_backward_of_masks_times_ones_and_nested_comparisons_is_proved_at_both_orders():
+    x = torch.tensor([[-4.0, -3.0, -1.0], [0.5, 3.0, 5.0]], dtype=F64)  # the kinks, where torch defines the value
+    verdict = sg.verify_backward(HardSwishByMasks, x, order=2)
+    assert verdict.held, verdict.report()
+    symbolic = sg.verify_backward(HardSwishByMasks, _randn(3, 2), dynamic_shapes={"x": {0: "m", 1: "n"}}, order=2)
+    assert symbolic.held, symbolic.report()
+
+
+def _tanh_gelu(x):
+    return 0.5 * x * (1 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+
+class BiasGelu(torch.autograd.Function):
+    """GeLU of input + bias with the tanh approximation; the backward writes 0.79788456 · 3 · 0.044715 as the
+    ten-digit decimal 0.1070322243 (its exact value is 0.10703222430120…), and returns one gradient for both."""
+
+    DIGITS = 0.1070322243
+
+    @staticmethod
+    def forward(ctx, x, bias):
+        ctx.save_for_backward(x, bias)
+        return _tanh_gelu(x + bias)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        x, bias = ctx.saved_tensors
+        z = x + bias
+        t = torch.tanh(0.79788456 * z * (1 + 0.044715 * z * z))
+        slope = 0.5 * z * ((1 - t * t) * (0.79788456 + cls.DIGITS * z * z)) + 0.5 * (1 + t)
+        return slope * g, slope * g
+
+
+class BiasGeluOffByTenUnits(BiasGelu):
+    DIGITS = 0.1070322253
+
+
+def test_a_decimal_constant_within_one_unit_of_its_last_digit_is_accepted_the_same_way_everywhere():
+    dynamic = {"x": {0: "m", 1: "n"}, "bias": {0: "n"}}
+    verdict = sg.verify_backward(BiasGelu, _randn(3, 2), _randn(2), dynamic_shapes=dynamic, order=1)
+    assert verdict.held, verdict.report()
+    for gradient in verdict.gradients:  # the input's and the bias's (a sum over the batch) alike
+        assert "0.1070322243 for 0.1070322243012" in gradient.proof
+    wrong = sg.verify_backward(BiasGeluOffByTenUnits, _randn(3, 2), _randn(2), dynamic_shapes=dynamic, order=1)
+    assert not wrong.held and not any(g.held for g in wrong.gradients)

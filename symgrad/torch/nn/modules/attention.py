@@ -76,8 +76,8 @@ class MultiheadAttention(Module):
     ) -> tuple[Tensor, Tensor | None]:  # fmt: skip
         if self.training and self.dropout > 0:
             raise UnsupportedError(
-                f"MultiheadAttention(dropout={self.dropout}) in training mode draws a random mask that symgrad "
-                "cannot reproduce; call .eval(), or use dropout=0.0"
+                f"MultiheadAttention(dropout={self.dropout}) in training mode: symgrad.torch's own attention has no "
+                "dropout; call .eval(), use dropout=0.0, or sg.trace torch's module, which draws torch's mask"
             )
         batched = query.ndim == 3
         if self.batch_first and batched:

@@ -1,0 +1,123 @@
+"""Assignment through an index: what ``x[index] = value`` and ``x.index_put_(indices, values, accumulate)`` leave
+in ``x``, as a new tensor built from ops that have derivatives (``where``, ``gather``, ``scatter_add``).
+
+Basic indices (ints, slices, None, ``...``) place ``value`` through ``index_backward``. Advanced ones (integer
+tensors, lists, masks) need their values: the positions they reach are computed once, with NumPy's indexing, which
+reads a key as torch does, and the result takes ``value``'s entries there and ``x``'s elsewhere.
+
+>>> import symgrad as sg
+>>> x = sg.tensor([1.0, 2.0, 3.0])
+>>> assigned(x, x > 1.5, 0.5).tolist()
+[1.0, 0.5, 0.5]
+>>> index_put(x, (sg.tensor([0, 0]),), sg.tensor([1.0, 2.0]), accumulate=True).tolist()
+[4.0, 2.0, 3.0]
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .dims import is_concrete
+from .errors import TorchIndexError, UnsupportedError
+from .indexing import (
+    getitem,
+    index_items,
+    int_constant,
+    is_advanced,
+    is_tensor,
+    known_values,
+    normalize_index,
+    scatter_add,
+    take,
+)
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+
+
+def assigned(t: Tensor, index: object, value: Any) -> Tensor:
+    """What ``t[index] = value`` leaves in ``t``: ``value`` (broadcast, in ``t``'s dtype) where the index reaches,
+    ``t`` elsewhere."""
+    if t.dtype == "bool":
+        raise UnsupportedError("x[index] = value into a boolean tensor is not followed; use torch.where instead")
+    items = index_items(index)
+    if any(is_advanced(item) for item in items):
+        return _put(t, items, value, accumulate=False, what="x[index] = value")
+    key = normalize_index(items)
+    region = getitem(t, index)
+    value = _fitted(t, value, region.shape)
+    placed = t.apply_op("index_backward", value, shape=t.shape, index=key)
+    reached = t.apply_op("index_backward", t.apply_op("full", shape=region.shape, value=1), shape=t.shape, index=key)
+    return t.apply_op("where", reached.ne(0), placed, t)
+
+
+def index_put(t: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    """``torch.index_put(t, indices, values, accumulate)``: ``t[indices] = values``, or ``+=`` with ``accumulate``
+    (where an index repeats, its values add up)."""
+    if not isinstance(indices, (tuple, list)):
+        raise TorchIndexError(f"index_put(): indices must be a tuple of tensors, not {type(indices).__name__}")
+    items = tuple(slice(None) if i is None else i for i in indices)
+    if t.dtype == "bool" and not accumulate:
+        return assigned(t, items, values)
+    return _put(t, items, values, accumulate=accumulate, what="index_put")
+
+
+def _fitted(t: Tensor, value: Any, shape: tuple) -> Tensor:
+    """``value`` as a tensor of ``t``'s dtype and the indexed region's ``shape`` (torch drops its leading 1s)."""
+    value = value if is_tensor(value) else t.apply_op("full", shape=(), value=value)
+    if value.dtype != t.dtype:
+        value = value.to(t.dtype)
+    while value.ndim > len(shape) and value.shape[0] == 1:
+        value = value[0]
+    return value if tuple(value.shape) == tuple(shape) else value.expand(*shape)
+
+
+def _put(t: Tensor, items: tuple, value: Any, *, accumulate: bool, what: str) -> Tensor:
+    reached = _positions(t, items, what)
+    value = _fitted(t, value, reached.shape)
+    if reached.size == 0:
+        return t
+    flat = reached.reshape(-1)
+    entries = value.reshape(-1)
+    size = int(np.prod(t.shape, dtype=np.int64))
+    if accumulate:
+        zeros = t.apply_op("full", shape=(size,), value=0)
+        added = scatter_add(zeros.to(t.dtype), 0, int_constant(t, flat), entries)
+        return t + added.reshape(*t.shape)
+    if len(np.unique(flat)) != flat.size:
+        raise UnsupportedError(
+            f"{what} with an index that reaches one entry twice: torch leaves which value it keeps undefined; "
+            "pass accumulate=True to add them, or an index without repeats"
+        )
+    source = np.zeros(size, dtype=np.int64)
+    source[flat] = np.arange(flat.size)
+    mask = np.zeros(size, dtype=np.int64)
+    mask[flat] = 1
+    picked = take(entries, 0, source).reshape(*t.shape)
+    return t.apply_op("where", int_constant(t, mask.reshape(t.shape)).ne(0), picked, t)
+
+
+def _positions(t: Tensor, items: tuple, what: str) -> np.ndarray:
+    """The flat positions of ``t``'s entries that ``t[items]`` reads, in the shape of ``t[items]``."""
+    if not is_concrete(t.shape):
+        raise UnsupportedError(f"{what} with an index of tensors, lists or masks needs concrete sizes, not {t.shape}")
+    key = []
+    for item in items:
+        if is_tensor(item):
+            values = known_values(item)
+            if values is None:
+                raise UnsupportedError(
+                    f"{what} with an index whose values are symbols is not followed: give the index as numbers"
+                )
+            key.append(values.astype(bool) if item.dtype in ("bool", "uint8") else values)
+        elif isinstance(item, list):
+            key.append(np.asarray(item))
+        else:
+            key.append(item)
+    positions = np.arange(int(np.prod(t.shape, dtype=np.int64)), dtype=np.int64).reshape(t.shape)
+    try:
+        return positions[tuple(key)]
+    except IndexError as error:
+        raise TorchIndexError(str(error)) from None
