@@ -21,6 +21,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from .compositions import COMPOSED
+
 # The modules whose Python functions are decomposed by running their body.
 _PYTHON_MODULES = ("torch.nn.functional", "torch.functional")
 # torch's guards that route a call to __torch_function__; in a decomposed body they must say "no", so that the
@@ -44,6 +46,7 @@ def _convert_element_type(a: Any, dtype: str) -> Any:
 PRIMITIVES: dict[str, Callable[..., Any]] = {
     "broadcast_in_dim": _broadcast_in_dim,
     "convert_element_type": _convert_element_type,
+    "rev": lambda a, dims: a.flip(dims),  # fliplr, flipud
 }
 
 
@@ -193,6 +196,7 @@ CORRECTED: dict[str, Callable[..., Any]] = {name: _layered(name) for name in ("l
 
 
 COMPOSITES: dict[str, Callable[..., Any]] = {
+    **COMPOSED,
     "as_strided": _as_strided,
     "instance_norm": _instance_norm,
     "cosine_embedding_loss": _cosine_embedding_loss,
