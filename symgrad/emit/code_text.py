@@ -71,9 +71,18 @@ def shape_tuple(sizes: Sequence) -> str:
 class CodePrinter(TorchPrinter):
     """torch code that runs on any device and dtype, formatted the way ``ruff format`` writes it."""
 
-    def __init__(self, names: dict[int, str], like: str, *, fused: bool = False, derivatives: bool = True) -> None:
+    def __init__(
+        self,
+        names: dict[int, str],
+        like: str,
+        *,
+        fused: bool = False,
+        derivatives: bool = True,
+        like_dtype: str | None = None,
+    ) -> None:
         super().__init__(names)
         self.like = like  # a tensor whose dtype and device new tensors take
+        self.like_dtype = like_dtype  # its dtype in the trace, when known: a constant of another float dtype says so
         # derivatives take their input's dtype (torch casts them so); a forward computes what torch computes, and
         # torch.where(c, 2.0, 0.5) there is of torch's default dtype whatever the inputs' dtype
         self.derivatives = derivatives
@@ -115,9 +124,9 @@ class CodePrinter(TorchPrinter):
         if is_floating(t.dtype):
             value = uniform_constant(t)
             if value is not None:
-                return f"{self.like}.new_full({shape}, {float(value)!r})"
+                return f"{self.like}.new_full({shape}, {float(value)!r}{self._own_dtype(t)})"
             data = np.array([float(n) for n in numbers], dtype=float).reshape(entries.shape).tolist()
-            text = f"{self.like}.new_tensor({data!r})"
+            text = f"{self.like}.new_tensor({data!r}{self._own_dtype(t)})"
         else:
             data = np.array([int(n) for n in numbers], dtype=object).reshape(entries.shape).tolist()
             kind = "torch.bool" if t.dtype == "bool" else "torch.long"
@@ -265,7 +274,13 @@ class CodePrinter(TorchPrinter):
         if not is_floating(t.dtype):  # an index or a mask keeps its integer or boolean dtype
             kind = "torch.bool" if t.dtype == "bool" else f"torch.{t.dtype}"
             return f"torch.full({shape}, {value}, dtype={kind}, device={self.like}.device)", 9
-        return f"{self.like}.new_full({shape}, {value})", 9
+        return f"{self.like}.new_full({shape}, {value}{self._own_dtype(t)})", 9
+
+    def _own_dtype(self, t: Tensor) -> str:
+        """``, dtype=torch.float32`` for a float constant whose dtype in the trace is not the like tensor's."""
+        if self.like_dtype is None or t.dtype == self.like_dtype or not is_floating(t.dtype):
+            return ""
+        return f", dtype=torch.{t.dtype}"
 
     def _print_eye(self, t: Tensor):
         return f"torch.eye({t.attrs['n']}, dtype={self.like}.dtype, device={self.like}.device)", 9

@@ -131,12 +131,15 @@ def plan(
     frontier |= {id(g) for g in laws if id(g) in forward_nodes}
     frontier |= {key for key, node in forward_nodes.items() if _is_draw(node)}  # noise is saved, never drawn again
     checks, sources = shape_checks(inputs, guards)
-    like = names[0]
+    # new tensors are made like a floating input (token ids come first in a language model), and a constant of
+    # another float dtype than that input's (a float32 region of a float64 model) names its own
+    floating = [t for t in inputs if is_floating(t.dtype)]
+    like, like_dtype = (floating[0].name, floating[0].dtype) if floating else (names[0], None)
 
     # forward: name shared nodes, the intermediates the backward needs and what the buffers' updates read
     update_inputs = {id(u.input) for u in updates if isinstance(u, BatchNormUpdate)}
     names_map: dict[int, str] = {id(t): t.name for t in inputs}
-    printer = CodePrinter(names_map, like, fused=True, derivatives=False)  # torch's fused kernels where it has them
+    printer = CodePrinter(names_map, like, fused=True, derivatives=False, like_dtype=like_dtype)  # fused kernels
     forward_lines: list[tuple[str, str]] = []
     counter = 0
     intermediates: list[str] = []
@@ -181,7 +184,8 @@ def plan(
             if node.attrs["key"] not in saved_noise:
                 raise SymgradError("the gradient reads a dropout's noise that the forward does not draw")
             names_map[key] = saved_noise[node.attrs["key"]]
-    printer.like = "grad_output"  # new tensors in the backward follow the incoming gradient's dtype and device
+    # new tensors in the backward follow the incoming gradient's dtype and device
+    printer.like, printer.like_dtype = "grad_output", None
     printer.derivatives = True
     results: list[str] = []
     law_ids = {id(g) for g in laws}

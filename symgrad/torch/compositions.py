@@ -81,6 +81,12 @@ def unsafe_chunk(input: Any, chunks: int, dim: int = 0) -> Any:
     return input.chunk(chunks, dim)
 
 
+def index(input: Any, indices: Any) -> Any:
+    """``aten.index.Tensor``, which torch's decompositions reach (``F.interpolate`` through ``_unsafe_index``):
+    ``input[indices]``, a None entry taking the whole dim."""
+    return input[tuple(slice(None) if i is None else i for i in indices)]
+
+
 COMPOSED = {
     "tile": tile,
     "inner": inner,
@@ -91,5 +97,6 @@ COMPOSED = {
     "linalg_vecdot": linalg_vecdot,
     "addbmm": addbmm,
     "unsafe_chunk": unsafe_chunk,
+    "index": index,
 }
 """By the name the tracer looks a function up by (``linalg_vecdot`` for ``torch.linalg.vecdot``)."""

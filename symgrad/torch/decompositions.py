@@ -205,7 +205,7 @@ COMPOSITES: dict[str, Callable[..., Any]] = {
 
 
 # ATen overloads that torch's references reach and that symgrad composes itself
-_OWN_OVERLOADS = ("as_strided",)
+_OWN_OVERLOADS = ("as_strided", "index")
 
 
 def _never(*args: Any) -> bool:

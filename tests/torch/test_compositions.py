@@ -26,6 +26,12 @@ CASES = {
     "addbmm": (lambda a, b, c: torch.addbmm(a, b, c, beta=0.5, alpha=2.0), [(2, 4), (3, 2, 5), (3, 5, 4)]),
     "unsafe_chunk": (lambda a: torch.stack(torch.unsafe_chunk(a, 2, 1)), [(3, 4)]),
     "fliplr, flipud": (lambda a: torch.fliplr(a) * torch.flipud(a), [(3, 3)]),
+    # torch decomposes these down to aten.index, which symgrad takes as x[indices]
+    "interpolate, nearest": (lambda a: torch.nn.functional.interpolate(a, scale_factor=2), [(1, 2, 3, 3)]),
+    "interpolate, bilinear": (
+        lambda a: torch.nn.functional.interpolate(a, size=(4, 5), mode="bilinear", align_corners=False),
+        [(2, 1, 3, 3)],
+    ),
 }
 
 

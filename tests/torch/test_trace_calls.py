@@ -376,3 +376,30 @@ def test_an_assignment_that_reaches_one_entry_twice_is_refused_in_one_line():
 
     with pytest.raises(sg.SymgradError, match=r"reaches one entry twice.*accumulate=True"):
         sg.trace(twice, torch.randn(3, 2, dtype=F64))
+
+
+def test_constants_of_a_drop_in_take_the_traced_dtype_not_the_first_inputs():
+    """Token ids come first: new tensors are made like a floating input, and a float32 constant of a float64 model
+    (an arange in float32 feeding a float32 layer) keeps float32."""
+    torch.manual_seed(0)
+    embedding, layer, head = torch.nn.Embedding(5, 2).double(), torch.nn.Linear(2, 2), torch.nn.Linear(2, 1).double()
+    model = torch.nn.ModuleDict({"embedding": embedding, "layer": layer, "head": head})
+
+    def loss(ids, t):
+        start = head.weight.new_zeros(ids.shape[0], 2)  # made like a parameter: float64
+        freqs = torch.exp(-torch.arange(0, 2, dtype=torch.float32) / 2)
+        features = layer(t[:, None].float() * freqs[None]).double()
+        return head(embedding(ids) + start + features).square().mean()
+
+    ids, t = torch.tensor([1, 4, 0]), torch.rand(3, dtype=F64)
+    traced = sg.trace(loss, ids, t, dynamic_shapes={"ids": {0: "b"}, "t": {0: "b"}}, modules={"model": model})
+    drop_in = sg.compile(traced, name="Loss").LossModule(traced.model)
+    for batch in (2, 5):
+        ids, t = torch.randint(0, 5, (batch,)), torch.rand(batch, dtype=F64)
+        expected = loss(ids, t)
+        theirs = torch.autograd.grad(expected, list(model.parameters()))
+        ours = drop_in(ids, t)
+        torch.testing.assert_close(ours, expected, rtol=1e-12, atol=0)
+        for mine, torchs in zip(torch.autograd.grad(ours, list(model.parameters())), theirs, strict=True):
+            assert mine.dtype == torchs.dtype
+            torch.testing.assert_close(mine, torchs, rtol=1e-5, atol=1e-7)  # the float32 layer's rounding

@@ -141,3 +141,18 @@ def test_a_wrong_rewrite_is_caught_and_a_right_one_that_looks_below_its_inputs_h
     assert check_rewrites([right], {n: 2}, {}).held
     result = check_rewrites([right, wrong], {n: 2}, {})
     assert not result.held and result.failed == "mul"
+
+
+def test_a_refusal_raised_inside_c_code_still_reads_as_the_time_limit():
+    """The alarm's refusal, raised while NumPy sums SymPy terms, comes out of C as SystemError or TypeError: past
+    the limit, symgrad says what ran out, not those."""
+    from symgrad.core.budget import time_limit
+
+    for inner in (SystemError, TypeError):
+        with pytest.raises(sg.WorkBudgetError, match="the proof did not finish within 0 s"):
+            with time_limit(0.0, "the proof", "pass time_limit=None", report=None):
+                sum(range(10_000))  # some CPU time, so that the clock has run out
+                raise inner("<built-in method __hash__> returned a result with an exception set")
+    with pytest.raises(TypeError, match="a real one"):  # within the limit, an error is the error it is
+        with time_limit(None, "the proof", "pass time_limit=None", report=None):
+            raise TypeError("a real one")
