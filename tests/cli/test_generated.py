@@ -55,7 +55,7 @@ def test_output_is_identical_under_any_hash_seed():
         "sys.stdout.write(''.join(v for _, v in sorted(catalogue.render_all().items())))"
     )
     outputs = set()
-    for seed in ("0", "1", "12345"):
+    for seed in ("0", "12345"):  # and the seed this process runs under, in test_generated_folder_is_up_to_date
         env = {**os.environ, "PYTHONHASHSEED": seed}
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
         assert done.returncode == 0, done.stderr

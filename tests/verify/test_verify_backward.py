@@ -620,5 +620,5 @@ def test_a_decimal_constant_within_one_unit_of_its_last_digit_is_accepted_the_sa
     assert verdict.held, verdict.report()
     for gradient in verdict.gradients:  # the input's and the bias's (a sum over the batch) alike
         assert "0.1070322243 for 0.1070322243012" in gradient.proof
-    wrong = sg.verify_backward(BiasGeluOffByTenUnits, _randn(3, 2), _randn(2), dynamic_shapes=dynamic, order=1)
+    wrong = sg.verify_backward(BiasGeluOffByTenUnits, _randn(2, 2), _randn(2), order=1)
     assert not wrong.held and not any(g.held for g in wrong.gradients)
