@@ -376,31 +376,31 @@ def assert_proved(program: Program) -> None:
     assert proof.held, f"{program.code}\n{proof}"
 
 
-@settings_for(80)
+@settings_for(60)
 @given(programs(scalar=True))
 def test_laws_of_scalar_losses_are_proved(program: Program) -> None:
     assert_proved(program)
 
 
-@settings_for(80)
+@settings_for(60)
 @given(programs(scalar=False))
 def test_laws_with_a_symbolic_grad_tensor_are_proved(program: Program) -> None:
     assert_proved(program)
 
 
-@settings_for(40)
+@settings_for(30)
 @given(programs(scalar=False, kinds=("unary", "binary", "matmul", "layout"), must="matmul"))
 def test_laws_of_products_are_proved(program: Program) -> None:
     assert_proved(program)
 
 
-@settings_for(40)
+@settings_for(30)
 @given(st.booleans().flatmap(lambda scalar: programs(scalar=scalar, must="normalize")))
 def test_laws_through_the_softmax_family_are_proved(program: Program) -> None:
     assert_proved(program)
 
 
-@settings_for(40)
+@settings_for(30)
 @given(st.booleans().flatmap(lambda scalar: programs(scalar=scalar, kinds=ELEMENTWISE)))
 def test_laws_of_elementwise_graphs_with_fractions_and_case_splits_are_proved(program: Program) -> None:
     assert_proved(program)

@@ -807,7 +807,7 @@ def test_spellings_reproduce_op_db_on_torch() -> None:
             wrong.append(f"{entry.id}: no {spelling} in torch")
             continue
         picks, rest, _ = selected_samples(op, entry, BUDGET)
-        for index_, sample in (picks + rest)[:4]:
+        for index_, sample in (picks + rest)[:2]:  # two samples an entry: the harness, not symgrad, is tested
             outcome = torch_reference(op, torch_fn, sample)
             if isinstance(outcome, Outcome) and outcome.kind == "harness":
                 wrong.append(f"{entry.id} sample {index_}: {outcome.detail}")
