@@ -17,3 +17,21 @@ except ImportError:  # the tests that need torch skip without it
     torch = None
 if torch is not None:
     torch.set_num_threads(1)
+
+# Yardsticks too slow for every CI run carry @pytest.mark.slow: CI skips them, SYMGRAD_FULL=1 runs them.
+FULL = os.environ.get("SYMGRAD_FULL", "") == "1"
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", "slow: a yardstick the CI run skips; SYMGRAD_FULL=1 runs it")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    if FULL:
+        return
+    import pytest
+
+    skip = pytest.mark.skip(reason="a slow yardstick: SYMGRAD_FULL=1 runs it")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -465,7 +465,14 @@ LAWS: list[tuple[str, Callable]] = [
 ]
 
 
-@pytest.mark.parametrize(("label", "build"), LAWS, ids=[c[0] for c in LAWS])
+SLOW_LAWS = {"prod_cumprod", "p_norm"}  # their proofs take 5-15 s each: SYMGRAD_FULL=1
+
+
+@pytest.mark.parametrize(
+    ("label", "build"),
+    [pytest.param(*c, marks=pytest.mark.slow) if c[0] in SLOW_LAWS else c for c in LAWS],
+    ids=[c[0] for c in LAWS],
+)
 def test_law_is_proved(label: str, build: Callable) -> None:
     out, wrt = build(S("x", k, n), S("y", k, n), S("z", k, n), S("q", n, n))
     assert sg.prove(out, wrt, [S("V", *out.shape)]).held

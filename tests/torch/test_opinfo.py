@@ -795,6 +795,7 @@ def test_entries_are_op_db_entries() -> None:
         print(f"  {e.id:50s} aten {op.aten_name}")
 
 
+@pytest.mark.slow
 def test_spellings_reproduce_op_db_on_torch() -> None:
     """The harness calls each op as the OpInfo does: its spelling, run on real torch (with the entry's ``adapt``),
     gives exactly the OpInfo's output, for the entries symgrad lacks too (their acceptance test is ready)."""

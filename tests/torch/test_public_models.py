@@ -140,6 +140,7 @@ def test_public_model_compiles_to_a_drop_in_that_trains_as_the_model(name):
             torch.testing.assert_close(mine, real, rtol=rtol, atol=atol, msg=f"{p} after step {step}")
 
 
+@pytest.mark.slow
 def test_text_grows_with_the_number_of_layers_not_their_product():
     """A small GPT's law listing and emitted module: each layer adds about as much text as the first (a printer
     without shared parts once made a 2-layer module of 120 MB)."""

@@ -157,6 +157,7 @@ def test_emitted_module_selects_as_torch(name):
     _close(ours.tolist(), expected_grad, f"{name}: emitted vjp")
 
 
+@pytest.mark.slow
 def test_a_vjp_with_numbers_agrees_with_its_formulas_derived_later():
     """Issue 11's timeouts: a 3×3 layer_norm → softmax → layer_norm → std took seconds to derive entry by
     entry before any number was shown; its numbers now come from the backward graph, and the formulas,
