@@ -106,11 +106,30 @@ def _decide(relation: sympy.Basic, answer: bool) -> None:
 
 
 class _Compared:
-    """The six comparisons of a number that carries a symbolic value, each through ``_compare`` (which records the
-    decision it makes)."""
+    """A number that carries a symbolic value: its sums, differences and products through ``_both`` (which keeps
+    both values), and its six comparisons through ``_compare`` (which records the decision it makes)."""
+
+    def _both(self, other: Any, combine: Callable) -> Any:
+        raise NotImplementedError
 
     def _compare(self, other: Any, compare: Callable[[Any, Any], Any]) -> Any:
         raise NotImplementedError
+
+    def __add__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a + b)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a - b)
+
+    def __rsub__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: b - a)
+
+    def __mul__(self, other: Any) -> Any:
+        return self._both(other, lambda a, b: a * b)
+
+    __rmul__ = __mul__
 
     def __lt__(self, other: Any) -> Any:
         return self._compare(other, operator.lt)
@@ -146,22 +165,6 @@ class SizeInt(_Compared, int):
             return combine(int(self), other)
         theirs = other.symbolic if isinstance(other, SizeInt) else other
         return SizeInt(combine(int(self), int(other)), combine(self.symbolic, theirs))
-
-    def __add__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: a + b)
-
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: a - b)
-
-    def __rsub__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: b - a)
-
-    def __mul__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: a * b)
-
-    __rmul__ = __mul__
 
     def __floordiv__(self, other: Any) -> Any:
         return self._both(other, lambda a, b: a // b)
@@ -245,22 +248,6 @@ class SizeFloat(_Compared, float):
         if isinstance(other, bool) or not isinstance(other, (int, float)):
             return NotImplemented
         return SizeFloat(combine(float(self), float(other)), combine(self.symbolic, _symbolic_number(other)))
-
-    def __add__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: a + b)
-
-    __radd__ = __add__
-
-    def __sub__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: a - b)
-
-    def __rsub__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: b - a)
-
-    def __mul__(self, other: Any) -> Any:
-        return self._both(other, lambda a, b: a * b)
-
-    __rmul__ = __mul__
 
     def __truediv__(self, other: Any) -> Any:
         return self._both(other, lambda a, b: a / b)
