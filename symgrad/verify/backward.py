@@ -59,7 +59,7 @@ from .functions import (
 from .instances import instantiate, size_assignments
 from .numbers import run_at_larger_sizes
 from .prove import prove
-from .zeros import differ_by, rounded_constants
+from .zeros import differ_by, float_spelling, rounded_constants
 
 SECOND_ORDER_CAUSES = {
     "once_differentiable": "the backward is once_differentiable: torch refuses to differentiate it again",
@@ -568,11 +568,9 @@ def _as_written(expr: sympy.Expr) -> sympy.Expr:
     not 5902958103587057/590295810358705651712."""
     spelled = {}
     for r in expr.atoms(sympy.Rational):
-        q = int(r.q)
-        if not r.is_Integer and q & (q - 1) == 0 and q > 2**10:
-            text = repr(float(r))
-            digits = len(text.split("e")[0].replace("-", "").replace(".", "").lstrip("0"))
-            spelled[r] = sympy.Float(text, max(digits, 1))
+        found = float_spelling(r) if int(r.q) > 2**10 else None  # 1/2 and 3/4 read better as fractions
+        if found is not None:
+            spelled[r] = sympy.Float(found[0], max(found[1], 1))
     return expr.xreplace(spelled) if spelled else expr
 
 

@@ -121,17 +121,30 @@ def rounded_constants() -> Iterator[list[tuple[str, str]]]:
         _ACCEPTED.reset(token)
 
 
-def _written(r: sympy.Rational) -> tuple[str, float] | None:
-    """A constant that is a float as Python wrote it: its shortest decimal spelling and one unit of its last digit,
-    if it has at least :data:`ROUNDED_DIGITS` significant digits."""
-    if r.is_Integer or (int(r.q) & (int(r.q) - 1)) != 0:  # a float's exact value has a power of 2 below
+def float_spelling(r: sympy.Rational) -> tuple[str, int] | None:
+    """A rational that is a float's exact value (a power of 2 below it) as Python writes the float, with its number
+    of significant digits; None for another rational.
+
+    >>> float_spelling(sympy.Rational(0.1070322243)), float_spelling(sympy.Rational(1, 3))
+    (('0.1070322243', 10), None)
+    """
+    if r.is_Integer or (int(r.q) & (int(r.q) - 1)) != 0:
         return None
     text = repr(float(r))
-    mantissa = text.split("e")[0].replace("-", "").replace(".", "").lstrip("0")
-    if not ROUNDED_DIGITS <= len(mantissa) <= 15 or float(r) == 0:  # 16 digits and more: float arithmetic's
+    return text, len(text.split("e")[0].replace("-", "").replace(".", "").lstrip("0"))
+
+
+def _written(r: sympy.Rational) -> tuple[str, int, float] | None:
+    """A constant that is a float as Python wrote it: its shortest decimal spelling, its significant digits and one
+    unit of its last digit, if it has at least :data:`ROUNDED_DIGITS` significant digits."""
+    spelled = float_spelling(r)
+    if spelled is None:
+        return None
+    text, digits = spelled
+    if not ROUNDED_DIGITS <= digits <= 15 or float(r) == 0:  # 16 digits and more: float arithmetic's
         return None
     exponent = math.floor(math.log10(abs(float(r))))
-    return text, 10.0 ** (exponent - len(mantissa) + 1)
+    return text, digits, 10.0 ** (exponent - digits + 1)
 
 
 def _within_last_digits(a: sympy.Expr, b: sympy.Expr, tries: int = 3) -> bool:
@@ -163,14 +176,13 @@ def _within_last_digits(a: sympy.Expr, b: sympy.Expr, tries: int = 3) -> bool:
     shift, *_ = np.linalg.lstsq(matrix, target, rcond=None)
     if np.abs(matrix @ shift - target).max() > 1e-6 * np.abs(target).max():
         return False  # no rounding of the constants explains the difference
-    units = np.array([unit for _, unit in written.values()])
+    units = np.array([unit for _, _, unit in written.values()])
     if (np.abs(shift) >= units * (1 - 1e-6)).any():  # a whole unit off is a different digit, not a rounding
         return False
     accepted = _ACCEPTED.get()
     if accepted is not None:
-        for (text, unit), move in zip(written.values(), shift):
+        for (text, digits, unit), move in zip(written.values(), shift):
             if abs(move) > 1e-6 * unit and not any(text == seen for seen, _ in accepted):
-                digits = len(text.split("e")[0].replace("-", "").replace(".", "").lstrip("0"))
                 accepted.append((text, f"{float(Fraction(text)) + move:.{digits + 3}g}"))
     return True
 
