@@ -259,7 +259,6 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
             if target is None or not holds_size((args, kwargs)):
                 return real  # made from numbers alone (torch.zeros(2, 3)): a constant when it is used
             if isinstance(real, torch.Tensor) and "dtype" not in kwargs:  # torch's default dtype, whatever it is
-                kwargs = {**kwargs, "dtype": real.dtype}
                 named = (named[0], {**named[1], "dtype": real.dtype})
         result = _symbolic_call(recorder, func, kind, target, *named, symbolic, returns_indices(func, name))
     recorder.note_views(real)
