@@ -97,6 +97,29 @@ def reduce_sum(arr: np.ndarray, axes: tuple[int, ...], keepdim: bool) -> np.ndar
     return out
 
 
+def products(a: np.ndarray, b: np.ndarray, axes: tuple[list[int], list[int]]) -> np.ndarray:
+    """The terms of ``np.tensordot(a, b, axes)``, unsummed: the free axes of ``a``, then of ``b``, then one axis
+    listing each entry's products (sum it with :func:`add_last`, one ``Add`` per entry, where a chain of ``+``
+    re-sorts the growing sum at every step).
+
+    >>> x, y = sympy.symbols("x y")
+    >>> add_last(products(np.array([x, y], dtype=object), np.array([2, 3], dtype=object), ([0], [0]))).tolist()
+    2*x + 3*y
+    """
+    a_axes, b_axes = [d % a.ndim for d in axes[0]], [d % b.ndim for d in axes[1]]
+    a_free = [d for d in range(a.ndim) if d not in a_axes]
+    b_free = [d for d in range(b.ndim) if d not in b_axes]
+    count = int(np.prod([a.shape[d] for d in a_axes], dtype=int))
+    left = np.transpose(a, a_free + a_axes).reshape(*(a.shape[d] for d in a_free), *(1 for _ in b_free), count)
+    right = np.transpose(b, b_free + b_axes).reshape(*(1 for _ in a_free), *(b.shape[d] for d in b_free), count)
+    return left * right
+
+
+def add_last(terms: np.ndarray) -> np.ndarray:
+    """One ``Add`` of the entries along the last axis, per entry of the others."""
+    return reduce_sum(terms, (terms.ndim - 1,), keepdim=False)
+
+
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """torch.matmul on object arrays: 1-D promotion and batch broadcasting included."""
     a2 = a.reshape((1, *a.shape)) if a.ndim == 1 else a

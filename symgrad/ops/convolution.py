@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.arrays import add_last, products
 from ..core.dims import format_shape, is_concrete
 from ..core.dtypes import scalar_type_message
 from ..core.errors import TorchRuntimeError, UnsupportedError
@@ -66,14 +67,23 @@ def _zeros(shape: tuple, like: np.ndarray) -> np.ndarray:
 def _convolution(x: np.ndarray, w: np.ndarray, *, stride, padding, dilation, groups) -> np.ndarray:
     """The convolution on arrays (SymPy entries or float64 numbers)."""
     shape = _conv_shape(x.shape, w.shape, stride=stride, padding=padding, dilation=dilation, groups=groups)
-    xp, out = _padded(x, padding), _zeros(shape, x)
+    xp, out = _padded(x, padding), _zeros(shape, x if x.dtype == object else w)
     per_in, per_out = w.shape[1], w.shape[0] // groups
-    for g, kernel_index in itertools.product(range(groups), itertools.product(*map(range, w.shape[2:]))):
-        window = xp[
-            (slice(None), slice(g * per_in, (g + 1) * per_in), *_windows(shape[2:], kernel_index, stride, dilation))
-        ]
-        taps = w[(slice(g * per_out, (g + 1) * per_out), slice(None), *kernel_index)]
-        out[:, g * per_out : (g + 1) * per_out] += np.moveaxis(np.tensordot(window, taps, axes=([1], [1])), -1, 1)
+    for g in range(groups):
+        terms = []  # SymPy entries: each kernel offset's products, summed once at the end
+        for kernel_index in itertools.product(*map(range, w.shape[2:])):
+            window = xp[
+                (slice(None), slice(g * per_in, (g + 1) * per_in), *_windows(shape[2:], kernel_index, stride, dilation))
+            ]
+            taps = w[(slice(g * per_out, (g + 1) * per_out), slice(None), *kernel_index)]
+            if out.dtype == object:
+                terms.append(np.moveaxis(products(window, taps, ([1], [1])), -2, 1))
+            else:
+                out[:, g * per_out : (g + 1) * per_out] += np.moveaxis(
+                    np.tensordot(window, taps, axes=([1], [1])), -1, 1
+                )
+        if terms:
+            out[:, g * per_out : (g + 1) * per_out] = add_last(np.concatenate(terms, axis=-1))
     return out
 
 
@@ -81,17 +91,24 @@ def _input_grad(gy: np.ndarray, w: np.ndarray, *, size, stride, padding, dilatio
     """The adjoint of the convolution in its input: each output's gradient spread back over its window."""
     per_in, per_out = w.shape[1], w.shape[0] // groups
     padded = (gy.shape[0], per_in * groups, *(s + 2 * p for s, p in zip(size, padding)))
-    gxp = _zeros(padded, gy if gy.dtype == object else w)
-    for g, kernel_index in itertools.product(range(groups), itertools.product(*map(range, w.shape[2:]))):
+    offsets = list(itertools.product(*map(range, w.shape[2:])))
+    symbolic = gy.dtype == object or w.dtype == object
+    # SymPy entries: each kernel offset's products in a slot of their own along a last axis, summed once
+    gxp = _zeros((*padded, len(offsets) * per_out) if symbolic else padded, gy if gy.dtype == object else w)
+    for g, (k, kernel_index) in itertools.product(range(groups), enumerate(offsets)):
         taps = w[(slice(g * per_out, (g + 1) * per_out), slice(None), *kernel_index)]
-        spread = np.moveaxis(np.tensordot(gy[:, g * per_out : (g + 1) * per_out], taps, axes=([1], [0])), -1, 1)
         where = (
             slice(None),
             slice(g * per_in, (g + 1) * per_in),
             *_windows(gy.shape[2:], kernel_index, stride, dilation),
         )
-        gxp[where] += spread
-    return gxp[(slice(None), slice(None), *(slice(p, p + s) for s, p in zip(size, padding)))]
+        part = gy[:, g * per_out : (g + 1) * per_out]
+        if symbolic:
+            gxp[(*where, slice(k * per_out, (k + 1) * per_out))] = np.moveaxis(products(part, taps, ([1], [0])), -2, 1)
+        else:
+            gxp[where] += np.moveaxis(np.tensordot(part, taps, axes=([1], [0])), -1, 1)
+    inside = gxp[(slice(None), slice(None), *(slice(p, p + s) for s, p in zip(size, padding)))]
+    return add_last(inside) if symbolic else inside
 
 
 def _weight_grad(x: np.ndarray, gy: np.ndarray, *, size, stride, padding, dilation, groups) -> np.ndarray:
@@ -105,8 +122,9 @@ def _weight_grad(x: np.ndarray, gy: np.ndarray, *, size, stride, padding, dilati
             (slice(None), slice(g * per_in, (g + 1) * per_in), *_windows(gy.shape[2:], kernel_index, stride, dilation))
         ]
         part = gy[:, g * per_out : (g + 1) * per_out]
-        gw[(slice(g * per_out, (g + 1) * per_out), slice(None), *kernel_index)] = np.tensordot(
-            part, window, axes=([0, *spatial], [0, *spatial])
+        axes = ([0, *spatial], [0, *spatial])
+        gw[(slice(g * per_out, (g + 1) * per_out), slice(None), *kernel_index)] = (
+            add_last(products(part, window, axes)) if gw.dtype == object else np.tensordot(part, window, axes=axes)
         )
     return gw
 

@@ -34,6 +34,8 @@ def size_assignments(
 ) -> list[Sizes]:
     """Distinct sizes per dimension (2, 3, 4, …), rotated for each further assignment; a dimension with a floor
     (see :func:`size_floors`) is at least that large, and the sizes stay distinct."""
+    if not dims:  # nothing to vary: one proof at the given sizes
+        return [above_floors({}, floors or {})]
     base = list(range(start, start + len(dims)))
     out = []
     for shift in range(count):

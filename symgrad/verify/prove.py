@@ -33,6 +33,7 @@ from ..derive.reverse import law
 from .instances import Sizes, above_floors, instantiate, size_assignments, size_floors
 from .rewrites import check_rewrites, rewrites_of
 from .rules import chain_equals, check_rules, rule_nodes
+from .stand_ins import described
 from .torch_eval import evaluate_graph
 from .zeros import differ_by
 
@@ -64,6 +65,8 @@ class Proof:
             rules = f"rule by rule, {e['rules']} rules; " if "rules" in e else ""
             if "rewrites" in e:
                 rules += f"the simplifier rewrite by rewrite, {e['rewrites']} rewrites; "
+            if e.get("stand_ins"):
+                rules += f"{e['stand_ins']}; "
             failed = (
                 f"; the rule of {e['failed_rule']} does not hold on fresh symbols, so the whole graph's entries decided"
                 if e.get("failed_rule")
@@ -165,6 +168,13 @@ def _by_rules(
     for method, n in rules.methods.items():
         methods[method] = methods.get(method, 0) + n
     out = {"held": held, "entries": count + rules.entries, "methods": methods, "rules": rules.rules}
+    shrunk, kept = rules.shrunk, rules.kept
+    for size, small in (steps.shrunk if shown else {}).items():
+        shrunk.setdefault(size, set()).update(small)
+    for size, ops in (steps.kept if shown else {}).items():
+        kept.setdefault(size, set()).update(ops)
+    if shrunk or kept:
+        out["stand_ins"] = described(shrunk, kept)
     if shown:
         out["rewrites"] = steps.rules
     return out

@@ -29,13 +29,14 @@ import sympy
 
 from ..core.budget import tick
 from ..core.dtypes import is_floating
-from ..core.errors import SymgradError
+from ..core.errors import ShapeError, SymgradError
 from ..core.graph import uniform_constant
 from ..core.tensor import Tensor, with_inputs
 from ..derive.rewrite_log import Rewrite
 from ..derive.simplify import simplify
 from .instances import Sizes, at_sizes, instantiate_leaf
 from .rules import RuleCheck
+from .stand_ins import REFUSALS, large_sizes, shrunk, stand_in
 from .zeros import zero_by
 
 __all__ = ["check_rewrites", "rewrites_of"]
@@ -106,7 +107,9 @@ def check_rewrites(log: Sequence[Rewrite], sizes: Sizes, leaves: dict[int, Tenso
                 break
             if key in not_shown:
                 continue
-            held, count = local.holds(sizes, leaves, rng, result.methods)
+            held, count, mapping, kept = local.holds(sizes, leaves, rng, result.methods)
+            if held:
+                result.stood_in(f"a rewrite of {getattr(rewrite.before.op, 'name', 'a leaf')}", mapping, kept)
             if not held:
                 not_shown.add(key)
             else:
@@ -199,26 +202,60 @@ class _Local:
                 parts.append((node.op.name, _attrs(node), inputs, shape, node.dtype, node.is_python_scalar))
         return (tuple(parts), numbers[id(self.before)], numbers[id(self.after)])
 
-    def holds(self, sizes: Sizes, leaves: dict[int, Tensor], rng: random.Random, methods: dict) -> tuple[bool, int]:
-        """Whether the two sides agree entry by entry at ``sizes``: (held, entries compared)."""
+    def holds(self, sizes: Sizes, leaves: dict[int, Tensor], rng: random.Random, methods: dict) -> tuple:
+        """Whether the two sides agree entry by entry at ``sizes``: (held, entries compared, the stand-in sizes
+        used, the large sizes kept). Large sizes the architecture fixes are checked at small ones where the ops
+        accept them (see :mod:`.stand_ins`)."""
+        order = self._order()
+        free = [n for n in order if self._free(n)]
+        fixed = [d for n in order if not self._free(n) and n.op is None for d in n.shape if isinstance(d, int)]
+        for n in order:
+            if n.op is not None and n.op.indexes is not None and id(n) in self.spelled:
+                fixed += [size for size, _ in n.op.indexes(*n.inputs, **n.attrs) if isinstance(size, int)]
+        present = large_sizes([n.shape for n in free])
+        large, held_fixed = [d for d in present if d not in fixed], [d for d in present if d in fixed]
+        if large:
+            try:
+                sides, mapping, kept = stand_in(
+                    [large], [*fixed, *sizes.values()], lambda m: self._sides(order, sizes, leaves, rng, m), REFUSALS
+                )
+                return (*self._agree(*sides, methods), mapping, sorted({*kept, *held_fixed}))
+            except REFUSALS:
+                pass
+        try:
+            sides = self._sides(order, sizes, leaves, rng, {})
+        except SymgradError:  # an op that needs the values of a cut tensor: spell out more
+            return False, 0, {}, []
+        return (*self._agree(*sides, methods), {}, sorted({*large, *held_fixed}))
+
+    def _free(self, node: Tensor) -> bool:
+        """Whether the check gives ``node`` fresh symbols: a cut, or a floating symbol leaf of the graph."""
+        if node.op is None:
+            return node.kind == "symbol" and is_floating(node.dtype) and getattr(node, "classes", None) is None
+        return self.cut(node)
+
+    def _sides(self, order: list[Tensor], sizes: Sizes, leaves: dict, rng: random.Random, mapping: dict) -> tuple:
+        """The entries of both sides at ``sizes``, the free nodes' fixed sizes replaced as ``mapping`` says."""
         made: dict[int, Tensor] = {}
         fresh = 0
-        try:
-            for node in self._order():
-                if node.op is None:
-                    if id(node) not in leaves:
-                        leaves[id(node)] = instantiate_leaf(node, sizes, rng)
-                    made[id(node)] = leaves[id(node)]
-                elif self.cut(node):
-                    shape = at_sizes(tuple(node.shape), sizes)
-                    made[id(node)] = Tensor(shape=shape, name=f"cut{fresh}", dtype=node.dtype, distinct=True)
-                    fresh += 1
-                else:
-                    attrs = {k: at_sizes(v, sizes) for k, v in node.attrs.items()}
-                    made[id(node)] = with_inputs(node, [made[id(i)] for i in node.inputs], attrs)
-            before, after = made[id(self.before)].entries(), made[id(self.after)].entries()
-        except SymgradError:  # an op that needs the values of a cut tensor: spell out more
-            return False, 0
+        for node in order:
+            if node.op is None and not (mapping and self._free(node)):
+                if id(node) not in leaves:
+                    leaves[id(node)] = instantiate_leaf(node, sizes, rng)
+                made[id(node)] = leaves[id(node)]
+            elif node.op is None or self.cut(node):
+                shape = shrunk(at_sizes(tuple(node.shape), sizes), mapping)
+                made[id(node)] = Tensor(shape=shape, name=f"cut{fresh}", dtype=node.dtype, distinct=True)
+                fresh += 1
+            else:
+                attrs = {k: at_sizes(v, sizes) for k, v in node.attrs.items()}
+                made[id(node)] = with_inputs(node, [made[id(i)] for i in node.inputs], attrs)
+                if mapping and 0 in made[id(node)].shape and 0 not in at_sizes(tuple(node.shape), sizes):
+                    raise ShapeError("a stand-in size empties a node")
+        return made[id(self.before)].entries(), made[id(self.after)].entries()
+
+    @staticmethod
+    def _agree(before: Any, after: Any, methods: dict) -> tuple[bool, int]:
         if before.shape != after.shape:
             return False, 0
         count = 0

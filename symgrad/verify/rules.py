@@ -30,12 +30,14 @@ import numpy as np
 from ..core.budget import tick
 from ..core.constructors import symbols, symbols_like
 from ..core.dtypes import is_floating
+from ..core.errors import ShapeError
 from ..core.graph import topological_all
 from ..core.tensor import Tensor, apply
 from ..derive.entrywise import vjp_entries
 from ..derive.reverse import needed_nodes
 from ..ops.calculus import NoDerivative
 from .instances import instantiate
+from .stand_ins import REFUSALS, large_sizes, shrunk, stand_in
 from .zeros import differ_by
 
 __all__ = ["RuleCheck", "check_rules", "instantiate", "rule_nodes"]
@@ -44,13 +46,23 @@ __all__ = ["RuleCheck", "check_rules", "instantiate", "rule_nodes"]
 @dataclass
 class RuleCheck:
     """What checking the rules found: whether all held, how many distinct rules and entries were compared, the
-    methods that showed each difference to be 0, and the op whose rule failed (None when all held)."""
+    methods that showed each difference to be 0, the op whose rule failed (None when all held), and the sizes
+    the architecture fixes that checks replaced by stand-ins or kept (:mod:`.stand_ins`)."""
 
     held: bool = True
     rules: int = 0
     entries: int = 0
     methods: dict[str, int] = field(default_factory=dict)
     failed: str | None = None
+    shrunk: dict[int, set[int]] = field(default_factory=dict)  # a fixed size -> the stand-ins checked in its place
+    kept: dict[int, set[str]] = field(default_factory=dict)  # a fixed size kept -> the ops that kept it
+
+    def stood_in(self, op: str, mapping: dict[int, int], kept: Sequence[int]) -> None:
+        """Record that a check of ``op`` replaced fixed sizes as ``mapping`` says and kept those in ``kept``."""
+        for size, small in mapping.items():
+            self.shrunk.setdefault(size, set()).add(small)
+        for size in kept:
+            self.kept.setdefault(size, set()).add(op)
 
 
 def rule_nodes(outputs: Sequence[Tensor], targets: Sequence[Tensor]) -> list[Tensor]:
@@ -75,7 +87,8 @@ def check_rules(nodes: Sequence[Tensor], made: dict[int, Tensor]) -> RuleCheck:
             continue
         seen.add(key)
         tick("checking the rule of {} ({} of {} nodes)", node.op.name, position + 1, len(nodes))
-        held, count = _rule_holds(concrete, result.methods)
+        held, count, mapping, kept = _rule_holds(concrete, node, result.methods)
+        result.stood_in(node.op.name, mapping, kept)
         result.rules += 1
         result.entries += count
         if not held:
@@ -106,19 +119,47 @@ def _kept(part: Tensor) -> Any:
     return str(part.entries().tolist()) if part.is_python_scalar else id(part)
 
 
-def _rule_holds(node: Tensor, methods: dict[str, int]) -> tuple[bool, int]:
-    """One op's rule on fresh symbols against the entrywise VJP of that op alone."""
+def _rule_holds(node: Tensor, original: Tensor, methods: dict[str, int]) -> tuple[bool, int, dict, list]:
+    """One op's rule on fresh symbols against the entrywise VJP of that op alone: (held, entries compared, the
+    stand-in sizes used, the large fixed sizes kept). The sizes the architecture fixes (``original``'s integer
+    sizes) are checked at small stand-ins where the op accepts them (see :mod:`.stand_ins`)."""
     shapes = [part.shape for part in node.inputs]
     if node.op.rule_shapes is not None and all(_fresh(part) for part in node.inputs):
         shapes = node.op.rule_shapes(*shapes, **node.attrs)
-    fresh = [
-        symbols(f"in{k}", shape, requires_grad=True, dtype=part.dtype) if _fresh(part) else part
-        for k, (part, shape) in enumerate(zip(node.inputs, shapes))
-    ]
-    out = apply(node.op.name, *fresh, **node.attrs)
-    g = symbols_like(out, "g", distinct=True)
-    pieces = list(node.op.vjp(g, out, *fresh, **node.attrs))
-    pieces += [None] * (len(fresh) - len(pieces))  # a rule that gives fewer pieces says nothing of the rest
+    fixed = [part.shape for part in original.inputs]
+    keep = {d for part in node.inputs if not _fresh(part) for d in part.shape if isinstance(d, int)}
+    keep |= {d for shape in shapes for d in shape if isinstance(d, int) and d not in large_sizes(fixed)}
+    if node.op.indexes is not None:  # an index's values pick along these: they stay
+        keep |= {size for size, _ in node.op.indexes(*node.inputs, **node.attrs) if isinstance(size, int)}
+    present = [d for d in large_sizes(fixed) if any(d in shape for shape in shapes)]
+    large, held_fixed = [d for d in present if d not in keep], [d for d in present if d in keep]
+
+    def build(mapping: dict[int, int]) -> tuple[list[Tensor], Tensor, Tensor, list]:
+        fresh = [
+            symbols(f"in{k}", shrunk(shape, mapping), requires_grad=True, dtype=part.dtype) if _fresh(part) else part
+            for k, (part, shape) in enumerate(zip(node.inputs, shapes))
+        ]
+        out = apply(node.op.name, *fresh, **node.attrs)
+        if 0 in out.shape and 0 not in node.shape:
+            raise ShapeError("a stand-in size empties the output")
+        g = symbols_like(out, "g", distinct=True)
+        return fresh, out, g, list(node.op.vjp(g, out, *fresh, **node.attrs))
+
+    if large:
+        try:
+            (fresh, out, g, pieces), mapping, kept = stand_in([large], keep, build, REFUSALS)
+            return (*_pieces_hold(node, fresh, out, g, pieces, methods), mapping, sorted({*kept, *held_fixed}))
+        except REFUSALS:  # the op reads a stand-in's entries it cannot: the true sizes instead
+            pass
+    fresh, out, g, pieces = build({})
+    return (*_pieces_hold(node, fresh, out, g, pieces, methods), {}, sorted({*large, *held_fixed}))
+
+
+def _pieces_hold(
+    node: Tensor, fresh: list[Tensor], out: Tensor, g: Tensor, pieces: list, methods: dict[str, int]
+) -> tuple[bool, int]:
+    """Whether each piece of the rule equals the entrywise VJP of ``out`` with cotangent ``g``: (held, entries)."""
+    pieces = pieces + [None] * (len(fresh) - len(pieces))  # a rule that gives fewer pieces says nothing of the rest
     count = 0
     for piece, part, original in zip(pieces, fresh, node.inputs):
         if part is original or isinstance(piece, NoDerivative):  # torch has none: nothing to hold

@@ -45,18 +45,23 @@ def substitute(entries: np.ndarray, subs: dict) -> np.ndarray:
     return np.array(flat, dtype=float).reshape(entries.shape)
 
 
+_NARROWER = ("float32", "float16", "bfloat16")
+
+
 def evaluate_graph(
     torch: Any, outputs: Sequence[Tensor], numbers: dict[Tensor, np.ndarray], subs: dict, wanted: set[int]
 ) -> dict[int, Any]:
-    """Evaluate the symgrad graph node by node with torch (float64)."""
+    """Evaluate the symgrad graph node by node with torch (float64, except leaves of a narrower float dtype)."""
     made: dict[int, Any] = {}
     for node in topological_all(outputs):
         if id(node) in made:
             continue
+        # a float32 leaf of a float64 graph stays float32, as in the model: its ops then run in float32
+        dtype = getattr(torch, node.dtype) if node.dtype in _NARROWER else torch.float64
         if node.kind == "symbol":
-            made[id(node)] = torch.tensor(numbers[node], dtype=torch.float64, requires_grad=id(node) in wanted)
+            made[id(node)] = torch.tensor(numbers[node], dtype=dtype, requires_grad=id(node) in wanted)
         elif node.kind == "formula":
-            made[id(node)] = torch.tensor(substitute(node.entries(), subs), dtype=torch.float64)
+            made[id(node)] = torch.tensor(substitute(node.entries(), subs), dtype=dtype)
         else:
             args = [made[id(i)] for i in node.inputs]
             made[id(node)] = node.op.torch(torch, *args, **node.attrs)

@@ -154,6 +154,23 @@ class Float32Region(torch.nn.Module):
         return torch.einsum("bi,bj->bij", norm.type_as(h) * self.scale, x.float()).tanh()
 
 
+class Float32Layer(torch.nn.Module):
+    """A float64 model with one layer kept in float32 (its parameters too): the input cast down, the output up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner, self.outer = torch.nn.Linear(4, 5), torch.nn.Linear(5, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.outer(self.inner(x.float()).relu().double()).tanh()
+
+
+def _float32_layer() -> torch.nn.Module:
+    model = Float32Layer().double()
+    model.inner.float()
+    return model
+
+
 def _rows4(b: int, seed: int) -> tuple:
     return (torch.randn((b, 4), dtype=F64, generator=torch.Generator().manual_seed(seed)),)
 
@@ -167,6 +184,12 @@ def test_a_plain_tensor_attribute_is_state_the_drop_in_reads() -> None:
 def test_a_float32_region_in_a_float64_model_gives_torchs_float32_numbers() -> None:
     """torch computes the float32 region in float32: symgrad's numbers, laws and drop-in too (rtol 1e-9)."""
     five_stages(lambda: Float32Region().double(), _rows4, [0])
+
+
+def test_a_float32_layer_in_a_float64_model_proves_and_trains_as_torch() -> None:
+    """Its parameters are float32: the proof's torch check makes them float32 too, and the drop-in's steps give
+    torch's float32 parameters."""
+    five_stages(_float32_layer, _rows4, [0])
 
 
 def _tokens5(b: int, seed: int) -> tuple:

@@ -1,0 +1,90 @@
+"""Proofs at sizes an architecture fixes: each rule is checked at small stand-ins for the large fixed sizes (a
+rule holds at every size), sizes an op ties to its attributes are kept, and the report says which were which.
+A wrong rule is still caught at the stand-ins."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import pytest
+
+import symgrad as sg
+from symgrad.core import registry
+
+torch = pytest.importorskip("torch")
+
+
+class _Decoder(torch.nn.Module):
+    """A convolution, a group norm whose groups fix its channel count, and a transposed convolution that doubles
+    the picture's side."""
+
+    def __init__(self, channels: int, groups: int) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, channels, 3, padding=1)
+        self.norm = torch.nn.GroupNorm(groups, channels)
+        self.up = torch.nn.ConvTranspose2d(channels, 1, 4, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.up(torch.nn.functional.silu(self.norm(self.conv(x))))
+
+
+def _proof(channels: int, groups: int, side: int):
+    torch.manual_seed(0)
+    model = _Decoder(channels, groups).double()
+    x = torch.randn(3, 3, side, side, dtype=torch.float64)
+    traced = sg.trace(lambda x: model(x).square().mean(), x, dynamic_shapes={"x": {0: "b"}}, modules={"model": model})
+    wrt = list(traced.parameters.values())
+    return sg.prove(traced.output, wrt, laws=sg.law(traced.output, wrt))
+
+
+def test_fixed_channels_and_pixels_are_proved_at_stand_ins_and_the_report_says_so():
+    proof = _proof(channels=8, groups=4, side=8)
+    assert proof.held, str(proof)
+    report = str(proof)
+    assert "fixed sizes at stand-ins, as each rule holds at every size: " in report
+    assert "8→" in report  # the channels (and the side) shrink where the ops accept it
+    assert "kept where an op fixes them: " in report and "(reshape" in report  # group norm's grouping reshape
+    assert proof.numeric[0]["held"]  # torch at the true sizes
+
+
+@pytest.mark.slow
+def test_group_norm_32_and_a_28_by_28_transposed_convolution_prove_within_the_budget():
+    """The sizes that made the exact proof refuse on its work budget (millions of terms per entry set)."""
+    start = time.process_time()
+    proof = _proof(channels=32, groups=32, side=14)
+    assert proof.held, str(proof)
+    assert "32→" in str(proof) and "14→" in str(proof)
+    assert time.process_time() - start < 120
+
+
+def test_a_wrong_rule_is_still_caught_at_the_stand_ins(monkeypatch):
+    """A convolution whose weight gradient is doubled: its rule fails at the stand-in sizes."""
+    conv = registry.OPS["convolution"]
+    right = conv.vjp
+
+    def doubled(g, out, x, w, *rest, **attrs):
+        pieces = list(right(g, out, x, w, *rest, **attrs))
+        pieces[1] = pieces[1] * 2
+        return tuple(pieces)
+
+    monkeypatch.setitem(registry.OPS, "convolution", dataclasses.replace(conv, vjp=doubled))
+    (b,) = sg.dims("b")
+    x = sg.symbols("x", (b, 2, 9, 9))
+    w = sg.symbols("w", (7, 2, 3, 3), requires_grad=True)
+    out = sg.torch.nn.functional.conv2d(x, w).sum()
+    proof = sg.prove(out, [w], numeric=False)
+    assert not proof.held
+    assert proof.exact[0]["failed_rule"] == "convolution"
+
+
+def test_a_size_an_index_picks_along_keeps_its_value():
+    """Cross-entropy over 9 fixed classes with a target of class 8: the class count cannot shrink below the
+    targets, so its rule is checked at 9 classes."""
+    logits = sg.symbols("z", (3, 9), requires_grad=True)
+    target = sg.tensor([8, 0, 3], dtype="int64")
+    out = sg.torch.nn.functional.cross_entropy(logits * 2, target)
+    proof = sg.prove(out, [logits])
+    assert proof.held, str(proof)
+    assert "kept where an op fixes them: 9 (" in str(proof) and "cross_entropy" in str(proof)
+    assert len(proof.exact) == 1  # no symbolic size: one proof at the given sizes
