@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .dims import is_concrete
+from .dtypes import is_floating
 from .errors import TorchIndexError, UnsupportedError
 from .indexing import (
     getitem,
@@ -43,6 +44,9 @@ def assigned(t: Tensor, index: object, value: Any) -> Tensor:
     if t.dtype == "bool":
         raise UnsupportedError("x[index] = value into a boolean tensor is not followed; use torch.where instead")
     items = index_items(index)
+    masked = _by_mask(t, items, value)
+    if masked is not None:
+        return masked
     if any(is_advanced(item) for item in items):
         return _put(t, items, value, accumulate=False, what="x[index] = value")
     key = normalize_index(items)
@@ -51,6 +55,36 @@ def assigned(t: Tensor, index: object, value: Any) -> Tensor:
     placed = t.apply_op("index_backward", value, shape=t.shape, index=key)
     reached = t.apply_op("index_backward", t.apply_op("full", shape=region.shape, value=1), shape=t.shape, index=key)
     return t.apply_op("where", reached.ne(0), placed, t)
+
+
+def _by_mask(t: Tensor, items: tuple, value: Any) -> Tensor | None:
+    """``t[mask] = value`` as ``where(mask, value, t)``, for any mask (its values may be symbols, ``x < 0``, and the
+    sizes symbolic): the index is one boolean tensor beside full slices, over the dims it covers, and ``value``
+    is one number or broadcasts over the dims after the mask. None when the assignment is not of that form."""
+    full = [isinstance(i, slice) and i == slice(None) for i in items]
+    masks = [k for k, i in enumerate(items) if is_tensor(i) and i.dtype == "bool"]
+    if len(masks) != 1 or not all(f for k, f in enumerate(full) if k != masks[0]):
+        return None
+    at, mask = masks[0], items[masks[0]]
+    covered = t.shape[at : at + mask.ndim]
+    after = t.shape[at + mask.ndim :]
+    if len(covered) != mask.ndim or tuple(str(d) for d in covered) != tuple(str(d) for d in mask.shape):
+        return None  # torch's own error, from the general path
+    view = mask if not at and not after else mask.reshape(*((1,) * at), *mask.shape, *((1,) * len(after)))
+    if isinstance(value, (int, float)) and (is_floating(t.dtype) or isinstance(value, int)):
+        return t.apply_op("where", view, value, t)  # a Python number, as torch.where(mask, number, t) has it
+    value = value if is_tensor(value) else t.apply_op("full", shape=(), value=value)
+    scalar = is_concrete(value.shape) and int(np.prod(value.shape, dtype=np.int64)) == 1
+    trailing = value.ndim <= len(after) and all(
+        str(v) in ("1", str(d)) for v, d in zip(reversed(value.shape), reversed(after))
+    )
+    if not scalar and not trailing:
+        return None  # a value per reached entry: its order follows the mask's values
+    if scalar and value.ndim:
+        value = value.reshape(())
+    if value.dtype != t.dtype:
+        value = value.to(t.dtype)
+    return t.apply_op("where", view, value, t)
 
 
 def index_put(t: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:

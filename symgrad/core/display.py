@@ -73,9 +73,7 @@ def formula_states_value(formula: Any, value: Any) -> bool:
 
 
 def numbers_to_python(numbers: np.ndarray) -> Any:
-    """A numeric array as nested lists of Python numbers (a negative zero shown as 0.0, see :func:`to_number`)."""
-    if numbers.dtype.kind == "f":
-        numbers = numbers + 0.0
+    """A numeric array as nested lists of Python numbers, as torch's ``tolist`` gives them (-0.0 keeps its sign)."""
     return numbers.tolist()
 
 

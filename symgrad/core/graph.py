@@ -13,8 +13,9 @@ recursion limit.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import sympy
 
 if TYPE_CHECKING:
@@ -72,10 +73,23 @@ def uniform_constant(t: Tensor) -> sympy.Expr | None:
         return None
     if t.kind != "formula" or t.given_name is not None:
         return None
-    entries = t.entries().reshape(-1)
-    if entries.size == 0 or not all(sympy.sympify(e).is_number or is_size(sympy.sympify(e)) for e in entries):
+    if t.fill_value is not None:
+        return _uniform_entries(np.array([t.fill_value], dtype=object))
+    known = t.__dict__.get("_uniform_value", _UNKNOWN)  # a formula's entries never change: decided once
+    if known is _UNKNOWN:
+        known = t.__dict__["_uniform_value"] = _uniform_entries(t.entries().reshape(-1))
+    return known
+
+
+_UNKNOWN = object()
+
+
+def _uniform_entries(entries: Any) -> sympy.Expr | None:
+    if entries.size == 0:
         return None
     first = sympy.sympify(entries[0])
+    if not (first.is_number or is_size(first)):
+        return None
     return first if all(sympy.sympify(e) == first for e in entries) else None
 
 

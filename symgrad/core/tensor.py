@@ -149,6 +149,7 @@ class Tensor(TensorMethods):
         if op is not None and requires_grad:
             self.grad_fn = GradFn(op.grad_fn_name(inputs, self.attrs), op.saves)
         self._leaves = self._collect_leaves()
+        self.fill_value: Any = None  # a constant made by repeating one number: that number
 
     def __getattr__(self, name: str) -> Any:
         """A method the op table spells (``x.acos()``, registered by its row), bound to this tensor."""
@@ -618,6 +619,9 @@ def constant(
         out.know_numbers(numbers)
         return out
     arr = as_object_array(numbers_only(value))
+    fill = arr.reshape(-1)[0] if arr.size == 1 and shape is not None else None
     if shape is not None:
         arr = np.broadcast_to(arr, require_concrete(as_shape(shape), "a constant")).copy()
-    return Tensor(shape=arr.shape, name=name, entries=arr, dtype=dtype, is_python_scalar=python_scalar)
+    out = Tensor(shape=arr.shape, name=name, entries=arr, dtype=dtype, is_python_scalar=python_scalar)
+    out.fill_value = fill
+    return out

@@ -254,6 +254,31 @@ class copysign(TorchFunction):  # noqa: N801 - spelled as in torch
         return rf"\left({body}\right)^{{{exp}}}" if exp else body
 
 
+def sign_bits(values: np.ndarray, what: str) -> np.ndarray:
+    """The sign bits of ``values``, refusing a nan: torch's kernels give the nans they make different signs
+    (``sqrt(-1)`` a positive one, ``0 * inf`` a negative one here), so a result that reads one is not certain.
+
+    >>> sign_bits(np.array([-0.0, 2.0]), "copysign").tolist()
+    [True, False]
+    """
+    if np.isnan(values).any():
+        raise UnsupportedError(
+            f"{what} of a nan is not supported: its result is the nan's sign bit, which torch's kernels set "
+            "differently for the nans they make"
+        )
+    return np.signbit(values)
+
+
+def copysign_numbers(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """torch.copysign on float64 arrays (see :func:`sign_bits` for a nan sign)."""
+    return np.where(sign_bits(b, "copysign"), -np.abs(a), np.abs(a))
+
+
+def signbit_numbers(x: np.ndarray) -> np.ndarray:
+    """torch.signbit on float64 arrays (see :func:`sign_bits` for a nan)."""
+    return sign_bits(x, "signbit")
+
+
 class remainder(TorchFunction):  # noqa: N801 - spelled as in torch
     """a - b·floor(a/b): Python's ``%``, of the divisor's sign (torch.remainder); gradients g and -g·floor(a/b)."""
 

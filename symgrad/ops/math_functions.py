@@ -339,7 +339,7 @@ BINARY = [
         ff.copysign,
         r"\left|{0}\right| \operatorname{{sgn}}\left({1}\right)",
         _binary_names("copysign"),
-        np.copysign,
+        ff.copysign_numbers,
     ),
     Binary(
         "remainder",
@@ -469,7 +469,7 @@ for _name, _test, _ufunc in (
     ("isinf", ff.isinf, np.isinf),
     ("isposinf", ff.isposinf, np.isposinf),
     ("isneginf", ff.isneginf, np.isneginf),
-    ("signbit", ff.signbit, np.signbit),
+    ("signbit", ff.signbit, ff.signbit_numbers),
 ):
     unary(
         _name,

@@ -34,7 +34,7 @@ from .instances import Sizes, above_floors, instantiate, size_assignments, size_
 from .rewrites import check_rewrites, rewrites_of
 from .rules import chain_equals, check_rules, rule_nodes
 from .stand_ins import described
-from .torch_eval import evaluate_graph
+from .torch_eval import evaluate_graph, mixed_dtypes
 from .zeros import differ_by
 
 DEFAULT_PROOF_SECONDS = 120.0  # sg.prove's time limit unless given
@@ -223,21 +223,22 @@ def check_numerically(
                 size = int(np.prod(node.shape, dtype=int))
                 numbers[node] = np.array([rng.uniform(0.25, 1.5) for _ in range(size)]).reshape(node.shape)
     wanted = {id(made[id(x)]) for x in targets}
+    mixed = mixed_dtypes([made[id(r)] for r in roots])
     # Targets as roots too: a target the outputs do not depend on still gets a (zero) gradient.
-    forward = evaluate_graph(torch, [made[id(o)] for o in outs + targets], numbers, {}, wanted)
+    forward = evaluate_graph(torch, [made[id(o)] for o in outs + targets], numbers, {}, wanted, mixed)
     grads = []
     for o, v in zip(outs, vs):
         if v is None:
             grads.append(torch.ones_like(forward[id(made[id(o)])]))
         else:
-            graph = evaluate_graph(torch, [made[id(v)]], numbers, {}, set())
+            graph = evaluate_graph(torch, [made[id(v)]], numbers, {}, set(), mixed)
             grads.append(graph[id(made[id(v)])].to(torch.float64))
     leaves = [forward[id(made[id(x)])] for x in targets]
     # an output that is a constant (a linear f's gradient) adds nothing: torch's backward would refuse it
     flowing = [(forward[id(made[id(o)])], g) for o, g in zip(outs, grads) if forward[id(made[id(o)])].requires_grad]
     if flowing:
         torch.autograd.backward([o for o, _ in flowing], [g for _, g in flowing], inputs=leaves)
-    law_values = evaluate_graph(torch, [made[id(r)] for r in laws], numbers, {}, set())
+    law_values = evaluate_graph(torch, [made[id(r)] for r in laws], numbers, {}, set(), mixed)
     worst = 0.0
     for leaf, rule in zip(leaves, laws):
         ours = law_values[id(made[id(rule)])].detach()
@@ -246,7 +247,7 @@ def check_numerically(
             raise SymgradError(f"law has shape {tuple(ours.shape)}, torch's gradient {tuple(theirs.shape)}")
         worst = max(worst, float((ours - theirs).abs().max()) if ours.numel() else 0.0)
     scale = max(float(leaf.grad.abs().max()) if leaf.grad is not None and leaf.grad.numel() else 0.0 for leaf in leaves)
-    narrowest = _narrowest_rounding([made[id(r)] for r in roots])
+    narrowest = _narrowest_rounding([made[id(r)] for r in roots], leaves=mixed)
     out = {
         "sizes": {str(k): v for k, v in sizes.items()},
         "held": worst <= ROUNDING_TOLERANCE[narrowest] * max(1.0, scale),
@@ -262,11 +263,14 @@ def check_numerically(
 ROUNDING_TOLERANCE = {"float64": 1e-9, "float32": 1e3 * 2.0**-23, "bfloat16": 1e3 * 2.0**-7, "float16": 1e3 * 2.0**-10}
 
 
-def _narrowest_rounding(roots: list[Tensor]) -> str:
-    """The narrowest floating dtype a conversion in the graph rounds to (``float64`` when none does)."""
+def _narrowest_rounding(roots: list[Tensor], leaves: bool = False) -> str:
+    """The narrowest floating dtype a conversion in the graph rounds to (``float64`` when none does); with
+    ``leaves``, a leaf's dtype counts too (leaves of mixed dtypes keep theirs in the torch check)."""
     order = ["float64", "float32", "float16", "bfloat16"]
     narrowest = 0
     for node in topological_all(roots):
+        if leaves and node.op is None and node.dtype in order:
+            narrowest = max(narrowest, order.index(node.dtype))
         wanted = node.attrs.get("dtype") if node.op is not None else None
         if isinstance(wanted, str) and wanted in order:
             narrowest = max(narrowest, order.index(wanted))

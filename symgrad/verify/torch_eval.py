@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.dtypes import is_floating
 from ..core.graph import topological_all
 from ..core.ieee import float64_values
 from ..core.tensor import Tensor
@@ -45,19 +46,30 @@ def substitute(entries: np.ndarray, subs: dict) -> np.ndarray:
     return np.array(flat, dtype=float).reshape(entries.shape)
 
 
-_NARROWER = ("float32", "float16", "bfloat16")
+NARROWER = ("float32", "float16", "bfloat16")
+
+
+def mixed_dtypes(roots: Sequence[Tensor]) -> bool:
+    """Whether the leaves of ``roots`` are of more than one floating dtype."""
+    return len({n.dtype for n in topological_all(roots) if n.op is None and is_floating(n.dtype)}) > 1
 
 
 def evaluate_graph(
-    torch: Any, outputs: Sequence[Tensor], numbers: dict[Tensor, np.ndarray], subs: dict, wanted: set[int]
+    torch: Any,
+    outputs: Sequence[Tensor],
+    numbers: dict[Tensor, np.ndarray],
+    subs: dict,
+    wanted: set[int],
+    keep_dtypes: bool = False,
 ) -> dict[int, Any]:
-    """Evaluate the symgrad graph node by node with torch (float64, except leaves of a narrower float dtype)."""
+    """Evaluate the symgrad graph node by node with torch (float64; with ``keep_dtypes``, leaves of a narrower
+    float dtype keep it, for a graph whose leaves mix dtypes: a float32 layer in a float64 model)."""
     made: dict[int, Any] = {}
     for node in topological_all(outputs):
         if id(node) in made:
             continue
         # a float32 leaf of a float64 graph stays float32, as in the model: its ops then run in float32
-        dtype = getattr(torch, node.dtype) if node.dtype in _NARROWER else torch.float64
+        dtype = getattr(torch, node.dtype) if keep_dtypes and node.dtype in NARROWER else torch.float64
         if node.kind == "symbol":
             made[id(node)] = torch.tensor(numbers[node], dtype=dtype, requires_grad=id(node) in wanted)
         elif node.kind == "formula":

@@ -163,13 +163,19 @@ def _within_last_digits(a: sympy.Expr, b: sympy.Expr, tries: int = 3) -> bool:
     rng = random.Random(5)
     symbols = symbols_of(expr)
     rows, values = [], []
-    for _ in range(len(written) + tries):
-        point = {s: Fraction(rng.randint(300, 1700), 1000) for s in symbols} | exact_constants
+    for kind, point in _points_of_each_kind(expr, symbols, rng, len(written) + tries):
+        point = point | exact_constants
         try:
-            values.append(float(to_mpmath(general, point, digits=40)))
-            rows.append([float(to_mpmath(slope, point, digits=40)) for slope in slopes])
+            value = float(to_mpmath(general, point, digits=40))
+            row = [float(to_mpmath(slope, point, digits=40)) for slope in slopes]
         except (KeyError, ArithmeticError, TypeError, ValueError):
-            return False
+            if kind == POSITIVE:
+                return False
+            continue
+        if kind != POSITIVE and not (math.isfinite(value) and all(math.isfinite(v) for v in row)):
+            continue
+        values.append(value)
+        rows.append(row)
     matrix, target = np.array(rows), -np.array(values)
     if not (np.isfinite(matrix).all() and np.isfinite(target).all()) or not target.any():
         return False
@@ -194,13 +200,16 @@ def _rounding_only(expr: sympy.Expr, tries: int = 4) -> bool:
     rng = random.Random(4)
     symbols = symbols_of(expr)
     terms = sympy.Add.make_args(expr)  # the two sides' terms, as they were written
-    for _ in range(tries):
-        point = {s: Fraction(rng.randint(300, 1700), 1000) for s in symbols}
+    for kind, point in _points_of_each_kind(expr, symbols, rng, tries):
         try:
             value = abs(to_mpmath(expr, point, digits=40))
             scale = sum(abs(to_mpmath(term, point, digits=40)) for term in terms)
         except (KeyError, ArithmeticError):
-            return False
+            if kind == POSITIVE:
+                return False
+            continue
+        if kind != POSITIVE and (mpmath.isnan(value) or mpmath.isnan(scale)):
+            continue  # outside a function's domain there: torch's nan on both sides
         # below 10⁻¹³ of the terms' sizes, or, where the terms cancelled to the residue alone (1/6 against the float
         # 2.0 / 12), below 10⁻¹² at inputs of size about 1
         if not (value <= mpmath.mpf("1e-13") * scale or value <= mpmath.mpf("1e-12")):  # nan is not small either
@@ -215,17 +224,30 @@ def _from_binary(r: sympy.Rational) -> bool:
 
 
 def _zero_to_digits(expr: sympy.Expr, digits: int = 60, tries: int = 3) -> bool:
-    """The last resort, reported as such: |expr| < 10^-45 at random points, computed with 60 digits."""
+    """The last resort, reported as such: |expr| < 10^-45 at random points of each kind (:func:`point_kinds`),
+    computed with 60 digits."""
     rng = random.Random(3)
     symbols = symbols_of(expr)
-    for _ in range(tries):
-        point = {s: Fraction(rng.randint(300, 1700), 1000) for s in symbols}
-        try:
-            value = to_mpmath(expr, point, digits=digits)
-        except (KeyError, ArithmeticError):
-            return False
-        if not abs(value) < mpmath.mpf("1e-45"):  # nan is not small either
-            return False
+    near = thresholds(expr)
+    for kind in point_kinds(expr):
+        points = (
+            ({s: Fraction(rng.randint(300, 1700), 1000) for s in symbols} for _ in range(tries))
+            if kind == POSITIVE
+            else sample_points(kind, symbols, rng, tries, near)
+        )
+        for point in points:
+            try:
+                value = to_mpmath(expr, point, digits=digits)
+            except (KeyError, ArithmeticError):
+                if kind == POSITIVE:
+                    return False
+                continue
+            if isinstance(value, mpmath.mpc) and value.imag != 0:
+                continue
+            if kind != POSITIVE and mpmath.isnan(value):  # outside a function's domain there: torch's nan
+                continue
+            if not abs(value) < mpmath.mpf("1e-45"):  # nan is not small either
+                return False
     return True
 
 
@@ -249,35 +271,121 @@ def _with_independent_functions(expr: sympy.Expr) -> sympy.Expr | None:
 
 
 def _zero_at_rational_points(plain: sympy.Expr, tries: int = 3) -> bool:
+    """``plain`` is exactly 0 at ``tries`` random rational points of each kind of :func:`sample_points` (a kind
+    where it is undefined everywhere, a logarithm's negative half, is passed over)."""
     rng = random.Random(2)
     symbols = symbols_of(plain)
-    done = 0
-    for _ in range(4 * tries):
-        point = {s: Fraction(rng.randint(1, 10**6), rng.randint(1, 10**6)) for s in symbols}
-        try:
-            value = to_fraction(plain, point)
-        except NotExact:  # irrational constants: SymPy's exact arithmetic
-            exact = plain.xreplace({s: sympy.Rational(v.numerator, v.denominator) for s, v in point.items()})
-            value = None if exact.has(sympy.zoo, sympy.nan) else (0 if sympy.expand(exact) == 0 else 1)
-        if value is None:
-            continue
-        if value != 0:
-            return False
-        done += 1
-        if done == tries:
-            return True
-    return False
+    seen = 0
+    for kind in point_kinds(plain):
+        done = 0
+        for point in sample_points(kind, symbols, rng, 4 * tries, thresholds(plain)):
+            try:
+                value = to_fraction(plain, point)
+            except NotExact:  # irrational constants: SymPy's exact arithmetic
+                exact = plain.xreplace({s: sympy.Rational(v.numerator, v.denominator) for s, v in point.items()})
+                undefined = exact.has(sympy.zoo, sympy.nan, sympy.I)  # (torch's real arithmetic gives nan there)
+                value = None if undefined else (0 if sympy.expand(exact) == 0 else 1)
+            if value is None:
+                continue
+            if value != 0:
+                return False
+            done += 1
+            if done == tries:
+                break
+        seen += done
+    return seen >= tries
+
+
+# The kinds of points a difference is evaluated at: positive ones of size about 1 (every function's domain), and,
+# for a difference with case splits (a torch.where, a mask, abs, max), points of either sign over a wide range and
+# points just beside each threshold its conditions compare with, so that every branch is evaluated.
+POSITIVE, SIGNED, BESIDE_THRESHOLDS = "positive", "signed", "beside thresholds"
+BRANCHING = (*CASE_SPLITS, sympy.floor, sympy.ceiling, functions.floor, functions.trunc, sympy.Rel)
+
+
+def point_kinds(expr: sympy.Expr) -> tuple[str, ...]:
+    """The kinds of points ``expr`` is evaluated at: an analytic difference that is 0 on an open set of positive
+    points is 0 everywhere it is defined; one with case splits must be evaluated in each branch too."""
+    return (POSITIVE, SIGNED, BESIDE_THRESHOLDS) if expr.has(*BRANCHING) else (POSITIVE,)
+
+
+def thresholds(expr: sympy.Expr) -> list[Fraction]:
+    """The numbers the conditions of ``expr`` compare with (0 among them), as fractions, in increasing order.
+
+    >>> x = sympy.Symbol("x", real=True)
+    >>> thresholds(sympy.Piecewise((x, x < -3), (0, True)))
+    [Fraction(-3, 1), Fraction(0, 1)]
+    """
+    found = {Fraction(0)}
+    for relation in expr.atoms(sympy.Rel):
+        difference = relation.lhs - relation.rhs
+        variables = difference.free_symbols
+        if len(variables) == 1 and difference.is_polynomial(*variables):
+            (x,) = variables
+            slope, offset = difference.diff(x), difference.subs(x, 0)
+            if slope.is_Rational and slope != 0 and offset.is_number and difference.diff(x, 2) == 0:
+                numbers = [-offset / slope]
+            else:
+                numbers = list(relation.atoms(sympy.Number))
+        else:
+            numbers = list(relation.atoms(sympy.Number))
+        for number in numbers:
+            if number.is_Rational:
+                found.add(Fraction(int(number.p), int(number.q)))
+            elif number.is_Float and number.is_finite:
+                found.add(Fraction(str(number)))
+    return sorted(found)
+
+
+def _points_of_each_kind(expr: sympy.Expr, symbols: list, rng: random.Random, count: int) -> Iterator[tuple]:
+    """``(kind, point)`` pairs: ``count`` positive points of size about 1, then, for a difference with case splits,
+    ``count`` of each other kind (see :func:`point_kinds`)."""
+    near = thresholds(expr)
+    for kind in point_kinds(expr):
+        if kind == POSITIVE:
+            for _ in range(count):
+                yield kind, {s: Fraction(rng.randint(300, 1700), 1000) for s in symbols}
+        else:
+            for point in sample_points(kind, symbols, rng, count, near):
+                yield kind, point
+
+
+def sample_points(
+    kind: str, symbols: list, rng: random.Random, count: int, near: list[Fraction] | None = None
+) -> Iterator[dict]:
+    """``count`` random rational points of ``kind`` (see :func:`point_kinds`) for ``symbols``."""
+    for _ in range(count):
+        if kind == POSITIVE:
+            yield {s: Fraction(rng.randint(1, 10**6), rng.randint(1, 10**6)) for s in symbols}
+        elif kind == SIGNED:
+            yield {s: Fraction(rng.randint(-8 * 10**4, 8 * 10**4), 10**4 + rng.randint(0, 999)) for s in symbols}
+        else:
+            yield {s: rng.choice(near or [Fraction(0)]) + Fraction(rng.randint(-999, 999) or 1, 1000) for s in symbols}
 
 
 def _clearly_nonzero(expr: sympy.Expr, tries: int = 3) -> bool:
+    """Whether ``expr`` is far from 0 at a random point of some kind of :func:`point_kinds` (complex values, where
+    torch's real arithmetic gives nan, do not count)."""
     rng = random.Random(1)
     symbols = symbols_of(expr)
-    for _ in range(tries):
-        point = {s: rng.uniform(0.3, 1.7) for s in symbols}
-        try:
-            value = to_mpmath(expr, point, digits=30)
-        except (KeyError, ArithmeticError):
-            return False
-        if abs(value) > 1e-20:  # False for nan
-            return True
+    near = thresholds(expr)
+    for kind in point_kinds(expr):
+        points = (
+            ({s: rng.uniform(0.3, 1.7) for s in symbols} for _ in range(tries))
+            if kind == POSITIVE
+            else (
+                {s: float(v) for s, v in point.items()} for point in sample_points(kind, symbols, rng, 2 * tries, near)
+            )
+        )
+        for point in points:
+            try:
+                value = to_mpmath(expr, point, digits=30)
+            except (KeyError, ArithmeticError):
+                if kind == POSITIVE:
+                    return False
+                continue
+            if isinstance(value, mpmath.mpc) and value.imag != 0:
+                continue
+            if abs(value) > 1e-20:  # False for nan
+                return True
     return False

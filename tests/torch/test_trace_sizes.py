@@ -3,6 +3,8 @@ kept as guards that emitted modules check; and tracing leaves the model and torc
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import symgrad as sg
@@ -151,3 +153,36 @@ def test_decisions_through_size_arithmetic_are_guards(fn, guard, refused_at):
     emitted = sg.compile(traced, name="Guarded")
     with pytest.raises(ValueError, match="the traced code holds only where"):
         emitted.forward(torch.randn(refused_at, 3, dtype=F64))
+
+
+@pytest.mark.parametrize(
+    ("fn", "law"),
+    [
+        (lambda x: x.sum(-1) * (1.0 / x.size(-1)), "1 / n"),
+        (lambda x: x * (1.0 / math.sqrt(x.shape[-1])), "math.sqrt(n)"),
+        (lambda x: x.var(-1) * (2.0 / (x.size(-1) - 1)), "-1 + n"),
+        (lambda x: x * (1.0 / x.numel()), "m * n"),
+    ],
+    ids=["1.0 / n", "1.0 / sqrt(n)", "2.0 / (n - 1)", "1.0 / numel"],
+)
+def test_a_python_float_made_from_sizes_becomes_an_expression_in_them(fn, law):
+    """float's own division by a size gives a plain float; the probes at other sizes make it an expression in the
+    sizes, and the emitted function at other sizes gives torch's value and gradient."""
+    loss = lambda x: fn(x).square().sum()  # noqa: E731
+    traced = sg.trace(loss, torch.randn(3, 4, dtype=F64), dynamic_shapes={"x": {0: "m", 1: "n"}})
+    (grad,) = sg.law(traced.output, [traced.inputs[0]])
+    assert law in str(grad)
+    emitted = sg.compile(traced, name="SizeNumbers")
+    for shape in ((5, 6), (2, 9)):
+        x = torch.randn(*shape, dtype=F64, requires_grad=True)
+        (expected,) = torch.autograd.grad(loss(x), x)
+        out = emitted.apply(x)  # the loss first (the emitted function also returns what the forward saves)
+        (ours,) = torch.autograd.grad(out[0] if isinstance(out, tuple) else out, x)
+        torch.testing.assert_close(ours, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_number_that_changes_with_a_size_otherwise_is_refused():
+    with pytest.raises(sg.UnsupportedError, match=r"the number 1\.0, made from the sizes, changes otherwise"):
+        sg.trace(
+            lambda x: x.sum() * float(x.size(-1) % 3), torch.randn(3, 4, dtype=F64), dynamic_shapes={"x": {1: "n"}}
+        )

@@ -1,0 +1,124 @@
+"""Python numbers computed from symbolic sizes where Python gives symgrad no hook.
+
+``1 / x.size(-1)`` reaches :class:`~symgrad.torch.sizes.SizeInt`'s own division and stays symbolic, but
+``1.0 / x.size(-1)`` is float's division of a float by an int, and ``math.sqrt(x.size(-1))`` converts the size
+to a float first: both give plain floats, which the graph would keep as the example's number. The trace's probe
+runs at other sizes show such a number changing with a size; where it changes as ``q · Π (d + o)^p`` (a power
+``p`` of a size ``d``, or of ``d ± 1``, with a rational ``q``), it becomes that expression, once a run at yet
+other sizes confirms it. A number that changes any other way still refuses the trace.
+
+>>> n = sympy.Symbol("n", integer=True, positive=True)
+>>> power_of(4, 5, 0.25, 0.2)
+(0, -1)
+>>> fitted(0.25, {n: 4}, {n: (0, -1)})
+1/n
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import sympy
+
+from ..core.tensor import Tensor
+from ..derive.replacing import replaced
+from .trace_runs import flat, graph_signature, rebuilt
+
+EXPONENTS = (-2, -1, sympy.Rational(-1, 2), sympy.Rational(1, 2), 1, 2)
+OFFSETS = (0, -1, 1)  # d, d - 1 (an unbiased variance's n - 1), d + 1
+
+
+def scalar_differences(first: Any, second: Any) -> dict[int, tuple[Tensor, float, float]] | None:
+    """Where two runs' graphs differ only in the values of Python numbers: their positions in graph order, with
+    the first run's node and both values; None when they differ otherwise."""
+    a, b = graph_signature(first), graph_signature(second)
+    if len(a) != len(b):
+        return None
+    found = {}
+    for position, ((key_a, node_a), (key_b, node_b)) in enumerate(zip(a, b)):
+        if key_a == key_b:
+            continue
+        if not (_number(node_a) and _number(node_b) and key_a[2:] == key_b[2:]):
+            return None
+        found[position] = (node_a, _value(node_a), _value(node_b))
+    return found
+
+
+def _number(node: Tensor) -> bool:
+    return node.op is None and node.kind == "formula" and node.is_python_scalar and not node.shape
+
+
+def _value(node: Tensor) -> float:
+    return float(node.entries().reshape(()).item())
+
+
+def power_of(size_a: int, size_b: int, value_a: float, value_b: float) -> tuple[int, Any] | None:
+    """The offset and exponent ``(o, p)`` with ``value ∝ (size + o)^p`` at both sizes, or None."""
+    if value_a == 0 or value_b == 0 or (value_a > 0) != (value_b > 0):
+        return None
+    for offset in OFFSETS:
+        if size_a + offset < 1 or size_b + offset < 1:
+            continue
+        p = math.log(value_b / value_a) / math.log((size_b + offset) / (size_a + offset))
+        for exponent in EXPONENTS:
+            if abs(p - float(exponent)) < 1e-9:
+                return offset, exponent
+    return None
+
+
+def fitted(value: float, sizes: Mapping[sympy.Symbol, int], powers: Mapping[sympy.Symbol, tuple[int, Any]]) -> Any:
+    """``q · Π (d + o)^p`` equal to ``value`` at ``sizes``, with ``q`` a simple rational; None if there is none."""
+    shape = sympy.Mul(*((d + o) ** p for d, (o, p) in powers.items()))
+    at_example = shape.xreplace(dict(sizes))
+    q = sympy.nsimplify(value / float(at_example), rational=True, tolerance=1e-12)
+    if q.q > 1000 or q == 0:
+        return None
+    expression = q * shape
+    return expression if _same(float(expression.xreplace(dict(sizes))), value) else None
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or abs(a - b) <= 4e-16 * max(abs(a), abs(b))
+
+
+def confirmed(expressions: Mapping[int, Any], third: Any, sizes: Mapping[sympy.Symbol, int]) -> bool:
+    """Whether a run at other ``sizes`` has the same graph with each fitted number at its expression's value."""
+    differences = scalar_differences_or_same(expressions, third)
+    if differences is None:
+        return False
+    return all(_same(differences[p], float(e.xreplace(dict(sizes)))) for p, e in expressions.items())
+
+
+def scalar_differences_or_same(positions: Mapping[int, Any], run: Any) -> dict[int, float] | None:
+    """The values of the Python numbers at ``positions`` in ``run``'s graph order."""
+    signature = graph_signature(run)
+    out = {}
+    for position in positions:
+        if position >= len(signature) or not _number(signature[position][1]):
+            return None
+        out[position] = _value(signature[position][1])
+    return out
+
+
+def with_expressions(output: Any, nodes: Mapping[int, Tensor], expressions: Mapping[int, Any]) -> Any:
+    """``output`` (a tensor, or a structure of them) with each number node replaced by its expression."""
+    mapping = {
+        id(nodes[p]): Tensor(shape=(), entries=np.array(e, dtype=object), dtype=nodes[p].dtype, is_python_scalar=True)
+        for p, e in expressions.items()
+    }
+    roots = [t for t in flat(output) if isinstance(t, Tensor)]
+    new = dict(zip((id(t) for t in roots), replaced(roots, mapping)))
+    return _rebuild(output, new)
+
+
+def _rebuild(value: Any, new: dict[int, Tensor]) -> Any:
+    if isinstance(value, Tensor):
+        return new.get(id(value), value)
+    if isinstance(value, (list, tuple)):
+        return rebuilt(value, (_rebuild(v, new) for v in value))
+    if isinstance(value, dict):
+        return {k: _rebuild(v, new) for k, v in value.items()}
+    return value
