@@ -73,7 +73,11 @@ def formula_states_value(formula: Any, value: Any) -> bool:
 
 
 def numbers_to_python(numbers: np.ndarray) -> Any:
-    """A numeric array as nested lists of Python numbers, as torch's ``tolist`` gives them (-0.0 keeps its sign)."""
+    """A numeric array as nested lists of Python numbers, a negative zero shown as 0.0 (see :func:`to_number`):
+    the numbers keep their signed zeros (``signbit``, ``copysign`` and ``1 / x`` read them), but where torch's
+    backward kernels write a zero gradient their sign is not followed, so none is shown."""
+    if numbers.dtype.kind == "f":
+        numbers = numbers + 0.0
     return numbers.tolist()
 
 

@@ -73,9 +73,57 @@ def _check_range(values: np.ndarray, size: int, dim: int) -> None:
         raise ShapeError(f"index {int(bad[0])} is out of bounds for dimension {dim} with size {size}")
 
 
+def _picked(index_entry: sympy.Expr, choices: list) -> sympy.Expr:
+    """The choice an index entry whose value is a formula (an argmax's) picks: a case split over its values, nan
+    past them (where torch raises an out-of-range error)."""
+    return sympy.Piecewise(*((c, sympy.Eq(index_entry, j)) for j, c in enumerate(choices)), (sympy.nan, True))
+
+
+def _symbolic(index: np.ndarray) -> bool:
+    return any(not sympy.sympify(v).is_Integer for v in index.reshape(-1))
+
+
+def _gather_by_formulas(x: np.ndarray, index: np.ndarray, dim: int) -> np.ndarray:
+    """gather with an index whose values are formulas: each entry a case split over the positions along ``dim``."""
+    source, idx = x.reshape(_nonempty(x.shape)), index.reshape(_nonempty(index.shape))
+    out = np.empty(idx.shape, dtype=object)
+    for position in np.ndindex(*idx.shape):
+        choices = [source[(*position[:dim], j, *position[dim + 1 :])] for j in range(source.shape[dim])]
+        out[position] = _picked(sympy.sympify(idx[position]), choices)
+    return out.reshape(index.shape)
+
+
+def _scatter_by_formulas(base: np.ndarray, index: np.ndarray, src: np.ndarray, dim: int, add: bool) -> np.ndarray:
+    """scatter(_add) with an index whose values are formulas: each target entry adds (or, for scatter, takes) the
+    sources whose index equals its position along ``dim``. scatter writes one value per row along ``dim`` only:
+    with more, two could meet at one entry, where torch keeps an unspecified one."""
+    out, idx = base.reshape(_nonempty(base.shape)), index.reshape(_nonempty(index.shape))
+    if not add and idx.shape[dim] > 1:
+        raise UnsupportedError(
+            "scatter with an index computed from the inputs (an argmax's) and more than one entry along dim: two "
+            "could reach one entry, where torch keeps an unspecified one; use scatter_add"
+        )
+    sources = src.reshape(_nonempty(src.shape))
+    result = np.empty(out.shape, dtype=object)
+    for target in np.ndindex(*out.shape):
+        reaching = [
+            (sympy.sympify(idx[p]), sources[p])
+            for p in np.ndindex(*idx.shape)
+            if all(p[a] == target[a] for a in range(len(p)) if a != dim)
+        ]
+        hits = [(value, sympy.Eq(i, target[dim])) for i, value in reaching]
+        if add:
+            result[target] = sympy.Add(out[target], *(sympy.Piecewise((v, c), (0, True)) for v, c in hits))
+        else:
+            result[target] = sympy.Piecewise(*hits, (out[target], True)) if hits else out[target]
+    return result.reshape(base.shape)
+
+
 def _gather(x: np.ndarray, index: np.ndarray, dim: int) -> np.ndarray:
     if index.size == 0:
         return np.empty(index.shape, dtype=object)
+    if _symbolic(index):
+        return _gather_by_formulas(x, index, dim)
     values = index_values(index, "gather").reshape(_nonempty(index.shape))
     source = x.reshape(_nonempty(x.shape))
     _check_range(values, source.shape[dim], dim)
@@ -99,6 +147,8 @@ def _scatter_shape(base: Shape, index: Shape, src: Shape, dim: int) -> Shape:
 def _scatter(base: np.ndarray, index: np.ndarray, src: np.ndarray, dim: int, add: bool) -> np.ndarray:
     if index.size == 0:
         return base.copy()
+    if _symbolic(index):
+        return _scatter_by_formulas(base, index, src, dim, add)
     values = index_values(index, "scatter_add" if add else "scatter").reshape(_nonempty(index.shape))
     out = base.reshape(_nonempty(base.shape))
     _check_range(values, out.shape[dim], dim)

@@ -61,6 +61,9 @@ WORDS = {
             "non-differentiable output": "a saved output marked non-differentiable (`ctx.mark_non_differentiable`); "
             "torch keeps it as a constant, so under `create_graph=True` nothing flows back through it.",
             "detach": "a `.detach()`, a `torch.no_grad()` region or an in-place change in the backward.",
+            "in place": "torch's double backward refuses: the backward changes in place a tensor that one of its "
+            "own ops saved (for instance `p *= g` after `p = torch.softmax(z, 1)`); write that step out of place "
+            "(`p = p * g`).",
         },
         "long": "(too long to show here: see `symgrad verify`)",
     },
@@ -93,6 +96,8 @@ WORDS = {
             "non-differentiable output": "保存了被标记为不可导（`ctx.mark_non_differentiable`）的输出。torch 把它当作"
             "常量，所以在 `create_graph=True` 下没有梯度经过它传回去。",
             "detach": "backward 里有 `.detach()`、`torch.no_grad()` 区域或原地修改。",
+            "in place": "torch 拒绝二阶反向传播：backward 原地修改了它自己的某个运算保存的张量"
+            "（如 `p = torch.softmax(z, 1)` 之后的 `p *= g`）；把这一步改成非原地的写法（`p = p * g`）。",
         },
         "long": "（太长，这里不列出：见 `symgrad verify` 的输出）",
     },

@@ -68,6 +68,8 @@ SECOND_ORDER_CAUSES = {
     "non-differentiable output": "cause: a saved output marked non-differentiable (ctx.mark_non_differentiable); "
     "torch keeps it as a constant, so nothing flows back through it",
     "detach": "cause: a .detach(), a torch.no_grad() region or an in-place change in the backward",
+    "in place": "cause: torch's double backward refuses: the backward changes in place a tensor that one of its "
+    "own ops saved (for instance p *= g after p = torch.softmax(z, 1)); write that step out of place (p = p * g)",
 }
 
 
@@ -84,6 +86,7 @@ class GradientVerdict:
     example: str = ""  # a small input where the numbers differ, and both numbers
     formulas: tuple = ()  # (the backward's, the true one) at that entry, as SymPy expressions
     laws: tuple = ()  # at symbolic sizes: (the backward's, the true one) as laws, tensors of symbolic shape
+    torch_refused: str = ""  # torch's message, where running the Function's own code raised
 
 
 @dataclass
@@ -232,9 +235,12 @@ def verify_backward(
         verdict.second_cause = "once_differentiable"
     elif order == 2 and verdict.held:
         verdict.second = _second_order(run, differentiable, as_torch=True)
-        if numeric and run.dynamic_shapes and all(g.held for g in verdict.second):
+        if numeric and all(g.held for g in verdict.second):  # at the given sizes too: torch may refuse (in place)
             run_at_larger_sizes(run, verdict.second, differentiable, "second")
-        if not all(g.held for g in verdict.second):
+        refused = next((g.torch_refused for g in verdict.second if g.torch_refused), "")
+        if "modified by an inplace operation" in refused:
+            verdict.second_cause = "in place"
+        elif not all(g.held for g in verdict.second):
             attached = _second_order(run, differentiable, as_torch=False)
             verdict.second_cause = (
                 _constant_cause(probe_ctx, plain, outputs) if all(g.held for g in attached) else "detach"

@@ -234,11 +234,18 @@ def _mpmath_node(node: sympy.Basic, values: dict, point: Mapping, digits: int) -
         pass
     except (TypeError, ValueError):
         return mpmath.nan
-    substituted = node.xreplace({s: sympy.Float(str(point[s]), digits) for s in node.free_symbols})
+    substituted = node.xreplace({s: _exact_number(point[s], digits) for s in node.free_symbols})
     if substituted in (sympy.true, sympy.false):  # a test of a number (isnan, isfinite): a truth value
         return substituted is sympy.true
     numeric = sympy.N(substituted, digits)
     return mpmath.mpmathify(complex(numeric)) if numeric.is_number else mpmath.nan
+
+
+def _exact_number(value: Any, digits: int) -> sympy.Expr:
+    """A point's coordinate for SymPy: a fraction exactly, a float with ``digits`` digits."""
+    if isinstance(value, Fraction):
+        return sympy.Rational(value.numerator, value.denominator)
+    return sympy.Float(str(value), digits)
 
 
 def _mpf_fraction(value: Fraction) -> Any:

@@ -25,12 +25,14 @@ def larger_sizes(dynamic_shapes: dict) -> dict[str, int]:
 
 
 def run_at_larger_sizes(run: Any, verdicts: list, differentiable: list[int], kind: str) -> None:
-    """Run the Function's own code at :func:`larger_sizes` and add a line to each verdict's proof; a verdict fails
-    when torch's numbers differ. ``kind``: ``gradient`` (input by input), ``second`` (by input, then by incoming
+    """Run the Function's own code at :func:`larger_sizes` (at the example, without symbolic sizes) and add a line to
+    each verdict's proof; a verdict fails when torch's numbers differ, or torch refuses (a saved tensor changed in
+    place). ``kind``: ``gradient`` (input by input), ``second`` (by input, then by incoming
     gradient, of Σ ⟨gradient, u⟩ under ``create_graph=True``) or ``jvp`` (output by output)."""
-    sizes = larger_sizes(run.dynamic_shapes)
-    shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
-    inputs = _resized_inputs(run, sizes)
+    sizes = larger_sizes(run.dynamic_shapes or {})
+    shown = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "the given values"
+    # no symbolic size: the example itself (its data inputs keep their meaning, a target row summing to 1)
+    inputs = _resized_inputs(run, sizes) if sizes else tuple(x.detach() for x in run.tensor_inputs)
     if inputs is None:
         for verdict in verdicts:
             verdict.proof += "\nthe Function's own code at larger sizes: not run (an integer input has a symbolic size)"
@@ -42,11 +44,12 @@ def run_at_larger_sizes(run: Any, verdicts: list, differentiable: list[int], kin
                 run, inputs, differentiable
             )
     except Exception as error:  # the Function fails at these sizes: that is a finding, not symgrad's error
+        said = str(error).split(" Hint: ")[0]  # torch's advice on its own debugging tools left out
         for verdict in verdicts:
             verdict.held = False
-            verdict.proof += (
-                f"\nthe Function's own code, run by torch at {shown}: FAILED ({type(error).__name__}: {error})"
-            )
+            verdict.torch_refused = said
+            verdict.proof += f"\nthe Function's own code, run by torch at {shown}: FAILED ({type(error).__name__}: "
+            verdict.proof += f"{said})"
         return
     for verdict, (mine, true) in zip(verdicts, pairs):
         error = _largest_difference(mine, true)
