@@ -33,7 +33,21 @@ class NotExact(Exception):  # noqa: N818 - a signal to fall back, not an error
 
 
 def _postorder(expr: sympy.Basic) -> list[sympy.Basic]:
-    """Distinct subexpressions, arguments before the expressions using them (no recursion)."""
+    """Distinct subexpressions, arguments before the expressions using them (no recursion); the last few
+    expressions' orders are kept, as one difference is evaluated at several points."""
+    for seen_expr, order in _RECENT:
+        if seen_expr is expr:
+            return order
+    order = _walk(expr)
+    _RECENT.insert(0, (expr, order))
+    del _RECENT[8:]
+    return order
+
+
+_RECENT: list[tuple[sympy.Basic, list]] = []
+
+
+def _walk(expr: sympy.Basic) -> list[sympy.Basic]:
     order: list[sympy.Basic] = []
     seen: set[sympy.Basic] = set()
     stack: list[tuple[sympy.Basic, bool]] = [(expr, False)]
