@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, with_inputs
 from ..derive.replacing import replaced
 from .trace_runs import flat, graph_signature, rebuilt
 
@@ -41,9 +41,12 @@ def scalar_differences(first: Any, second: Any) -> dict[int, tuple[Tensor, float
     for position, ((key_a, node_a), (key_b, node_b)) in enumerate(zip(a, b)):
         if key_a == key_b:
             continue
-        if not (_number(node_a) and _number(node_b) and key_a[2:] == key_b[2:]):
+        if _number(node_a) and _number(node_b) and key_a[2:] == key_b[2:]:
+            found[position] = (node_a, _value(node_a), _value(node_b))
+        elif _fill(node_a) and _fill(node_b) and _without_value(node_a) == _without_value(node_b):
+            found[position] = (node_a, _value(node_a), _value(node_b))  # fill_(1.0 / x.numel())
+        else:
             return None
-        found[position] = (node_a, _value(node_a), _value(node_b))
     return found
 
 
@@ -51,7 +54,18 @@ def _number(node: Tensor) -> bool:
     return node.op is None and node.kind == "formula" and node.is_python_scalar and not node.shape
 
 
+def _fill(node: Tensor) -> bool:
+    """A tensor filled with one Python number (``torch.full``, ``fill_``), which may be made from the sizes."""
+    return node.op is not None and node.op.name == "full" and isinstance(node.attrs.get("value"), float)
+
+
+def _without_value(node: Tensor) -> tuple:
+    return tuple(sorted((k, str(v)) for k, v in node.attrs.items() if k != "value")), node.dtype
+
+
 def _value(node: Tensor) -> float:
+    if node.op is not None:
+        return float(node.attrs["value"])
     return float(node.entries().reshape(()).item())
 
 
@@ -97,7 +111,7 @@ def scalar_differences_or_same(positions: Mapping[int, Any], run: Any) -> dict[i
     signature = graph_signature(run)
     out = {}
     for position in positions:
-        if position >= len(signature) or not _number(signature[position][1]):
+        if position >= len(signature) or not (_number(signature[position][1]) or _fill(signature[position][1])):
             return None
         out[position] = _value(signature[position][1])
     return out
@@ -105,10 +119,12 @@ def scalar_differences_or_same(positions: Mapping[int, Any], run: Any) -> dict[i
 
 def with_expressions(output: Any, nodes: Mapping[int, Tensor], expressions: Mapping[int, Any]) -> Any:
     """``output`` (a tensor, or a structure of them) with each number node replaced by its expression."""
-    mapping = {
-        id(nodes[p]): Tensor(shape=(), entries=np.array(e, dtype=object), dtype=nodes[p].dtype, is_python_scalar=True)
-        for p, e in expressions.items()
-    }
+    mapping = {}
+    for p, e in expressions.items():
+        number = Tensor(shape=(), entries=np.array(e, dtype=object), dtype=nodes[p].dtype, is_python_scalar=True)
+        if nodes[p].op is not None:  # a fill: ones times the number
+            number = with_inputs(nodes[p], [], {**nodes[p].attrs, "value": 1}) * number
+        mapping[id(nodes[p])] = number
     roots = [t for t in flat(output) if isinstance(t, Tensor)]
     new = dict(zip((id(t) for t in roots), replaced(roots, mapping)))
     return _rebuild(output, new)

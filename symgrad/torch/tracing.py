@@ -42,6 +42,7 @@ from ..core.graph import dims_of
 from ..core.tensor import Tensor
 from ..core.tensor import method as tensor_method
 from .builtin_arguments import as_functional
+from .masked_selection import COUNTS, assigned_selection, carried, count_refusal, mask_of, selection
 from .nn.modules.module import leaf_name
 from .nn.normalization import running_statistics
 from .sizes import Guard, Guards, SizeFloat, SizeInt, holds_size, sizes_answer
@@ -207,6 +208,8 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
         check_value_read(f"{target}()", recorder.symbolic.get(id(args[0])), user_line())
     if kind in ("attribute", "method") and target == "__len__":
         _check_len(recorder.symbolic.get(id(args[0])))
+    if kind in ("attribute", "method") and target in COUNTS and mask_of(recorder.symbolic.get(id(args[0]))) is not None:
+        raise UnsupportedError(f"{name} ({user_line()}): {count_refusal()}")
     # the arguments as torch.nn.functional takes them (torch.batch_norm takes them in another order); the real
     # call keeps torch's own
     named = as_functional(name, args, kwargs) if kind == "function" and not inspect.isfunction(func) else (args, kwargs)
@@ -306,7 +309,12 @@ def _as_dtype(t: Tensor, dtype: str) -> Tensor:
 
 def _detached(value: Any) -> Any:
     if isinstance(value, Tensor):  # whatever it was computed from: vjp differentiates by any leaf, as torch.func does
-        return value.detach() if value.leaves() else value
+        if not value.leaves():
+            return value
+        detached = value.detach()
+        if mask_of(value) is not None:  # x[mask] under no_grad is still a selection by that mask
+            detached.selected_by = mask_of(value)
+        return detached
     if isinstance(value, (list, tuple)):
         return rebuilt(value, (_detached(v) for v in value))
     return value
@@ -344,14 +352,25 @@ def _symbolic_call(
             sym_args, sym_kwargs = bound.args, bound.kwargs
         if kind == "attribute":
             return getattr(sym_args[0], target)
+        if kind == "method" and target == "__getitem__" and len(sym_args) == 2 and isinstance(sym_args[0], Tensor):
+            picked = selection(*sym_args)  # x[mask] of a mask computed from the inputs
+            if picked is not None:
+                return picked
+        if target is assigned:
+            done = assigned_selection(*sym_args)  # out[mask] = f(x[mask])
+            if done is not None:
+                return done
         if kind == "method":
             found = _method(target)
             if found is None:
                 raise UnsupportedError(f"symgrad has no Tensor.{target}")
-            return found(*sym_args, **sym_kwargs)
-        if target is None:
+            result = found(*sym_args, **sym_kwargs)
+        elif target is None:
             raise UnsupportedError(f"symgrad has no {function_name(func)}")
-        return target(*sym_args, **sym_kwargs)
+        else:
+            result = target(*sym_args, **sym_kwargs)
+        carried(result, [*flat(list(sym_args)), *flat(sym_kwargs)])
+        return result
     except REFUSALS as error:
         raise UnsupportedError(f"{function_name(func)} ({user_line()}): {error}") from None
     except ShapeError as error:

@@ -269,7 +269,7 @@ def _narrowest_rounding(roots: list[Tensor], leaves: bool = False) -> str:
     order = ["float64", "float32", "float16", "bfloat16"]
     narrowest = 0
     for node in topological_all(roots):
-        if leaves and node.op is None and node.dtype in order:
+        if leaves and node.kind == "symbol" and node.dtype in order:
             narrowest = max(narrowest, order.index(node.dtype))
         wanted = node.attrs.get("dtype") if node.op is not None else None
         if isinstance(wanted, str) and wanted in order:

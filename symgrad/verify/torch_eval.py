@@ -50,8 +50,8 @@ NARROWER = ("float32", "float16", "bfloat16")
 
 
 def mixed_dtypes(roots: Sequence[Tensor]) -> bool:
-    """Whether the leaves of ``roots`` are of more than one floating dtype."""
-    return len({n.dtype for n in topological_all(roots) if n.op is None and is_floating(n.dtype)}) > 1
+    """Whether the symbol leaves of ``roots`` (inputs, parameters) are of more than one floating dtype."""
+    return len({n.dtype for n in topological_all(roots) if n.kind == "symbol" and is_floating(n.dtype)}) > 1
 
 
 def evaluate_graph(
@@ -69,7 +69,8 @@ def evaluate_graph(
         if id(node) in made:
             continue
         # a float32 leaf of a float64 graph stays float32, as in the model: its ops then run in float32
-        dtype = getattr(torch, node.dtype) if keep_dtypes and node.dtype in NARROWER else torch.float64
+        narrow = keep_dtypes and node.kind == "symbol" and node.dtype in NARROWER
+        dtype = getattr(torch, node.dtype) if narrow else torch.float64
         if node.kind == "symbol":
             made[id(node)] = torch.tensor(numbers[node], dtype=dtype, requires_grad=id(node) in wanted)
         elif node.kind == "formula":

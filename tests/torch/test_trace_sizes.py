@@ -162,8 +162,9 @@ def test_decisions_through_size_arithmetic_are_guards(fn, guard, refused_at):
         (lambda x: x * (1.0 / math.sqrt(x.shape[-1])), "math.sqrt(n)"),
         (lambda x: x.var(-1) * (2.0 / (x.size(-1) - 1)), "-1 + n"),
         (lambda x: x * (1.0 / x.numel()), "m * n"),
+        (lambda x: x * torch.empty_like(x).fill_(1.0 / x.numel()), "m * n"),
     ],
-    ids=["1.0 / n", "1.0 / sqrt(n)", "2.0 / (n - 1)", "1.0 / numel"],
+    ids=["1.0 / n", "1.0 / sqrt(n)", "2.0 / (n - 1)", "1.0 / numel", "fill_(1.0 / numel)"],
 )
 def test_a_python_float_made_from_sizes_becomes_an_expression_in_them(fn, law):
     """float's own division by a size gives a plain float; the probes at other sizes make it an expression in the

@@ -132,3 +132,60 @@ def test_a_masked_assignment_is_followed_at_symbolic_sizes():
     (ours,) = torch.autograd.grad(out[0] if isinstance(out, tuple) else out, bigger)
     (theirs,) = torch.autograd.grad(loss(bigger), bigger)
     torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
+class HardSwishBySelections(torch.autograd.Function):
+    """HardSwish with the entries a mask picks computed on their own and written back (forward and backward)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        out = x * (x + 3.0) / 6.0
+        out[x < -3] = 0.0
+        out[x > 3] = x[x > 3]
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        grad = g.clone()
+        middle = (x >= -3) & (x <= 3)
+        grad[middle] = g[middle] * (2.0 * x[middle] + 3.0) / 6.0
+        grad[x < -3] = 0.0
+        return grad
+
+
+class HardSwishBySelectionsWrong(HardSwishBySelections):
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        grad = g.clone()
+        middle = (x >= -3) & (x <= 3)
+        grad[middle] = g[middle] * (2.0 * x[middle] + 2.0) / 6.0
+        grad[x < -3] = 0.0
+        return grad
+
+
+class CountsTheSelection(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sum()
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * torch.ones_like(x) * x[x > 0].numel()
+
+
+@pytest.mark.parametrize("dynamic", [None, SYMBOLIC], ids=["given sizes", "symbolic sizes"])
+def test_entries_picked_by_a_mask_and_written_back_are_followed(dynamic):
+    right = sg.verify_backward(HardSwishBySelections, _x(2, 3), dynamic_shapes=dynamic, order=2)
+    assert right.held, right.report()
+    wrong = sg.verify_backward(HardSwishBySelectionsWrong, _x(2, 3), dynamic_shapes=dynamic, order=1)
+    assert not wrong.held
+
+
+def test_a_selection_whose_count_matters_is_refused_in_one_line():
+    with pytest.raises(sg.UnsupportedError, match=r"reads x\[mask\] for a mask computed from the inputs"):
+        sg.verify_backward(CountsTheSelection, _x(2, 3), dynamic_shapes=SYMBOLIC, order=1)
