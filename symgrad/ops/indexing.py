@@ -80,7 +80,10 @@ def _picked(index_entry: sympy.Expr, choices: list) -> sympy.Expr:
 
 
 def _symbolic(index: np.ndarray) -> bool:
-    return any(not sympy.sympify(v).is_Integer for v in index.reshape(-1))
+    """Whether the index's values are formulas computed from values (an argmax's case split); an index leaf of
+    free symbols (any integer at all, out of range too) still needs its values."""
+    entries = [sympy.sympify(v) for v in index.reshape(-1)]
+    return any(not v.is_Integer for v in entries) and not any(v.is_Symbol for v in entries)
 
 
 def _gather_by_formulas(x: np.ndarray, index: np.ndarray, dim: int) -> np.ndarray:
