@@ -18,10 +18,12 @@ from collections.abc import Sequence
 
 from ..core.constructors import symbols
 from ..core.dims import format_shape, same_dim
+from ..core.dtypes import is_floating
 from ..core.errors import NoDerivativeError, SymgradError
 from ..core.graph import topological_all
-from ..core.tensor import Tensor, apply
+from ..core.tensor import Tensor, apply, with_inputs
 from ..ops.calculus import NoDerivative
+from .replacing import replaced
 from .reverse import law
 from .simplify import simplify
 
@@ -39,19 +41,37 @@ def _node_jvp(node: Tensor, tangents: list[Tensor | None], position: int) -> Ten
     # transpose the VJP: it is linear in g, so d/dg Σ ⟨vjp_i(g), t_i⟩ is J t
     # a name of its own per node: printers and code generation tell tensors apart by name
     g = symbols(f"g_tangent_{position}", node.shape, distinct=True, dtype=node.dtype)
-    pieces = node.op.vjp(g, node, *node.inputs, **node.attrs)
+    # The rule runs on stand-in leaves for the computed inputs and the tangents, put back afterwards: the law by
+    # g then walks a graph the size of the rule, where the real inputs would make it walk the network below
+    # (for every node: quadratic in the depth).
+    standing: dict[int, Tensor] = {}
+    inputs = [_stand_in(part, f"jvp_input_{position}_{k}", standing) for k, part in enumerate(node.inputs)]
+    out = node
+    if standing:
+        out = with_inputs(node, inputs)
+        standing[id(out)] = node
+    pieces = node.op.vjp(g, out, *inputs, **node.attrs)
     pairing = None
-    for piece, tangent in zip(pieces, tangents, strict=False):
+    for k, (piece, tangent) in enumerate(zip(pieces, tangents, strict=False)):
         if piece is None or tangent is None:
             continue
         if isinstance(piece, NoDerivative):  # torch has no derivative by this input, which moves here
             raise NoDerivativeError(piece.message)
-        term = (piece * tangent).sum()
+        term = (piece * _stand_in(tangent, f"jvp_tangent_{position}_{k}", standing)).sum()
         pairing = term if pairing is None else pairing + term
     if pairing is None:
         return apply("full", shape=node.shape, value=0)
-    (out,) = law(pairing, [g], simplified=False)
-    return out
+    (found,) = law(pairing, [g], simplified=False)
+    return replaced([found], standing)[0] if standing else found
+
+
+def _stand_in(t: Tensor, name: str, standing: dict[int, Tensor]) -> Tensor:
+    """A leaf standing for the computed floating tensor ``t`` (recorded in ``standing``), or ``t`` itself."""
+    if t.op is None or t.is_python_scalar or not is_floating(t.dtype):
+        return t
+    leaf = symbols(name, t.shape, distinct=True, dtype=t.dtype)
+    standing[id(leaf)] = t
+    return leaf
 
 
 def jvp(

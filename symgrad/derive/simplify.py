@@ -614,13 +614,22 @@ def _canonical_tree(
     identities: bool = True,
     log: list[Rewrite] | None = None,
 ) -> Tensor:
-    """Canonicalise a freshly built replacement (its inputs may be new nodes too)."""
+    """Canonicalise a freshly built replacement (its inputs may be new nodes too). The walk stops at nodes already
+    canonical (or part of the forward graph), which stay as they are: a rewrite costs its new nodes, not the
+    graph below them (a walk of the whole graph per rewrite made a deep network's laws quadratic in its depth)."""
     local: dict[int, Tensor] = {}
-    for node in topological(t):
-        if memo.get(_key(node)) is node:  # already canonical (or part of the forward graph): keep as is
+    stack: list[tuple[Tensor, bool]] = [(t, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in local:
+            continue
+        if ready:
+            local[id(node)] = _canonical(node, local, memo, depth, exact=exact, identities=identities, log=log)
+        elif memo.get(_key(node)) is node:
             local[id(node)] = node
         else:
-            local[id(node)] = _canonical(node, local, memo, depth, exact=exact, identities=identities, log=log)
+            stack.append((node, True))
+            stack.extend((part, False) for part in reversed(node.inputs) if id(part) not in local)
     return local[id(t)]
 
 

@@ -198,7 +198,8 @@ def plan(
     backward_lines, counter = name_statements(
         law_nodes.values(), names_map, printer, uses, counter, law_ids, tuples=tuples
     )
-    for x, g in zip(wrt, laws):
+    drifted = drifts(list(laws), list(wrt), forward=set(forward_nodes), grad_output=v, output=output)
+    for x, g, drifting in zip(wrt, laws, drifted):
         fitted, counter = fit_statement(g, f"grad_{x.name}", 8, names_map, printer, counter)
         backward_lines += fitted
         text = names_map.get(id(g)) or printer.doprint(g)
@@ -206,7 +207,7 @@ def plan(
         if constant is not None:  # it prints as a Python number: return a tensor of x's shape instead
             value = repr(float(constant)) if constant.is_Number and constant.is_finite else text  # nan: math.nan
             text = f"grad_output.new_full({shape_tuple(x.shape)}, {value})"
-        elif drifts(g, x, forward=set(forward_nodes), grad_output=v, output=output):
+        elif drifting:
             text = f"{text if text.isidentifier() else f'({text})'}.to({x.name}.dtype)"  # as autograd casts it
         backward_lines.append((f"grad_{x.name}", text))
         results.append(f"grad_{x.name}")

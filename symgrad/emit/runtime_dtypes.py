@@ -19,7 +19,7 @@ True
 from __future__ import annotations
 
 from ..core.dtypes import DEFAULT_FLOAT, Operand, is_floating, result_dtype
-from ..core.graph import topological
+from ..core.graph import topological, topological_all
 from ..core.tensor import Tensor
 
 _PROBES = ("float64", "float16")  # dtypes on either side of torch's default
@@ -39,9 +39,16 @@ def run_dtype(
     """``root``'s dtype when every float input has ``dtype``: nodes in ``forward`` are printed as torch computes
     them (a select between numbers in torch's default dtype), the others as gradients (such selects and new
     tensors in ``grad_output``'s dtype, which is ``output_dtype``)."""
+    return _dtypes([root], dtype, forward=forward, grad_output=grad_output, output_dtype=output_dtype)[id(root)]
+
+
+def _dtypes(
+    roots: list[Tensor], dtype: str, *, forward: set[int], grad_output: Tensor | None, output_dtype: str | None
+) -> dict[int, str]:
+    """:func:`run_dtype` of every node below ``roots``, in one walk."""
     like_backward = output_dtype or dtype
     known: dict[int, str] = {}
-    for node in topological(root):
+    for node in topological_all(roots):
         in_forward = id(node) in forward
         if node is grad_output:
             known[id(node)] = like_backward
@@ -61,20 +68,22 @@ def run_dtype(
         else:
             operands = [Operand(known[id(p)], not p.shape, p.is_python_scalar) for p in node.inputs]
             known[id(node)] = result_dtype(node.op, operands)
-    return known[id(root)]
+    return known
 
 
-def drifts(gradient: Tensor, x: Tensor, *, forward: set[int], grad_output: Tensor | None, output: Tensor) -> bool:
-    """Whether ``gradient`` (of the float input ``x``) can come out in a dtype other than ``x``'s, so that the
-    emitted code must cast it as torch's autograd does."""
-    if not is_floating(x.dtype):
-        return False
+def drifts(
+    gradients: list[Tensor], xs: list[Tensor], *, forward: set[int], grad_output: Tensor | None, output: Tensor
+) -> list[bool]:
+    """For each gradient (of the float input ``x`` beside it), whether it can come out in a dtype other than
+    ``x``'s, so that the emitted code must cast it as torch's autograd does. One walk per probe dtype serves
+    every gradient (a walk per gradient was quadratic in a network's depth)."""
+    found = [False] * len(gradients)
     for probe in _PROBES:
         output_dtype = run_dtype(output, probe, forward=set(forward) | _ids(output), grad_output=None)
-        found = run_dtype(gradient, probe, forward=forward, grad_output=grad_output, output_dtype=output_dtype)
-        if found != probe:
-            return True
-    return False
+        known = _dtypes(gradients, probe, forward=forward, grad_output=grad_output, output_dtype=output_dtype)
+        for k, (gradient, x) in enumerate(zip(gradients, xs, strict=True)):
+            found[k] = found[k] or (is_floating(x.dtype) and known[id(gradient)] != probe)
+    return found
 
 
 def _ids(root: Tensor) -> set[int]:
