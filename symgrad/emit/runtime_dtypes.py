@@ -12,8 +12,8 @@ codegen casts exactly the gradients that need it.
 >>> out = st.where(x > 0, 2.0, 0.5) * x.sum()
 >>> v = sg.symbols_like(out, "v")
 >>> (g,) = sg.law(out, [x], [v])
->>> drifts(g, x, forward={id(node) for node in topological(out)}, grad_output=v, output=out)
-True
+>>> drifts([g], [x], forward={id(node) for node in topological(out)}, grad_output=v, output=out)
+[True]
 """
 
 from __future__ import annotations
