@@ -21,6 +21,7 @@ of the whole network).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..core.budget import tick
-from ..core.constructors import symbols, symbols_like
+from ..core.constructors import symbols, symbols_like, tensor
+from ..core.dims import is_concrete
 from ..core.dtypes import is_floating
 from ..core.errors import ShapeError
 from ..core.graph import topological_all
@@ -127,16 +129,30 @@ def _rule_holds(node: Tensor, original: Tensor, methods: dict[str, int]) -> tupl
     if node.op.rule_shapes is not None and all(_fresh(part) for part in node.inputs):
         shapes = node.op.rule_shapes(*shapes, **node.attrs)
     fixed = [part.shape for part in original.inputs]
-    keep = {d for part in node.inputs if not _fresh(part) for d in part.shape if isinstance(d, int)}
+    # an index (gather's, cross-entropy's targets) is drawn anew at the stand-in sizes, its values below the size
+    # it picks along: a rule holds for every index, so it need not be the graph's
+    picks = {id(i): size for size, i in (node.op.indexes or (lambda *a, **k: []))(*node.inputs, **node.attrs)}
+    picks = {k: size for k, size in picks.items() if isinstance(size, int)}
+    indexes = [part for part in node.inputs if id(part) in picks and _drawable(part)]
+    keep = {
+        d
+        for part in node.inputs
+        if not _fresh(part) and not any(part is i for i in indexes)
+        for d in part.shape
+        if isinstance(d, int)
+    }
     keep |= {d for shape in shapes for d in shape if isinstance(d, int) and d not in large_sizes(fixed)}
-    if node.op.indexes is not None:  # an index's values pick along these: they stay
-        keep |= {size for size, _ in node.op.indexes(*node.inputs, **node.attrs) if isinstance(size, int)}
+    keep |= {size for part in node.inputs if id(part) in picks and not _drawable(part) for size in [picks[id(part)]]}
     present = [d for d in large_sizes(fixed) if any(d in shape for shape in shapes)]
     large, held_fixed = [d for d in present if d not in keep], [d for d in present if d in keep]
 
     def build(mapping: dict[int, int]) -> tuple[list[Tensor], Tensor, Tensor, list]:
         fresh = [
-            symbols(f"in{k}", shrunk(shape, mapping), requires_grad=True, dtype=part.dtype) if _fresh(part) else part
+            symbols(f"in{k}", shrunk(shape, mapping), requires_grad=True, dtype=part.dtype)
+            if _fresh(part)
+            else _drawn(part, mapping, picks[id(part)])
+            if mapping and any(part is i for i in indexes)
+            else part
             for k, (part, shape) in enumerate(zip(node.inputs, shapes))
         ]
         out = apply(node.op.name, *fresh, **node.attrs)
@@ -155,6 +171,23 @@ def _rule_holds(node: Tensor, original: Tensor, methods: dict[str, int]) -> tupl
     return (*_pieces_hold(node, fresh, out, g, pieces, methods), {}, sorted({*large, *held_fixed}))
 
 
+def _drawable(index: Tensor) -> bool:
+    """An index whose values are known numbers (a proof draws a stand-in for it)."""
+    return is_concrete(index.shape) and index.has_values() and not index.is_python_scalar
+
+
+def _drawn(index: Tensor, mapping: dict[int, int], size: int) -> Tensor:
+    """A stand-in for ``index`` at the stand-in sizes: values drawn below ``size``'s stand-in, and the index's
+    negative values (an ignore_index) kept among them where it has any."""
+    shape = shrunk(index.shape, mapping)
+    bound = mapping.get(size, size)
+    ignored = sorted({int(v) for v in np.asarray(index.numbers()).reshape(-1) if v < 0})
+    rng = random.Random(7)
+    count = int(np.prod(shape, dtype=np.int64))
+    values = [ignored[0] if ignored and k % 4 == 3 else rng.randrange(bound) for k in range(count)]
+    return tensor(np.array(values, dtype=np.int64).reshape(shape).tolist(), dtype=index.dtype)
+
+
 def _pieces_hold(
     node: Tensor, fresh: list[Tensor], out: Tensor, g: Tensor, pieces: list, methods: dict[str, int]
 ) -> tuple[bool, int]:
@@ -162,7 +195,7 @@ def _pieces_hold(
     pieces = pieces + [None] * (len(fresh) - len(pieces))  # a rule that gives fewer pieces says nothing of the rest
     count = 0
     for piece, part, original in zip(pieces, fresh, node.inputs):
-        if part is original or isinstance(piece, NoDerivative):  # torch has none: nothing to hold
+        if part is original or not _fresh(original) or isinstance(piece, NoDerivative):  # nothing to hold
             continue
         expected = vjp_entries([out], part, [g])
         # no piece: the rule says this input gets no gradient, which must then be 0

@@ -78,13 +78,30 @@ def test_a_wrong_rule_is_still_caught_at_the_stand_ins(monkeypatch):
     assert proof.exact[0]["failed_rule"] == "convolution"
 
 
-def test_a_size_an_index_picks_along_keeps_its_value():
-    """Cross-entropy over 9 fixed classes with a target of class 8: the class count cannot shrink below the
-    targets, so its rule is checked at 9 classes."""
+def test_an_index_is_drawn_anew_below_the_stand_in_of_the_size_it_picks_along():
+    """Cross-entropy over 9 fixed classes with targets up to class 8 (and an ignored one): its rule is checked at
+    a stand-in class count with targets drawn below it, the ignored value kept among them, as the rule holds for
+    every target; the torch check runs at the true sizes and targets."""
     logits = sg.symbols("z", (3, 9), requires_grad=True)
-    target = sg.tensor([8, 0, 3], dtype="int64")
-    out = sg.torch.nn.functional.cross_entropy(logits * 2, target)
-    proof = sg.prove(out, [logits])
-    assert proof.held, str(proof)
-    assert "kept where an op fixes them: 9 (" in str(proof) and "cross_entropy" in str(proof)
-    assert len(proof.exact) == 1  # no symbolic size: one proof at the given sizes
+    for target in ([8, 0, 3], [8, -100, 3]):
+        out = sg.torch.nn.functional.cross_entropy(logits * 2, sg.tensor(target, dtype="int64"))
+        proof = sg.prove(out, [logits])
+        assert proof.held, str(proof)
+        assert "9→" in str(proof)
+        assert len(proof.exact) == 1  # no symbolic size: one proof at the given sizes
+
+
+def test_a_wrong_rule_of_an_indexed_op_is_caught_with_drawn_indices(monkeypatch):
+    """gather whose rule scatters the gradient one row off: caught at the stand-in sizes with a drawn index."""
+    gather = registry.OPS["gather"]
+    right = gather.vjp
+
+    def shifted(g, out, x, index, *, dim):
+        (piece, *rest) = right(g, out, x, index, dim=dim)
+        return (piece.roll(1, 0), *rest)
+
+    monkeypatch.setitem(registry.OPS, "gather", dataclasses.replace(gather, vjp=shifted))
+    table = sg.symbols("table", (11, 7), requires_grad=True)
+    index = sg.tensor([[3] * 7, [9] * 7], dtype="int64")
+    proof = sg.prove(table.gather(0, index).sum(), [table], numeric=False)
+    assert not proof.held
