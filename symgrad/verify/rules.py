@@ -133,7 +133,8 @@ def _rule_holds(node: Tensor, original: Tensor, methods: dict[str, int]) -> tupl
     # it picks along: a rule holds for every index, so it need not be the graph's
     picks = {id(i): size for size, i in (node.op.indexes or (lambda *a, **k: []))(*node.inputs, **node.attrs)}
     picks = {k: size for k, size in picks.items() if isinstance(size, int)}
-    indexes = [part for part in node.inputs if id(part) in picks and _drawable(part)]
+    # so is a mask of known values (a causal mask): a rule holds for every mask
+    indexes = [part for part in node.inputs if (id(part) in picks or part.dtype == "bool") and _drawable(part)]
     keep = {
         d
         for part in node.inputs
@@ -150,7 +151,7 @@ def _rule_holds(node: Tensor, original: Tensor, methods: dict[str, int]) -> tupl
         fresh = [
             symbols(f"in{k}", shrunk(shape, mapping), requires_grad=True, dtype=part.dtype)
             if _fresh(part)
-            else _drawn(part, mapping, picks[id(part)])
+            else _drawn(part, mapping, picks.get(id(part), 2))
             if mapping and any(part is i for i in indexes)
             else part
             for k, (part, shape) in enumerate(zip(node.inputs, shapes))
@@ -177,15 +178,16 @@ def _drawable(index: Tensor) -> bool:
 
 
 def _drawn(index: Tensor, mapping: dict[int, int], size: int) -> Tensor:
-    """A stand-in for ``index`` at the stand-in sizes: values drawn below ``size``'s stand-in, and the index's
-    negative values (an ignore_index) kept among them where it has any."""
+    """A stand-in for ``index`` at the stand-in sizes: values drawn below ``size``'s stand-in (a mask: 0 or 1),
+    and the index's negative values (an ignore_index) kept among them where it has any."""
     shape = shrunk(index.shape, mapping)
     bound = mapping.get(size, size)
     ignored = sorted({int(v) for v in np.asarray(index.numbers()).reshape(-1) if v < 0})
     rng = random.Random(7)
     count = int(np.prod(shape, dtype=np.int64))
     values = [ignored[0] if ignored and k % 4 == 3 else rng.randrange(bound) for k in range(count)]
-    return tensor(np.array(values, dtype=np.int64).reshape(shape).tolist(), dtype=index.dtype)
+    drawn = np.array(values, dtype=np.int64).reshape(shape)
+    return tensor((drawn.astype(bool) if index.dtype == "bool" else drawn).tolist(), dtype=index.dtype)
 
 
 def _pieces_hold(
