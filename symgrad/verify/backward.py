@@ -59,7 +59,7 @@ from .functions import (
     overrides,
     run_forward,
 )
-from .instances import instantiate, size_assignments
+from .instances import instantiate, size_assignments, size_floors
 from .numbers import run_at_larger_sizes
 from .prove import prove
 from .zeros import differ_by, float_spelling, rounded_constants
@@ -521,7 +521,8 @@ def _counterexample(verdict: GradientVerdict, leaf: Tensor, grad: Tensor, outs: 
     (true,) = law(outs, [leaf], gs)
     dims = dims_of([grad, true, leaf])
     found = None
-    for assignment in size_assignments(dims) if dims else [{}]:  # the proof may fail at the second sizes only
+    floors = size_floors([grad, true, leaf, *outs])  # above the index values given (a class count)
+    for assignment in size_assignments(dims, floors=floors) if dims else [{}]:  # (the proof may fail at the second)
         found = _first_difference(grad, true, assignment)
         if found is not None:
             break

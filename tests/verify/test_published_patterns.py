@@ -76,3 +76,27 @@ def test_a_saved_tensor_changed_in_place_is_wrong_at_second_order_with_its_cause
     assert all(g.held for g in wrong.gradients) and not wrong.held
     assert wrong.second_cause == "in place"
     assert "modified by an inplace operation" in wrong.report() and "Hint:" not in wrong.report()
+
+
+class PickedLogProbability(torch.autograd.Function):
+    """Cross-entropy against class targets, saving the softmax: right once, wrong twice (the saved p is a
+    constant to torch's double backward)."""
+
+    @staticmethod
+    def forward(ctx, z, y):
+        p = torch.softmax(z, -1)
+        ctx.save_for_backward(p, y)
+        return -torch.log_softmax(z, -1).gather(1, y[:, None]).mean()
+
+    @staticmethod
+    def backward(ctx, g):
+        p, y = ctx.saved_tensors
+        return g * (p - torch.zeros_like(p).scatter(1, y[:, None], 1.0)) / p.shape[0], None
+
+
+def test_a_second_order_counterexample_keeps_the_class_count_above_the_targets():
+    """The report's counterexample is searched at sizes above the given targets (class 3 needs 4 classes)."""
+    z, y = _x(3, 5).requires_grad_(), torch.tensor([0, 3, 1])
+    verdict = sg.verify_backward(PickedLogProbability, z, y, dynamic_shapes={"z": {1: "c"}}, order=2)
+    assert all(g.held for g in verdict.gradients) and not verdict.held
+    assert verdict.second_cause == "saved intermediate"
