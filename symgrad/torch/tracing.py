@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ from ..core.errors import (
     ShapeError,
     SymbolicShapeError,
     SymgradError,
+    TorchError,
     UnsupportedError,
     ValuesUnknownError,
     WorkBudgetError,
@@ -181,6 +183,18 @@ def _dims_in(value: Any, recorder: _Recorder) -> list[str]:
     """The symbolic dims of the traced tensors among a call's arguments, by name."""
     found = {str(s) for t in flat(recorder.to_symbolic(value)) if isinstance(t, Tensor) for s in dims_of([t])}
     return sorted(found)
+
+
+def _dims_named(message: str, recorder: _Recorder) -> list[str]:
+    """The trace's symbolic dims that an error message names (a size made from one, passed as a number)."""
+    known = {
+        str(s)
+        for t in recorder.symbolic.values()
+        if isinstance(t, Tensor)
+        for d in t.shape
+        for s in getattr(d, "free_symbols", ())
+    }
+    return sorted(known & set(re.findall(r"[A-Za-z_]\w*", message)))
 
 
 def _mode(recorder: _Recorder) -> Any:
@@ -373,8 +387,8 @@ def _symbolic_call(
         return result
     except REFUSALS as error:
         raise UnsupportedError(f"{function_name(func)} ({user_line()}): {error}") from None
-    except ShapeError as error:
-        symbolic_dims = _dims_in((args, kwargs), recorder)
+    except (ShapeError, TorchError) as error:  # torch's own checks, which symgrad makes for every size
+        symbolic_dims = _dims_in((args, kwargs), recorder) or _dims_named(str(error), recorder)
         if not symbolic_dims:
             raise InternalError(
                 f"{function_name(func)} ({user_line()}): symgrad failed where torch did not, with {error} "
@@ -382,9 +396,16 @@ def _symbolic_call(
             ) from error
         raise UnsupportedError(
             f"{function_name(func)} ({user_line()}): torch runs it at the example's sizes, but not for every "
-            f"{', '.join(symbolic_dims)} ({error}); leave {', '.join(symbolic_dims)} out of dynamic_shapes"
+            f"{', '.join(symbolic_dims)} ({error}); leave {', '.join(symbolic_dims)} out of the symbolic sizes"
         ) from None
     except Exception as error:  # torch ran this call: any other error of symgrad's is a bug of symgrad's
+        symbolic_dims = _dims_in((args, kwargs), recorder)
+        if symbolic_dims and isinstance(error, TypeError) and "Cannot convert expression" in str(error):
+            raise UnsupportedError(  # a number the call needs is a symbolic size there (SymPy's float() of it)
+                f"{function_name(func)} ({user_line()}): symgrad follows it at the example's sizes only, as it "
+                f"needs {', '.join(symbolic_dims)} as a number; leave {', '.join(symbolic_dims)} out of the "
+                "symbolic sizes"
+            ) from None
         raise InternalError(
             f"{function_name(func)} ({user_line()}): symgrad failed where torch did not, with "
             f"{type(error).__name__}: {' '.join(str(error).split())} (a bug in symgrad: please report it)"

@@ -80,7 +80,8 @@ def zero_by(expr: sympy.Expr, sides: tuple | None = None) -> str | None:
         if splits and sympy.count_ops(plain) <= SYMBOLIC_BUDGET:  # folding large case splits takes minutes
             try:
                 folded = sympy.piecewise_fold(plain.rewrite(sympy.Piecewise))
-            except TypeError:  # SymPy cannot fold a comparison that sits in a product (a mask times ones): evaluate
+            except (TypeError, RecursionError):  # SymPy cannot fold a comparison in a product (a mask times
+                # ones), or a max of many entries nests too deep as cases: evaluate
                 folded = None
             if folded is not None and (folded == 0 or sympy.expand(folded) == 0):
                 return "symbolic"
