@@ -326,7 +326,9 @@ def _symbolic_check(traced: Any, copies: list, outputs: list, symbolic_outputs: 
     leaves = [k for k, t in enumerate(copies) if t.requires_grad]
     if not picked or not leaves:
         return Outcome("pass", "symbolic, shapes only")
-    proof = sg.prove([symbolic_outputs[k] for k in picked], [traced.inputs[k] for k in leaves])
+    outs = [symbolic_outputs[k] for k in picked]
+    cotangents = [sg.symbols_like(o, f"v{k}", distinct=True) for k, o in enumerate(outs)]  # non-scalar outputs too
+    proof = sg.prove(outs, [traced.inputs[k] for k in leaves], cotangents)
     if not proof.held:
         raise MismatchError(f"the law at a symbolic size is not proved: {proof}")
     return Outcome("pass", "symbolic")
