@@ -70,6 +70,8 @@ def _rows_of(g: np.ndarray, y: np.ndarray, dim: int, fn: Callable) -> np.ndarray
     """``fn(g_row, y_row) -> row`` along ``dim`` of two arrays of one shape."""
     if y.ndim == 0:
         return object_array(fn([g.item()], [y.item()]), ())
+    if y.size == 0:  # no entries (a size 0 somewhere): nothing to compute, and no row length to infer
+        return np.empty(y.shape, dtype=object)
     rows = [np.moveaxis(a, dim, -1).reshape(-1, a.shape[dim]) for a in (g, y)]
     out = object_array([v for a, b in zip(*rows) for v in fn(list(a), list(b))], np.moveaxis(y, dim, -1).shape)
     return np.moveaxis(out, -1, dim)

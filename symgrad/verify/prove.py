@@ -160,6 +160,8 @@ def _by_rules(
         rules = check_rules(nodes, made)
     except (ValuesUnknownError, UnsupportedError):
         return None
+    except ValueError:  # SymPy's own refusal on fresh symbols (a Cholesky factor of a matrix not symmetric)
+        return None
     if not rules.held:  # on fresh symbols, outside the values the graph gives it (BCE's probabilities, say)
         return {"failed_rule": rules.failed}
     steps = check_rewrites(rewrites, assignment, dict(made)) if rewrites is not None else None
