@@ -98,23 +98,15 @@ def _same(a: float, b: float) -> bool:
     return a == b or abs(a - b) <= 4e-16 * max(abs(a), abs(b))
 
 
-def confirmed(expressions: Mapping[int, Any], third: Any, sizes: Mapping[sympy.Symbol, int]) -> bool:
-    """Whether a run at other ``sizes`` has the same graph with each fitted number at its expression's value."""
-    differences = scalar_differences_or_same(expressions, third)
-    if differences is None:
+def confirmed(expressions: Mapping[int, Any], first: Any, third: Any, sizes: Mapping[sympy.Symbol, int]) -> bool:
+    """Whether a run at other ``sizes`` has the first run's graph with each fitted number (a position in graph
+    order) at its expression's value there."""
+    changed = scalar_differences(first, third)
+    if changed is None:
         return False
-    return all(_same(differences[p], float(e.xreplace(dict(sizes)))) for p, e in expressions.items())
-
-
-def scalar_differences_or_same(positions: Mapping[int, Any], run: Any) -> dict[int, float] | None:
-    """The values of the Python numbers at ``positions`` in ``run``'s graph order."""
-    signature = graph_signature(run)
-    out = {}
-    for position in positions:
-        if position >= len(signature) or not (_number(signature[position][1]) or _fill(signature[position][1])):
-            return None
-        out[position] = _value(signature[position][1])
-    return out
+    unchanged = graph_signature(first) if any(p not in changed for p in expressions) else []
+    at_third = {p: changed[p][2] if p in changed else _value(unchanged[p][1]) for p in expressions}
+    return all(_same(at_third[p], float(e.xreplace(dict(sizes)))) for p, e in expressions.items())
 
 
 def with_expressions(output: Any, nodes: Mapping[int, Tensor], expressions: Mapping[int, Any]) -> Any:

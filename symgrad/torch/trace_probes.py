@@ -68,7 +68,7 @@ def _numbers_of_sizes(
     except Exception:  # the code rejects these sizes: the numbers stay unconfirmed
         third_run = None
     at_third = {symbol[d]: n for d, n in third.items() if d in symbol}
-    if third_run is None or not confirmed(expressions, third_run.output, at_third):
+    if third_run is None or not confirmed(expressions, first.output, third_run.output, at_third):
         dim = next(iter(numbers))
         _refuse_changed(dim, numbers[dim][0], sizes, "a Python number computed from the sizes")
     first.output = with_expressions(first.output, nodes, expressions)
@@ -96,7 +96,7 @@ def _probe_dim(
     required: bool = True,
     numbers: dict[str, tuple[int, dict]] | None = None,
 ) -> None:
-    """One probe of ``dim`` (see :func:`_probe`): at the first of ``steps`` the code runs at, or, if none and
+    """One probe of ``dim`` (see :func:`probe`): at the first of ``steps`` the code runs at, or, if none and
     ``required``, a refusal."""
     failures = []
     for step in steps:

@@ -239,27 +239,19 @@ def _zero_to_digits(expr: sympy.Expr, digits: int = 60, tries: int = 3) -> bool:
     """The last resort, reported as such: |expr| < 10^-45 at random points of each kind (:func:`point_kinds`),
     computed with 60 digits."""
     rng = random.Random(3)
-    symbols = symbols_of(expr)
-    near = thresholds(expr)
-    for kind in point_kinds(expr):
-        points = (
-            ({s: Fraction(rng.randint(300, 1700), 1000) for s in symbols} for _ in range(tries))
-            if kind == POSITIVE
-            else sample_points(kind, symbols, rng, tries, near)
-        )
-        for point in points:
-            try:
-                value = to_mpmath(expr, point, digits=digits)
-            except (KeyError, ArithmeticError):
-                if kind == POSITIVE:
-                    return False
-                continue
-            if isinstance(value, mpmath.mpc) and value.imag != 0:
-                continue
-            if kind != POSITIVE and mpmath.isnan(value):  # outside a function's domain there: torch's nan
-                continue
-            if not abs(value) < mpmath.mpf("1e-45"):  # nan is not small either
+    for kind, point in _points_of_each_kind(expr, symbols_of(expr), rng, tries):
+        try:
+            value = to_mpmath(expr, point, digits=digits)
+        except (KeyError, ArithmeticError):
+            if kind == POSITIVE:
                 return False
+            continue
+        if isinstance(value, mpmath.mpc) and value.imag != 0:
+            continue
+        if kind != POSITIVE and mpmath.isnan(value):  # outside a function's domain there: torch's nan
+            continue
+        if not abs(value) < mpmath.mpf("1e-45"):  # nan is not small either
+            return False
     return True
 
 
@@ -287,10 +279,11 @@ def _zero_at_rational_points(plain: sympy.Expr, tries: int = 3) -> bool:
     where it is undefined everywhere, a logarithm's negative half, is passed over)."""
     rng = random.Random(2)
     symbols = symbols_of(plain)
+    near = thresholds(plain)
     seen = 0
     for kind in point_kinds(plain):
         done = 0
-        for point in sample_points(kind, symbols, rng, 4 * tries, thresholds(plain)):
+        for point in sample_points(kind, symbols, rng, 4 * tries, near):
             try:
                 value = to_fraction(plain, point)
             except NotExact:  # irrational constants: SymPy's exact arithmetic
