@@ -325,9 +325,9 @@ def _detached(value: Any) -> Any:
     if isinstance(value, Tensor):  # whatever it was computed from: vjp differentiates by any leaf, as torch.func does
         if not value.leaves():
             return value
-        detached = value.detach()
-        if mask_of(value) is not None:  # x[mask] under no_grad is still a selection by that mask
-            detached.selected_by = mask_of(value)
+        detached, mask = value.detach(), mask_of(value)
+        if mask is not None:  # x[mask] under no_grad is still a selection by that mask
+            detached.selected_by = mask
         return detached
     if isinstance(value, (list, tuple)):
         return rebuilt(value, (_detached(v) for v in value))

@@ -590,9 +590,8 @@ def _random_point(claimed: sympy.Expr, true: sympy.Expr) -> dict:
     symbols = sorted(claimed.free_symbols | true.free_symbols, key=str)
     for _ in range(8):
         point = {s: sympy.Rational(rng.randint(-20, 20), 10) for s in symbols}
-        at = {s: Fraction(int(v.p), int(v.q)) for s, v in point.items()}
         try:  # numerically, at 30 digits: SymPy's exact substitution took seconds on a second-order formula
-            mine, theirs = _real_value(claimed, at), _real_value(true, at)
+            mine, theirs = _real_value(claimed, point), _real_value(true, point)
         except (KeyError, ArithmeticError, TypeError, ValueError):
             continue
         if mine is not None and theirs is not None and abs(mine - theirs) > 1e-12 * (1 + abs(theirs)):
@@ -600,10 +599,9 @@ def _random_point(claimed: sympy.Expr, true: sympy.Expr) -> dict:
     return {}
 
 
-def _real_value(expr: sympy.Expr, point: dict) -> Any:
+def _real_value(expr: sympy.Expr, point: dict[Any, sympy.Rational]) -> Any:
     """``expr`` at ``point`` (30 digits), None where it is not a finite real number."""
-    value = to_mpmath(expr, {s: Fraction(int(v.p), int(v.q)) if isinstance(v, sympy.Rational) else v
-                             for s, v in point.items()}, digits=30)  # fmt: skip
+    value = to_mpmath(expr, {s: Fraction(int(v.p), int(v.q)) for s, v in point.items()}, digits=30)
     if isinstance(value, mpmath.mpc) or not mpmath.isfinite(value):
         return None
     return value

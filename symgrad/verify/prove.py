@@ -158,10 +158,8 @@ def _by_rules(
     laws did not come from simplifying the chain, their entries are compared with the chain's."""
     try:
         rules = check_rules(nodes, made)
-    except (ValuesUnknownError, UnsupportedError):
-        return None
-    except ValueError:  # SymPy's own refusal on fresh symbols (a Cholesky factor of a matrix not symmetric)
-        return None
+    except (ValuesUnknownError, UnsupportedError, ValueError):  # ValueError: SymPy's own refusal on fresh symbols
+        return None  # (a Cholesky factor of a matrix that is not symmetric)
     if not rules.held:  # on fresh symbols, outside the values the graph gives it (BCE's probabilities, say)
         return {"failed_rule": rules.failed}
     steps = check_rewrites(rewrites, assignment, dict(made)) if rewrites is not None else None
@@ -170,13 +168,10 @@ def _by_rules(
     for method, n in rules.methods.items():
         methods[method] = methods.get(method, 0) + n
     out = {"held": held, "entries": count + rules.entries, "methods": methods, "rules": rules.rules}
-    shrunk, kept = rules.shrunk, rules.kept
-    for size, small in (steps.shrunk if shown else {}).items():
-        shrunk.setdefault(size, set()).update(small)
-    for size, ops in (steps.kept if shown else {}).items():
-        kept.setdefault(size, set()).update(ops)
-    if shrunk or kept:
-        out["stand_ins"] = described(shrunk, kept)
+    if shown:
+        rules.take_stand_ins(steps)
+    if rules.shrunk or rules.kept:
+        out["stand_ins"] = described(rules.shrunk, rules.kept)
     if shown:
         out["rewrites"] = steps.rules
     return out

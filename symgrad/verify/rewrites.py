@@ -217,7 +217,7 @@ class _Local:
         if large:
             try:
                 sides, mapping, kept = stand_in(
-                    [large], [*fixed, *sizes.values()], lambda m: self._sides(order, sizes, leaves, rng, m), REFUSALS
+                    large, [*fixed, *sizes.values()], lambda m: self._sides(order, sizes, leaves, rng, m)
                 )
                 return (*self._agree(*sides, methods), mapping, sorted({*kept, *held_fixed}))
             except REFUSALS:

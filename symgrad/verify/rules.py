@@ -66,6 +66,13 @@ class RuleCheck:
         for size in kept:
             self.kept.setdefault(size, set()).add(op)
 
+    def take_stand_ins(self, other: RuleCheck) -> None:
+        """Add the sizes ``other``'s checks replaced or kept to this one's."""
+        for size, small in other.shrunk.items():
+            self.shrunk.setdefault(size, set()).update(small)
+        for size, ops in other.kept.items():
+            self.kept.setdefault(size, set()).update(ops)
+
 
 def rule_nodes(outputs: Sequence[Tensor], targets: Sequence[Tensor]) -> list[Tensor]:
     """The forward nodes whose VJP rules a law of ``outputs`` with respect to ``targets`` chains, in graph order."""
@@ -128,23 +135,23 @@ def _rule_holds(node: Tensor, original: Tensor, methods: dict[str, int]) -> tupl
     shapes = [part.shape for part in node.inputs]
     if node.op.rule_shapes is not None and all(_fresh(part) for part in node.inputs):
         shapes = node.op.rule_shapes(*shapes, **node.attrs)
-    fixed = [part.shape for part in original.inputs]
+    fixed = large_sizes(part.shape for part in original.inputs)
     # an index (gather's, cross-entropy's targets) is drawn anew at the stand-in sizes, its values below the size
     # it picks along: a rule holds for every index, so it need not be the graph's
-    picks = {id(i): size for size, i in (node.op.indexes or (lambda *a, **k: []))(*node.inputs, **node.attrs)}
-    picks = {k: size for k, size in picks.items() if isinstance(size, int)}
+    pairs = node.op.indexes(*node.inputs, **node.attrs) if node.op.indexes is not None else []
+    picks = {id(index): size for size, index in pairs if isinstance(size, int)}
     # so is a mask of known values (a causal mask): a rule holds for every mask
-    indexes = [part for part in node.inputs if (id(part) in picks or part.dtype == "bool") and _drawable(part)]
+    drawn = {id(part) for part in node.inputs if (id(part) in picks or part.dtype == "bool") and _drawable(part)}
     keep = {
         d
         for part in node.inputs
-        if not _fresh(part) and not any(part is i for i in indexes)
+        if not _fresh(part) and id(part) not in drawn
         for d in part.shape
         if isinstance(d, int)
     }
-    keep |= {d for shape in shapes for d in shape if isinstance(d, int) and d not in large_sizes(fixed)}
-    keep |= {size for part in node.inputs if id(part) in picks and not _drawable(part) for size in [picks[id(part)]]}
-    present = [d for d in large_sizes(fixed) if any(d in shape for shape in shapes)]
+    keep |= {d for shape in shapes for d in shape if isinstance(d, int) and d not in fixed}
+    keep |= {size for part_id, size in picks.items() if part_id not in drawn}
+    present = [d for d in fixed if any(d in shape for shape in shapes)]
     large, held_fixed = [d for d in present if d not in keep], [d for d in present if d in keep]
 
     def build(mapping: dict[int, int]) -> tuple[list[Tensor], Tensor, Tensor, list]:
@@ -152,7 +159,7 @@ def _rule_holds(node: Tensor, original: Tensor, methods: dict[str, int]) -> tupl
             symbols(f"in{k}", shrunk(shape, mapping), requires_grad=True, dtype=part.dtype)
             if _fresh(part)
             else _drawn(part, mapping, picks.get(id(part), 2))
-            if mapping and any(part is i for i in indexes)
+            if mapping and id(part) in drawn
             else part
             for k, (part, shape) in enumerate(zip(node.inputs, shapes))
         ]
@@ -164,7 +171,7 @@ def _rule_holds(node: Tensor, original: Tensor, methods: dict[str, int]) -> tupl
 
     if large:
         try:
-            (fresh, out, g, pieces), mapping, kept = stand_in([large], keep, build, REFUSALS)
+            (fresh, out, g, pieces), mapping, kept = stand_in(large, keep, build)
             return (*_pieces_hold(node, fresh, out, g, pieces, methods), mapping, sorted({*kept, *held_fixed}))
         except REFUSALS:  # the op reads a stand-in's entries it cannot: the true sizes instead
             pass

@@ -17,7 +17,7 @@ it kept.
 ...     if mapping.get(32, 32) != 32:
 ...         raise ValueError("32 channels for 32 groups")
 ...     return "built"
->>> stand_in(shapes, {2, 3}, accepts, (ValueError,))
+>>> stand_in(large_sizes(shapes), {2, 3}, accepts, (ValueError,))
 ('built', {14: 4}, [32])
 """
 
@@ -46,17 +46,17 @@ def shrunk(shape: Sequence[Any], mapping: dict[int, int]) -> tuple:
 
 
 def stand_in(
-    shapes: Iterable[Sequence[Any]],
+    large: Sequence[int],
     taken: Iterable[int],
     build: Callable[[dict[int, int]], Any],
-    refusals: tuple[type[BaseException], ...],
+    refusals: tuple[type[BaseException], ...] = REFUSALS,
 ) -> tuple[Any, dict[int, int], list[int]]:
-    """Build the check at stand-in sizes: ``build(mapping)`` with the large sizes of ``shapes`` mapped to small
-    ones that avoid ``taken`` (the sizes that stay), as many as the op accepts (``build`` raising one of
-    ``refusals`` rejects a mapping). Returns what ``build`` returned, the mapping used, and the large sizes kept
-    (an empty mapping, every large size kept, when none can be replaced; then ``build`` runs at the true sizes
-    and its refusal propagates)."""
-    large = large_sizes(shapes)
+    """Build the check at stand-in sizes: ``build(mapping)`` with the ``large`` sizes (see :func:`large_sizes`)
+    mapped to small ones that avoid ``taken`` (the sizes that stay), as many as the op accepts (``build`` raising
+    one of ``refusals`` rejects a mapping). Returns what ``build`` returned, the mapping used, and the large sizes
+    kept (an empty mapping, every large size kept, when none can be replaced; then ``build`` runs at the true
+    sizes and its refusal propagates)."""
+    large = sorted(large)
     used = {d for d in taken if d not in large}
     if large:
         everything = _distinct(large, used)
