@@ -178,6 +178,25 @@ def reshape_target(shape: Shape, target: Sequence[object]) -> Shape:
     return tuple(new)
 
 
+def stood_in(shape: Sequence[object], mapping: dict[int, int]) -> tuple:
+    """``shape`` with each fixed size in ``mapping`` replaced by its stand-in, inside symbolic sizes too (a proof
+    checks a rule at small sizes in place of large ones an architecture fixes).
+
+    >>> m = sympy.Symbol("m")
+    >>> stood_in((2, 64 * m, 50257), {64: 4, 50257: 5})
+    (2, 4*m, 5)
+    """
+    replacements = {sympy.Integer(k): sympy.Integer(v) for k, v in mapping.items()}
+    return tuple(
+        mapping.get(d, d)
+        if isinstance(d, Integral)
+        else d.xreplace(replacements)
+        if isinstance(d, sympy.Expr) and replacements
+        else d
+        for d in shape
+    )
+
+
 def prod(values: Iterable[int]) -> int:
     return math.prod(values)
 

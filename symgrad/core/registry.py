@@ -62,6 +62,9 @@ class Op:
     - ``rule_shapes(*input_shapes, **attrs)``: smaller input shapes at which a proof checks this op's rule, for
       ops each of whose entries reads a whole slice of the input (batch norm reads a channel over the batch): the
       rule is written for every size, and at a model's sizes its entrywise check would take minutes;
+    - ``stand_in_attrs(mapping, *input_shapes, **attrs)``: the attributes at stand-in sizes, for an op whose
+      attributes name sizes (a reshape's target): ``mapping`` takes large fixed sizes to the small ones a proof
+      checks the rule at (see :mod:`symgrad.verify.stand_ins`); raises ShapeError where none fit;
     - ``readable(*inputs, **attrs)``: the same value in the ops a person reads (a fused kernel's formula), which laws
       to read show, where emitted code and numbers keep the kernel;
     - ``tuple_code``: a template of one kernel call that returns this op's value first and others after it
@@ -92,6 +95,7 @@ class Op:
     batch: str | Callable[..., Any] | None = None  # see above: "pointwise", "broadcast", "dims", "trailing"
     indexes: Callable[..., list] | None = None  # (*inputs, **attrs) -> [(size, index tensor)]: see below
     rule_shapes: Callable[..., tuple] | None = None  # (*input shapes, **attrs) -> smaller ones: see below
+    stand_in_attrs: Callable[..., dict] | None = None  # (mapping, *input shapes, **attrs) -> attrs: see below
     readable: Callable[..., Any] | None = None  # (*inputs, **attrs) -> the formula, for laws to read
     # (*input dtypes, **attrs) -> torch's error for floating operands of two dtypes, or None if it takes them
     mixed_dtypes: Callable[..., str | None] | None = None

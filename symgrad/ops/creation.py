@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import sympy
 
+from ..core.dims import stood_in
 from ..core.errors import UnsupportedError
 from ..core.registry import Op, register
 
@@ -29,6 +30,7 @@ register(
         differentiable=False,
         vjp=lambda g, out, shape, value: (),
         tags=frozenset({"creation"}),
+        stand_in_attrs=lambda mapping, shape, value: {"shape": stood_in(shape, mapping), "value": value},
     )
 )
 
@@ -52,6 +54,7 @@ register(
         differentiable=False,
         vjp=lambda g, out, like, shape: (None,),
         float64=_uninitialised,
+        stand_in_attrs=lambda mapping, like, shape: {"shape": stood_in(shape, mapping)},
     )
 )
 register(
@@ -67,6 +70,7 @@ register(
         vjp=lambda g, out, shape, dtype: (),
         tags=frozenset({"creation"}),
         float64=_uninitialised,
+        stand_in_attrs=lambda mapping, shape, dtype: {"shape": stood_in(shape, mapping), "dtype": dtype},
     )
 )
 """``empty(like, shape)`` (like's dtype and device) and ``empty_new(shape, dtype)``: memory not yet written

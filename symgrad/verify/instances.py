@@ -22,7 +22,7 @@ import numpy as np
 import sympy
 
 from ..core.constructors import tensor
-from ..core.dims import is_concrete
+from ..core.dims import is_concrete, stood_in
 from ..core.graph import topological_all
 from ..core.tensor import Tensor, with_inputs
 
@@ -101,9 +101,10 @@ def instantiate(roots: Sequence[Tensor], sizes: Sizes, *, rng: random.Random | N
     return made
 
 
-def instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
-    """One leaf at ``sizes`` (see :func:`instantiate`); ``rng`` draws class indices."""
-    shape = at_sizes(tuple(node.shape), sizes)
+def instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random, stand_ins: dict[int, int] | None = None) -> Tensor:
+    """One leaf at ``sizes`` (see :func:`instantiate`); ``rng`` draws class indices. ``stand_ins`` replaces fixed
+    sizes of a symbol leaf's shape and class count by smaller ones (see :mod:`.stand_ins`)."""
+    shape = at_sizes(stood_in(tuple(node.shape), stand_ins or {}), sizes)
     if node.kind != "symbol":
         entries = node.entries()
         flat = [sympy.sympify(e) for e in entries.reshape(-1)]
@@ -120,7 +121,7 @@ def instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random) -> Tensor:
         )
     classes = getattr(node, "classes", None)
     if classes is not None:
-        bound = int(at_sizes(classes, sizes))
+        bound = int(at_sizes(stood_in((classes,), stand_ins or {})[0], sizes))
         count = int(np.prod(shape, dtype=int))
         values = np.array([rng.randrange(bound) for _ in range(count)], dtype=object).reshape(shape)
         return tensor(values.tolist(), name=node.name, dtype="int64")

@@ -214,15 +214,17 @@ def check_numerically(
     roots = outs + [v for v in vs if v is not None] + laws
     made = instantiate(roots + targets, sizes, rng=rng)
     numbers: dict[Tensor, np.ndarray] = {}
+    draws = np.random.default_rng(seed)  # a model's millions of parameters: drawn at once
     for root in roots + targets:
         for node in topological(made[id(root)]):
             if node.kind == "symbol" and node not in numbers:
-                size = int(np.prod(node.shape, dtype=int))
-                numbers[node] = np.array([rng.uniform(0.25, 1.5) for _ in range(size)]).reshape(node.shape)
+                numbers[node] = draws.uniform(0.25, 1.5, size=tuple(int(d) for d in node.shape))
     wanted = {id(made[id(x)]) for x in targets}
     mixed = mixed_dtypes([made[id(r)] for r in roots])
     # Targets as roots too: a target the outputs do not depend on still gets a (zero) gradient.
-    forward = evaluate_graph(torch, [made[id(o)] for o in outs + targets], numbers, {}, wanted, mixed)
+    forward = evaluate_graph(
+        torch, [made[id(o)] for o in outs + targets], numbers, {}, wanted, mixed, outputs_only=True
+    )
     grads = []
     for o, v in zip(outs, vs):
         if v is None:
@@ -235,7 +237,7 @@ def check_numerically(
     flowing = [(forward[id(made[id(o)])], g) for o, g in zip(outs, grads) if forward[id(made[id(o)])].requires_grad]
     if flowing:
         torch.autograd.backward([o for o, _ in flowing], [g for _, g in flowing], inputs=leaves)
-    law_values = evaluate_graph(torch, [made[id(r)] for r in laws], numbers, {}, set(), mixed)
+    law_values = evaluate_graph(torch, [made[id(r)] for r in laws], numbers, {}, set(), mixed, outputs_only=True)
     worst = 0.0
     for leaf, rule in zip(leaves, laws):
         ours = law_values[id(made[id(rule)])].detach()

@@ -28,6 +28,7 @@ from typing import Any
 import sympy
 
 from ..core.budget import tick
+from ..core.dims import stood_in
 from ..core.dtypes import is_floating
 from ..core.errors import ShapeError, SymgradError
 from ..core.graph import uniform_constant
@@ -36,8 +37,8 @@ from ..derive.rewrite_log import Rewrite
 from ..derive.simplify import simplify
 from .instances import Sizes, at_sizes, instantiate_leaf
 from .rules import RuleCheck
-from .stand_ins import REFUSALS, large_sizes, shrunk, stand_in
-from .zeros import zero_by
+from .stand_ins import REFUSALS, large_sizes, stand_in
+from .zeros import EntryRun
 
 __all__ = ["check_rewrites", "rewrites_of"]
 
@@ -207,12 +208,14 @@ class _Local:
         used, the large sizes kept). Large sizes the architecture fixes are checked at small ones where the ops
         accept them (see :mod:`.stand_ins`)."""
         order = self._order()
-        free = [n for n in order if self._free(n)]
-        fixed = [d for n in order if not self._free(n) and n.op is None for d in n.shape if isinstance(d, int)]
+        fixed: list[int] = []  # sizes a constant or an index's values tie the check to
         for n in order:
+            if n.op is None and not self._free(n) and not self._redrawn(n):
+                fixed += [d for d in at_sizes(tuple(n.shape), sizes) if isinstance(d, int)]
             if n.op is not None and n.op.indexes is not None and id(n) in self.spelled:
-                fixed += [size for size, _ in n.op.indexes(*n.inputs, **n.attrs) if isinstance(size, int)]
-        present = large_sizes([n.shape for n in free])
+                pairs = n.op.indexes(*n.inputs, **n.attrs)
+                fixed += [size for size, index in pairs if isinstance(size, int) and not self._redrawn(index)]
+        present = large_sizes([n.shape for n in order])
         large, held_fixed = [d for d in present if d not in fixed], [d for d in present if d in fixed]
         if large:
             try:
@@ -234,41 +237,74 @@ class _Local:
             return node.kind == "symbol" and is_floating(node.dtype) and getattr(node, "classes", None) is None
         return self.cut(node)
 
+    def _redrawn(self, index: Tensor) -> bool:
+        """Whether ``index`` comes, through the check's own nodes, from class indices alone (leaves the check draws
+        anew, below their class count at the stand-in sizes): no constant's values tie it to a size."""
+        stack, leaves = [index], 0
+        while stack:
+            node = stack.pop()
+            if node.op is None:
+                if getattr(node, "classes", None) is None and not (node.is_python_scalar or node.shape == ()):
+                    return False
+                leaves += getattr(node, "classes", None) is not None
+            elif self.cut(node):
+                return False
+            else:
+                stack.extend(node.inputs)
+        return leaves > 0
+
     def _sides(self, order: list[Tensor], sizes: Sizes, leaves: dict, rng: random.Random, mapping: dict) -> tuple:
-        """The entries of both sides at ``sizes``, the free nodes' fixed sizes replaced as ``mapping`` says."""
+        """The entries of both sides at ``sizes``, their fixed sizes replaced as ``mapping`` says: fresh symbols
+        and class indices at the stand-ins, and ops with the attributes their rows give at them."""
         made: dict[int, Tensor] = {}
         fresh = 0
         for node in order:
-            if node.op is None and not (mapping and self._free(node)):
+            if node.op is None and mapping and self._redrawn(node):
+                made[id(node)] = instantiate_leaf(node, sizes, rng, mapping)
+            elif node.op is None and not (mapping and self._free(node)):
                 if id(node) not in leaves:
                     leaves[id(node)] = instantiate_leaf(node, sizes, rng)
                 made[id(node)] = leaves[id(node)]
             elif node.op is None or self.cut(node):
-                shape = shrunk(at_sizes(tuple(node.shape), sizes), mapping)
+                shape = at_sizes(stood_in(tuple(node.shape), mapping), sizes)
                 made[id(node)] = Tensor(shape=shape, name=f"cut{fresh}", dtype=node.dtype, distinct=True)
                 fresh += 1
             else:
-                attrs = {k: at_sizes(v, sizes) for k, v in node.attrs.items()}
+                attrs = node.attrs
+                if mapping and node.op.stand_in_attrs is not None:
+                    attrs = node.op.stand_in_attrs(mapping, *(part.shape for part in node.inputs), **attrs)
+                attrs = {k: at_sizes(v, sizes) for k, v in attrs.items()}
                 made[id(node)] = with_inputs(node, [made[id(i)] for i in node.inputs], attrs)
-                if mapping and 0 in made[id(node)].shape and 0 not in at_sizes(tuple(node.shape), sizes):
-                    raise ShapeError("a stand-in size empties a node")
-        return made[id(self.before)].entries(), made[id(self.after)].entries()
+                if mapping and node.op.stand_in_attrs is None:
+                    _follows(made[id(node)], at_sizes(stood_in(tuple(node.shape), mapping), sizes))
+        before, after = made[id(self.before)], made[id(self.after)]
+        if mapping and before.shape != after.shape:  # an op whose row has no stand-in for a size it names
+            raise ShapeError("the stand-in sizes change one side's shape only")
+        return before.entries(), after.entries()
 
     @staticmethod
     def _agree(before: Any, after: Any, methods: dict) -> tuple[bool, int]:
         if before.shape != after.shape:
             return False, 0
         count = 0
+        run = EntryRun()
         for a, b in zip(before.reshape(-1), after.reshape(-1)):
             count += 1
             try:
-                method = zero_by(_difference(sympy.sympify(a), sympy.sympify(b)))
+                method = run.zero_by(_difference(sympy.sympify(a), sympy.sympify(b)))
             except (TypeError, ValueError):  # SymPy cannot evaluate it (a condition on a mask's symbols)
                 method = None
             if method is None:
                 return False, count
             methods[method] = methods.get(method, 0) + 1
         return True, count
+
+
+def _follows(made: Tensor, expected: tuple) -> None:
+    """Refuse a stand-in under which a node's shape is not its own with the sizes replaced: an attribute that names
+    a size (a slice's bound) would make the check one of another op, which could hold where the true one does not."""
+    if tuple(made.shape) != tuple(expected):
+        raise ShapeError(f"at the stand-in sizes a {made.op.name} has shape {made.shape}, not {expected}")
 
 
 def _difference(a: Any, b: Any) -> sympy.Expr:

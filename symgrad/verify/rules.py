@@ -40,7 +40,7 @@ from ..derive.reverse import needed_nodes
 from ..ops.calculus import NoDerivative
 from .instances import instantiate
 from .stand_ins import REFUSALS, large_sizes, shrunk, stand_in
-from .zeros import differ_by
+from .zeros import EntryRun
 
 __all__ = ["RuleCheck", "check_rules", "instantiate", "rule_nodes"]
 
@@ -96,7 +96,7 @@ def check_rules(nodes: Sequence[Tensor], made: dict[int, Tensor]) -> RuleCheck:
             continue
         seen.add(key)
         tick("checking the rule of {} ({} of {} nodes)", node.op.name, position + 1, len(nodes))
-        held, count, mapping, kept = _rule_holds(concrete, node, result.methods)
+        held, count, mapping, kept = _rule_holds(concrete, result.methods)
         result.stood_in(node.op.name, mapping, kept)
         result.rules += 1
         result.entries += count
@@ -114,10 +114,15 @@ def _fresh(part: Tensor) -> bool:
 
 def _signature(node: Tensor) -> tuple:
     """What a rule check depends on: the op, its attributes, its inputs' shapes and dtypes, and the inputs it keeps
-    as they are (the very tensor, or the Python number's value)."""
+    as they are (the very tensor, or the Python number's value); masks and indices it draws anew are alike (the
+    causal masks of a transformer's layers)."""
+    indexes = node.op.indexes(*node.inputs, **node.attrs) if node.op.indexes is not None else []
+    picked = {id(index) for size, index in indexes if isinstance(size, int)}
     parts = tuple(
         (tuple(str(d) for d in part.shape), part.dtype)
         if _fresh(part)
+        else (tuple(str(d) for d in part.shape), part.dtype, "drawn")
+        if _drawable(part, is_index=id(part) in picked)
         else (tuple(str(d) for d in part.shape), part.dtype, part.is_python_scalar, _kept(part))
         for part in node.inputs
     )
@@ -128,20 +133,21 @@ def _kept(part: Tensor) -> Any:
     return str(part.entries().tolist()) if part.is_python_scalar else id(part)
 
 
-def _rule_holds(node: Tensor, original: Tensor, methods: dict[str, int]) -> tuple[bool, int, dict, list]:
+def _rule_holds(node: Tensor, methods: dict[str, int]) -> tuple[bool, int, dict, list]:
     """One op's rule on fresh symbols against the entrywise VJP of that op alone: (held, entries compared, the
-    stand-in sizes used, the large fixed sizes kept). The sizes the architecture fixes (``original``'s integer
-    sizes) are checked at small stand-ins where the op accepts them (see :mod:`.stand_ins`)."""
+    stand-in sizes used, the large sizes kept). Large sizes (those an architecture fixes, and a symbolic size's
+    multiples, a flattened batch of sequences) are checked at small stand-ins where the op accepts them (see
+    :mod:`.stand_ins`)."""
     shapes = [part.shape for part in node.inputs]
     if node.op.rule_shapes is not None and all(_fresh(part) for part in node.inputs):
         shapes = node.op.rule_shapes(*shapes, **node.attrs)
-    fixed = large_sizes(part.shape for part in original.inputs)
+    fixed = large_sizes(part.shape for part in node.inputs)
     # an index (gather's, cross-entropy's targets) is drawn anew at the stand-in sizes, its values below the size
     # it picks along: a rule holds for every index, so it need not be the graph's
     pairs = node.op.indexes(*node.inputs, **node.attrs) if node.op.indexes is not None else []
     picks = {id(index): size for size, index in pairs if isinstance(size, int)}
-    # so is a mask of known values (a causal mask): a rule holds for every mask
-    drawn = {id(part) for part in node.inputs if (id(part) in picks or part.dtype == "bool") and _drawable(part)}
+    # so is a mask (a causal mask) or another integer tensor (a one-hot encoding): a rule holds for every value
+    drawn = {id(part) for part in node.inputs if _drawable(part, is_index=id(part) in picks)}
     keep = {
         d
         for part in node.inputs
@@ -158,16 +164,21 @@ def _rule_holds(node: Tensor, original: Tensor, methods: dict[str, int]) -> tupl
         fresh = [
             symbols(f"in{k}", shrunk(shape, mapping), requires_grad=True, dtype=part.dtype)
             if _fresh(part)
-            else _drawn(part, mapping, picks.get(id(part), 2))
+            else _drawn(part, mapping, picks.get(id(part)))
             if mapping and id(part) in drawn
             else part
             for k, (part, shape) in enumerate(zip(node.inputs, shapes))
         ]
-        out = apply(node.op.name, *fresh, **node.attrs)
-        if 0 in out.shape and 0 not in node.shape:
-            raise ShapeError("a stand-in size empties the output")
+        attrs = node.attrs
+        if mapping and node.op.stand_in_attrs is not None:
+            attrs = node.op.stand_in_attrs(mapping, *(part.shape for part in node.inputs), **node.attrs)
+        out = apply(node.op.name, *fresh, **attrs)
+        if mapping and node.op.stand_in_attrs is None and tuple(out.shape) != shrunk(node.shape, mapping):
+            # an attribute names a size (a slice's bound): the check would be one of another op, which could hold
+            # where the true one does not
+            raise ShapeError(f"at the stand-in sizes the output has shape {out.shape}, not {node.shape} replaced")
         g = symbols_like(out, "g", distinct=True)
-        return fresh, out, g, list(node.op.vjp(g, out, *fresh, **node.attrs))
+        return fresh, out, g, list(node.op.vjp(g, out, *fresh, **attrs))
 
     if large:
         try:
@@ -179,22 +190,30 @@ def _rule_holds(node: Tensor, original: Tensor, methods: dict[str, int]) -> tupl
     return (*_pieces_hold(node, fresh, out, g, pieces, methods), {}, sorted({*large, *held_fixed}))
 
 
-def _drawable(index: Tensor) -> bool:
-    """An index whose values are known numbers (a proof draws a stand-in for it)."""
-    return is_concrete(index.shape) and index.has_values() and not index.is_python_scalar
+def _drawable(part: Tensor, is_index: bool) -> bool:
+    """Whether a proof draws a stand-in for this input: a mask or another integer tensor of a fixed shape (a one-hot
+    encoding; the rule holds for every value), or an index whose values are known numbers (drawn below the size it
+    picks along, its ignored values kept among the draws)."""
+    if part.is_python_scalar or not is_concrete(part.shape) or is_floating(part.dtype):
+        return False
+    return not is_index or part.has_values()
 
 
-def _drawn(index: Tensor, mapping: dict[int, int], size: int) -> Tensor:
-    """A stand-in for ``index`` at the stand-in sizes: values drawn below ``size``'s stand-in (a mask: 0 or 1),
-    and the index's negative values (an ignore_index) kept among them where it has any."""
-    shape = shrunk(index.shape, mapping)
-    bound = mapping.get(size, size)
-    ignored = sorted({int(v) for v in np.asarray(index.numbers()).reshape(-1) if v < 0})
+def _drawn(part: Tensor, mapping: dict[int, int], size: int | None) -> Tensor:
+    """A stand-in for ``part`` at the stand-in sizes. An index: values drawn below ``size``'s stand-in, and its
+    negative values (an ignore_index) kept among them where it has any. A mask: 0 or 1. Another integer tensor: 0, 1
+    or 2 (its own values may take millions of terms to read, a one-hot encoding of a vocabulary)."""
+    shape = shrunk(part.shape, mapping)
     rng = random.Random(7)
     count = int(np.prod(shape, dtype=np.int64))
-    values = [ignored[0] if ignored and k % 4 == 3 else rng.randrange(bound) for k in range(count)]
+    if size is not None:
+        ignored = sorted({int(v) for v in np.asarray(part.numbers()).reshape(-1) if v < 0})
+        bound = mapping.get(size, size)
+        values = [ignored[0] if ignored and k % 4 == 3 else rng.randrange(bound) for k in range(count)]
+    else:
+        values = [rng.randrange(2 if part.dtype == "bool" else 3) for _ in range(count)]
     drawn = np.array(values, dtype=np.int64).reshape(shape)
-    return tensor((drawn.astype(bool) if index.dtype == "bool" else drawn).tolist(), dtype=index.dtype)
+    return tensor((drawn.astype(bool) if part.dtype == "bool" else drawn).tolist(), dtype=part.dtype)
 
 
 def _pieces_hold(
@@ -207,13 +226,14 @@ def _pieces_hold(
         if part is original or not _fresh(original) or isinstance(piece, NoDerivative):  # nothing to hold
             continue
         expected = vjp_entries([out], part, [g])
+        run = EntryRun()
         # no piece: the rule says this input gets no gradient, which must then be 0
         actual = np.zeros(expected.shape, dtype=object) if piece is None else piece.entries()
         if actual.shape != expected.shape:
             return False, count
         for a, e in zip(actual.reshape(-1), expected.reshape(-1)):
             count += 1
-            method = differ_by(a, e)
+            method = run.differ_by(a, e)
             if method is None:
                 return False, count
             methods[method] = methods.get(method, 0) + 1
@@ -227,12 +247,13 @@ def chain_equals(laws: Sequence[Tensor], chain: Sequence[Tensor], made: dict[int
     count = 0
     for simplified, raw in zip(laws, chain, strict=True):
         a_entries, b_entries = made[id(simplified)].entries(), made[id(raw)].entries()
+        run = EntryRun()
         if a_entries.shape != b_entries.shape:
             return False, count, methods
         for position, (a, b) in enumerate(zip(a_entries.reshape(-1), b_entries.reshape(-1))):
             count += 1
             tick("comparing the simplified law with the chain of rules, entry {} of {}", position + 1, a_entries.size)
-            method = differ_by(a, b)
+            method = run.differ_by(a, b)
             if method is None:
                 return False, count, methods
             methods[method] = methods.get(method, 0) + 1

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+import sympy
+
 from ..core.errors import ShapeError, SymbolicShapeError, TorchError, UnsupportedError, ValuesUnknownError
 
 STAND_IN_ABOVE = 5  # fixed sizes above this get a stand-in
@@ -36,8 +38,16 @@ REFUSALS = (ShapeError, SymbolicShapeError, TorchError, ValuesUnknownError, Unsu
 
 
 def large_sizes(shapes: Iterable[Sequence[Any]]) -> list[int]:
-    """The fixed (integer) sizes above :data:`STAND_IN_ABOVE` in ``shapes``, in increasing order."""
-    return sorted({d for shape in shapes for d in shape if isinstance(d, int) and d > STAND_IN_ABOVE})
+    """The fixed (integer) sizes above :data:`STAND_IN_ABOVE` in ``shapes``, in increasing order; in a symbolic
+    size (``64*b``, a sequence flattened with a symbolic batch), its integer factors."""
+    found: set[int] = set()
+    for shape in shapes:
+        for d in shape:
+            if isinstance(d, sympy.Expr) and not d.is_Integer:
+                found |= {int(a) for a in d.atoms(sympy.Integer) if a > STAND_IN_ABOVE}
+            elif isinstance(d, (int, sympy.Integer)) and d > STAND_IN_ABOVE:
+                found.add(int(d))
+    return sorted(found)
 
 
 def shrunk(shape: Sequence[Any], mapping: dict[int, int]) -> tuple:

@@ -61,21 +61,38 @@ def evaluate_graph(
     subs: dict,
     wanted: set[int],
     keep_dtypes: bool = False,
+    outputs_only: bool = False,
 ) -> dict[int, Any]:
     """Evaluate the symgrad graph node by node with torch (float64; with ``keep_dtypes``, leaves of a narrower
-    float dtype keep it, for a graph whose leaves mix dtypes: a float32 layer in a float64 model)."""
+    float dtype keep it, for a graph whose leaves mix dtypes: a float32 layer in a float64 model). With
+    ``outputs_only``, each other value is let go once its last user has run (a model's activations at its true
+    size), and the result holds ``outputs`` and the ``wanted`` leaves alone."""
+    order = topological_all(outputs)
+    users: dict[int, int] = {}
+    if outputs_only:
+        for node in order:
+            for part in node.inputs if node.op is not None else ():
+                users[id(part)] = users.get(id(part), 0) + 1
+    keep = {id(o) for o in outputs} | set(wanted)
     made: dict[int, Any] = {}
-    for node in topological_all(outputs):
+    for node in order:
         if id(node) in made:
             continue
         # a float32 leaf of a float64 graph stays float32, as in the model: its ops then run in float32
         narrow = keep_dtypes and node.kind == "symbol" and node.dtype in NARROWER
         dtype = getattr(torch, node.dtype) if narrow else torch.float64
         if node.kind == "symbol":
-            made[id(node)] = torch.tensor(numbers[node], dtype=dtype, requires_grad=id(node) in wanted)
+            value = numbers[node]
+            shared = isinstance(value, np.ndarray) and value.dtype == np.float64 and dtype == torch.float64
+            leaf = torch.from_numpy(value) if shared else torch.tensor(value, dtype=dtype)  # no copy of parameters
+            made[id(node)] = leaf.requires_grad_(id(node) in wanted)
         elif node.kind == "formula":
             made[id(node)] = torch.tensor(substitute(node.entries(), subs), dtype=dtype)
         else:
             args = [made[id(i)] for i in node.inputs]
             made[id(node)] = node.op.torch(torch, *args, **node.attrs)
+            for part in node.inputs if outputs_only else ():
+                users[id(part)] -= 1
+                if users[id(part)] == 0 and id(part) not in keep:
+                    del made[id(part)]
     return made

@@ -37,16 +37,42 @@ CASE_SPLITS = (
     functions.masked_div,
 )
 SYMBOLIC_BUDGET = 400  # operations above which SymPy's cancellation is replaced by exact evaluation
+FOLDED_SPLITS = 6  # case splits in a difference above which SymPy's folding into cases is replaced by evaluation
+SYMBOLIC_TRIES = 3  # entries of one check in a row that SymPy's cancellation did not show, before it is skipped
 
 
-def differ_by(a: Any, b: Any) -> str | None:
+def differ_by(a: Any, b: Any, symbolic: bool = True) -> str | None:
     """:func:`zero_by` of ``a - b``, knowing the two sides: a decimal constant of either may then stand for a longer
     value (see :func:`_within_last_digits`), which their difference, where SymPy merges the constants, hides."""
     a, b = sympy.sympify(a), sympy.sympify(b)
-    return zero_by(a - b, sides=(a, b))
+    return zero_by(a - b, sides=(a, b), symbolic=symbolic)
 
 
-def zero_by(expr: sympy.Expr, sides: tuple | None = None) -> str | None:
+class EntryRun:
+    """The entries of one check, shown 0 one after another: once :data:`SYMBOLIC_TRIES` in a row needed more than
+    SymPy's cancellation (entries of one op share their form), the rest skip the attempt and go to evaluation.
+
+    >>> run = EntryRun()
+    >>> x = sympy.Symbol("x", positive=True)
+    >>> [run.differ_by(x * (x + 1), x**2 + x) for _ in range(2)]
+    ['symbolic', 'symbolic']
+    """
+
+    def __init__(self) -> None:
+        self.unsimplified = 0  # entries in a row that SymPy's cancellation did not show
+
+    def differ_by(self, a: Any, b: Any) -> str | None:
+        return self._seen(differ_by(a, b, symbolic=self.unsimplified < SYMBOLIC_TRIES))
+
+    def zero_by(self, expr: Any) -> str | None:
+        return self._seen(zero_by(expr, symbolic=self.unsimplified < SYMBOLIC_TRIES))
+
+    def _seen(self, method: str | None) -> str | None:
+        self.unsimplified = 0 if method == "symbolic" else self.unsimplified + 1
+        return method
+
+
+def zero_by(expr: sympy.Expr, sides: tuple | None = None, symbolic: bool = True) -> str | None:
     """How ``expr`` was shown to be 0, or None when it was not.
 
     - ``"symbolic"``: SymPy reduced it to 0 (cancellation of a rational
@@ -63,7 +89,8 @@ def zero_by(expr: sympy.Expr, sides: tuple | None = None) -> str | None:
       by how their constants were rounded, not by a term. Reported separately too.
 
     A numeric evaluation rules out non-zero differences first, so the slow
-    steps only run on differences that vanish at those points.
+    steps only run on differences that vanish at those points. ``symbolic=False`` skips SymPy's cancellation
+    (see :class:`EntryRun`).
     """
     expr = sympy.sympify(expr)
     if expr.has(detached):  # a value that only derivatives treat as a constant: as a value, itself
@@ -75,9 +102,12 @@ def zero_by(expr: sympy.Expr, sides: tuple | None = None) -> str | None:
             return "decimal rounding"
         return "decimal rounding" if _rounding_only(expr) else None
     plain = _with_independent_functions(expr)
+    budget = SYMBOLIC_BUDGET if symbolic else -1
     if plain is not None:
         splits = plain.has(*CASE_SPLITS)
-        if splits and sympy.count_ops(plain) <= SYMBOLIC_BUDGET:  # folding large case splits takes minutes
+        # folding large case splits takes minutes: cases multiply (a sum of 50 clamps has 2^50 of them)
+        foldable = len(plain.atoms(*CASE_SPLITS)) <= FOLDED_SPLITS
+        if splits and foldable and sympy.count_ops(plain) <= budget:
             try:
                 folded = sympy.piecewise_fold(plain.rewrite(sympy.Piecewise))
             except (TypeError, RecursionError):  # SymPy cannot fold a comparison in a product (a mask times
@@ -85,11 +115,11 @@ def zero_by(expr: sympy.Expr, sides: tuple | None = None) -> str | None:
                 folded = None
             if folded is not None and (folded == 0 or sympy.expand(folded) == 0):
                 return "symbolic"
-        elif sympy.count_ops(plain) <= SYMBOLIC_BUDGET and sympy.cancel(sympy.together(plain)) == 0:
+        elif not splits and sympy.count_ops(plain) <= budget and sympy.cancel(sympy.together(plain)) == 0:
             return "symbolic"
         if _zero_at_rational_points(plain):
             return "exact evaluation"
-    elif sympy.count_ops(expr) <= SYMBOLIC_BUDGET:
+    elif sympy.count_ops(expr) <= budget:
         for attempt in (
             lambda e: sympy.cancel(sympy.together(e)),
             sympy.simplify,

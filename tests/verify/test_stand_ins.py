@@ -43,9 +43,29 @@ def test_fixed_channels_and_pixels_are_proved_at_stand_ins_and_the_report_says_s
     assert proof.held, str(proof)
     report = str(proof)
     assert "fixed sizes at stand-ins, as each rule holds at every size: " in report
-    assert "8→" in report  # the channels (and the side) shrink where the ops accept it
-    assert "kept where an op fixes them: " in report and "(reshape" in report  # group norm's grouping reshape
+    assert "8→" in report  # the channels (and the side) shrink, group norm's grouping reshape with them
     assert proof.numeric[0]["held"]  # torch at the true sizes
+
+
+def test_a_slice_whose_bounds_name_a_size_keeps_that_size():
+    """x[:, 1:9] of 12 columns: at 3 columns the slice would take them all, another op, so 12 is kept."""
+    (b,) = sg.dims("b")
+    x = sg.symbols("x", (b, 12), requires_grad=True)
+    proof = sg.prove((x[:, 1:9] ** 2).sum(), [x])
+    assert proof.held, str(proof)
+    assert "kept where an op fixes them: 12 (index)" in str(proof)
+
+
+def test_a_reshape_into_heads_and_back_is_checked_at_stand_ins():
+    """A width split into heads of a fixed size and merged back: the reshapes' rules hold at every target, so the
+    width and the sequence are replaced; torch checks the true sizes."""
+    (b,) = sg.dims("b")
+    x = sg.symbols("x", (b, 16, 96), requires_grad=True)
+    heads = x.reshape(b, 16, 12, 8).transpose(1, 2)
+    out = (heads.softmax(-1) * heads).transpose(1, 2).reshape(b, 16, 96).sum()
+    proof = sg.prove(out, [x])
+    assert proof.held, str(proof)
+    assert "96→" in str(proof) and "16→" in str(proof)
 
 
 @pytest.mark.slow
@@ -105,3 +125,29 @@ def test_a_wrong_rule_of_an_indexed_op_is_caught_with_drawn_indices(monkeypatch)
     index = sg.tensor([[3] * 7, [9] * 7], dtype="int64")
     proof = sg.prove(table.gather(0, index).sum(), [table], numeric=False)
     assert not proof.held
+
+
+def test_a_gpt_with_a_large_vocabulary_and_a_sliced_causal_mask_is_proved_at_stand_ins():
+    """nanoGPT's shape at a small width: the logits' vocabulary, the causal mask sliced from its block-size buffer,
+    the heads split from the width and cross-entropy's one-hot targets all go to stand-ins, the masks and targets
+    drawn anew, where the exact proof once refused on its work budget; torch checks the true sizes."""
+    import public_models as pm
+
+    torch.manual_seed(0)
+    config = pm.GPTConfig(n_layer=2, n_head=2, n_embd=8, vocab_size=3000, block_size=64)
+    model = pm.GPT(config).double()
+    idx, targets = torch.randint(0, 3000, (2, 12)), torch.randint(0, 3000, (2, 12))
+    traced = sg.trace(
+        lambda idx, targets: model(idx, targets)[1],
+        idx,
+        targets,
+        dynamic_shapes={"idx": {0: "b"}, "targets": {0: "b"}},
+        modules={"model": model},
+    )
+    wrt = list(traced.parameters.values())
+    start = time.process_time()
+    proof = sg.prove(traced.output, wrt, laws=sg.law(traced.output, wrt))
+    assert proof.held, str(proof)
+    assert "3000→" in str(proof) and "12→" in str(proof) and "64→" in str(proof)
+    assert proof.numeric[0]["held"]
+    assert time.process_time() - start < 60
