@@ -265,6 +265,44 @@ class BasicBlock(nn.Module):
         return out
 
 
+class ResNet(nn.Module):
+    """BasicBlocks stacked as torchvision's ResNet stacks them: a 7×7 stem at stride 2, a 3×3 max pool, four stages
+    whose first block halves the side (a 1×1 convolution and a batch norm carry the shortcut), an average pool and a
+    linear classifier. ``layers=(2, 2, 2, 2)`` with ``width=64`` is ResNet-18."""
+
+    def __init__(self, layers=(2, 2, 2, 2), num_classes: int = 1000, width: int = 64):
+        super().__init__()
+        self.inplanes = width
+        self.conv1 = nn.Conv2d(3, width, kernel_size=7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+        self.layer1 = self._make_layer(width, layers[0])
+        self.layer2 = self._make_layer(width * 2, layers[1], stride=2)
+        self.layer3 = self._make_layer(width * 4, layers[2], stride=2)
+        self.layer4 = self._make_layer(width * 8, layers[3], stride=2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(width * 8 * BasicBlock.expansion, num_classes)
+
+    def _make_layer(self, planes: int, blocks: int, stride: int = 1) -> nn.Sequential:
+        downsample = None
+        if stride != 1 or self.inplanes != planes * BasicBlock.expansion:
+            downsample = nn.Sequential(
+                nn.Conv2d(self.inplanes, planes * BasicBlock.expansion, kernel_size=1, stride=stride, bias=False),
+                nn.BatchNorm2d(planes * BasicBlock.expansion),
+            )
+        layers = [BasicBlock(self.inplanes, planes, stride, downsample)]
+        self.inplanes = planes * BasicBlock.expansion
+        layers += [BasicBlock(self.inplanes, planes) for _ in range(1, blocks)]
+        return nn.Sequential(*layers)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        x = torch.flatten(self.avgpool(x), 1)
+        return self.fc(x)
+
+
 # ── character-level language models (the structure of makemore) ────────────────────────────────────────────────
 @dataclass
 class CharConfig:

@@ -197,6 +197,63 @@ def stood_in(shape: Sequence[object], mapping: dict[int, int]) -> tuple:
     )
 
 
+def reshape_at_stand_ins(mapping: dict[int, int], source: Shape, shape: Sequence[object]) -> tuple:
+    """A reshape's target at stand-in sizes (a proof checks a rule at small sizes in place of large fixed ones): its
+    sizes replaced as the source's are where that keeps the count of entries; else each run of source dims merged
+    into one target dim takes the product of their stand-ins, and a dim split into several keeps the split where the
+    stand-ins still multiply out, else puts its stand-in first.
+
+    >>> reshape_at_stand_ins({64: 4, 50257: 5}, (2, 64, 50257), (128, 50257))
+    (8, 5)
+    >>> reshape_at_stand_ins({64: 4, 768: 3}, (2, 64, 768), (2, 64, 12, 64))
+    (2, 4, 3, 1)
+    """
+    small_source = stood_in(source, mapping)
+    replaced = stood_in(reshape_target(source, shape), mapping)
+    if same_dim(numel(replaced), numel(small_source)):
+        return replaced
+    target = reshape_target(source, shape)
+    if not all(isinstance(d, int) for d in (*source, *target)) or 0 in source:
+        raise ShapeError(f"no stand-in for the reshape of {format_shape(source)} as {format_shape(target)}")
+    new: list[int] = []
+    for ins, outs in reshape_runs(tuple(source), tuple(target)):
+        small = math.prod(mapping.get(source[k], source[k]) for k in ins)
+        if len(outs) == 1:
+            new.append(small)
+            continue
+        split = [mapping.get(target[k], target[k]) for k in outs]
+        if math.prod(split) != small:  # heads split from a width: the rule reads no split, so the stand-in need not
+            split = [small] + [1] * (len(outs) - 1)
+        new.extend(split)
+    return tuple(new)
+
+
+def reshape_runs(source: tuple[int, ...], target: tuple[int, ...]) -> list[tuple[list[int], list[int]]]:
+    """The shortest runs of source and target positions with equal products, in order (a size-1 dim alone)."""
+    runs: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(source) or j < len(target):
+        if i < len(source) and source[i] == 1 and (j >= len(target) or target[j] != 1):
+            runs.append(([i], []))
+            i += 1
+            continue
+        if j < len(target) and target[j] == 1 and (i >= len(source) or source[i] != 1):
+            runs.append(([], [j]))
+            j += 1
+            continue
+        ins, outs, a, b = [i], [j], source[i], target[j]
+        i, j = i + 1, j + 1
+        while a != b:
+            if a < b:
+                a, i = a * source[i], i + 1
+                ins.append(i - 1)
+            else:
+                b, j = b * target[j], j + 1
+                outs.append(j - 1)
+        runs.append((ins, outs))
+    return runs
+
+
 def prod(values: Iterable[int]) -> int:
     return math.prod(values)
 

@@ -20,7 +20,18 @@ from .dims import Shape
 from .errors import SymgradError, TorchValueError
 
 TAGS = frozenset(
-    {"bilinear", "broadcasting", "comparison", "creation", "kernel", "layout", "linear", "one_dtype", "random"}
+    {
+        "bilinear",
+        "broadcasting",
+        "comparison",
+        "creation",
+        "kernel",
+        "layout",
+        "linear",
+        "one_dtype",
+        "positions",
+        "random",
+    }
 )
 """Structure an op can declare: ``layout`` ops only move entries around (transpose, reshape,
 index), ``broadcasting`` ops combine operands elementwise with torch's broadcasting,
@@ -31,7 +42,9 @@ rounding (batch norm's fused multiply-add, which leaves 1e-15 where the exact va
 torch's generator (emitted code draws it in the model's order, once), and a ``one_dtype`` op's kernel takes
 operands of one dtype (a matrix product, einsum, a convolution): where torch refuses operands of two floating
 dtypes, its row's ``mixed_dtypes`` says how; where torch accepts them (``outer``, an einsum that sums nothing), they
-are converted to the result's dtype first, so that its backward's products see one dtype too."""
+are converted to the result's dtype first, so that its backward's products see one dtype too. A ``positions`` op's
+attributes name positions along its input's dims (a slice's bounds, a start, a diagonal's offset, positions to take):
+a proof checks it at stand-in sizes only where its output's shape follows them (see :mod:`symgrad.verify.stand_ins`)."""
 
 
 @dataclass(frozen=True)

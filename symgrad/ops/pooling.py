@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import sympy
 
+from ..core.dims import stood_in
 from ..core.errors import TorchRuntimeError
 from ..core.registry import Op, register
 from ..core.tensor import Tensor, apply
@@ -51,6 +52,31 @@ def _windows(sizes: tuple, kernel: tuple, stride: tuple, padding: tuple, dilatio
                 picks.append(sum(c * st for c, st in zip(q, strides)))
         windows.append(tuple(picks))
     return tuple(windows)
+
+
+def windows_out_length(size: int, kernel: int, stride: int, padding: int, dilation: int, ceil_mode: bool) -> int:
+    """torch's ``pooling_output_shape``: how many windows fit, a partial last one counted with ``ceil_mode``
+    when it starts inside the input or its left padding.
+
+    >>> windows_out_length(5, kernel=3, stride=2, padding=1, dilation=1, ceil_mode=False)
+    3
+    """
+    span = size + 2 * padding - dilation * (kernel - 1) - 1
+    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+def _stand_in_geometry(mapping: dict[int, int], *shapes: tuple, **attrs: Any) -> dict:
+    """The pooled sizes of the input (the op's last input) at stand-in sizes: the windows that fit it."""
+    n = len(attrs["kernel"])
+    sizes = stood_in(shapes[-1][len(shapes[-1]) - n :], mapping)
+    keys = ("kernel", "stride", "padding", "dilation")
+    pooled = tuple(
+        windows_out_length(size, *(attrs[k][d] for k in keys), attrs["ceil_mode"]) for d, size in enumerate(sizes)
+    )
+    return {**attrs, "pooled": pooled}
 
 
 def _windows_of(shape: tuple, attrs: dict) -> tuple:
@@ -246,6 +272,7 @@ register(
         vjp=lambda g, out, x, **attrs: (apply("max_pool_backward", g, x, max_pool_indices(x, attrs), **attrs),),
         spell=_spelling,
         float64=_max_pool_float64,
+        stand_in_attrs=_stand_in_geometry,
         batch=_batched("max_pool"),
     )
 )
@@ -264,6 +291,7 @@ register(
         companion_of=(("max_pool", 1),),
         spell=_spelling,
         float64=_indices_float64,
+        stand_in_attrs=_stand_in_geometry,
         batch=_batched("max_pool_indices"),
     )
 )
@@ -279,6 +307,7 @@ register(
         vjp=lambda h, out, g, x, indices, **attrs: (apply("max_pool_gather", h, x, indices, **attrs), None, None),
         spell=_spelling,
         float64=_backward_float64,
+        stand_in_attrs=_stand_in_geometry,
         batch=_batched("max_pool_backward"),
     )
 )
@@ -296,6 +325,7 @@ register(
         vjp=lambda g, out, h, x, indices, **attrs: (apply("max_pool_backward", g, x, indices, **attrs), None, None),
         spell=_spelling,
         float64=_gather_float64,
+        stand_in_attrs=_stand_in_geometry,
         batch=_batched("max_pool_gather"),
     )
 )

@@ -519,7 +519,7 @@ register(
         "TopkBackward0",
         saves=False,
         vjp=lambda g, out, a, dim, positions: (apply("put_at", g, shape=a.shape, dim=dim, positions=positions),),
-        tags=frozenset({"linear"}),
+        tags=frozenset({"linear", "positions"}),
         spell=_positions_text,
         float64=_take_at,
     )
@@ -537,7 +537,7 @@ register(
         "none",
         saves=False,
         vjp=lambda g, out, x, shape, dim, positions: (apply("take_at", g, dim=dim, positions=positions),),
-        tags=frozenset({"linear"}),
+        tags=frozenset({"linear", "positions"}),
         spell=_positions_text,
     )
 )

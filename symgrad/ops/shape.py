@@ -25,7 +25,7 @@ from ..core.dims import (
     as_dim,
     broadcast_shapes,
     format_shape,
-    numel,
+    reshape_at_stand_ins,
     reshape_target,
     same_dim,
     stood_in,
@@ -136,62 +136,6 @@ def _permute_batch(inputs: list, flags: list, nb: int, dims: tuple) -> Any:
     return inputs[0].permute(*range(nb), *shift(dims, nb))
 
 
-def _reshape_stand_in(mapping: dict[int, int], source: Shape, shape: tuple) -> dict:
-    """A reshape's target at stand-in sizes: its sizes replaced as the source's are where that keeps the count of
-    entries; else each run of source dims merged into one target dim takes the product of their stand-ins, and a
-    dim split into several keeps the split where the stand-ins still multiply out, else puts its stand-in first.
-
-    >>> _reshape_stand_in({64: 4, 50257: 5}, (2, 64, 50257), (128, 50257))
-    {'shape': (8, 5)}
-    >>> _reshape_stand_in({64: 4, 768: 3}, (2, 64, 768), (2, 64, 12, 64))
-    {'shape': (2, 4, 3, 1)}
-    """
-    small_source = stood_in(source, mapping)
-    replaced = stood_in(reshape_target(source, shape), mapping)
-    if same_dim(numel(replaced), numel(small_source)):
-        return {"shape": replaced}
-    target = reshape_target(source, shape)
-    if not all(isinstance(d, int) for d in (*source, *target)) or 0 in source:
-        raise ShapeError(f"no stand-in for the reshape of {format_shape(source)} as {format_shape(target)}")
-    new: list[int] = []
-    for ins, outs in _reshape_runs(tuple(source), tuple(target)):
-        small = math.prod(mapping.get(source[k], source[k]) for k in ins)
-        if len(outs) == 1:
-            new.append(small)
-            continue
-        split = [mapping.get(target[k], target[k]) for k in outs]
-        if math.prod(split) != small:  # heads split from a width: the rule reads no split, so the stand-in need not
-            split = [small] + [1] * (len(outs) - 1)
-        new.extend(split)
-    return {"shape": tuple(new)}
-
-
-def _reshape_runs(source: tuple[int, ...], target: tuple[int, ...]) -> list[tuple[list[int], list[int]]]:
-    """The shortest runs of source and target positions with equal products, in order (a size-1 dim alone)."""
-    runs: list[tuple[list[int], list[int]]] = []
-    i = j = 0
-    while i < len(source) or j < len(target):
-        if i < len(source) and source[i] == 1 and (j >= len(target) or target[j] != 1):
-            runs.append(([i], []))
-            i += 1
-            continue
-        if j < len(target) and target[j] == 1 and (i >= len(source) or source[i] != 1):
-            runs.append(([], [j]))
-            j += 1
-            continue
-        ins, outs, a, b = [i], [j], source[i], target[j]
-        i, j = i + 1, j + 1
-        while a != b:
-            if a < b:
-                a, i = a * source[i], i + 1
-                ins.append(i - 1)
-            else:
-                b, j = b * target[j], j + 1
-                outs.append(j - 1)
-        runs.append((ins, outs))
-    return runs
-
-
 def _reshape_batch(inputs: list, flags: list, nb: int, shape: tuple) -> Any:
     return apply("reshape", inputs[0], shape=tuple(inputs[0].shape[:nb]) + tuple(shape))
 
@@ -270,7 +214,7 @@ register(
         spell=lambda attrs, inputs: {"reshape_latex": _reshape_latex(tuple(attrs["shape"]))},
         float64=lambda a, shape: a.reshape(shape),
         batch=_reshape_batch,
-        stand_in_attrs=_reshape_stand_in,
+        stand_in_attrs=lambda mapping, source, shape: {"shape": reshape_at_stand_ins(mapping, source, shape)},
     )
 )
 register(
@@ -317,7 +261,7 @@ register(
         lambda inputs, index, via: "UnbindBackward0" if via == "unbind" else index_grad_fn(index),
         saves=False,
         vjp=lambda g, out, a, index, via: (_index_vjp(g, a, index),),
-        tags=frozenset({"layout", "linear"}),
+        tags=frozenset({"layout", "linear", "positions"}),
         float64=lambda a, index, via: np.asarray(a[index]),
         batch=_index_batch,
     )
@@ -342,7 +286,7 @@ register(
         "none",
         saves=False,
         vjp=lambda g, out, x, shape, index: (g[index],),  # the adjoint of a scatter is the gather
-        tags=frozenset({"linear"}),
+        tags=frozenset({"linear", "positions"}),
         batch=_index_backward_batch,
     )
 )
@@ -483,7 +427,7 @@ register(
                 value=0,
             ),
         ),
-        tags=frozenset({"layout", "linear"}),
+        tags=frozenset({"layout", "linear", "positions"}),
         spell=_narrow_latex,
         float64=_narrow,
         batch="dims",
@@ -617,7 +561,7 @@ register(
         vjp=lambda g, out, a, offset, dim1, dim2: (
             apply("diagonal_backward", g, shape=a.shape, offset=offset, dim1=dim1, dim2=dim2),
         ),
-        tags=frozenset({"layout", "linear"}),
+        tags=frozenset({"layout", "linear", "positions"}),
         spell=lambda attrs, inputs: {"diagonal_args": _diagonal_args(attrs)},
         float64=lambda a, offset, dim1, dim2: np.diagonal(a, offset, dim1, dim2),
         batch="dims",
@@ -636,7 +580,7 @@ register(
         "DiagEmbedBackward0",
         saves=False,
         vjp=lambda g, out, x, shape, offset, dim1, dim2: (apply("diagonal", g, offset=offset, dim1=dim1, dim2=dim2),),
-        tags=frozenset({"linear"}),
+        tags=frozenset({"linear", "positions"}),
         spell=_diagonal_backward_text,
         float64=lambda g, shape, offset, dim1, dim2: _diagonal_backward(g, shape, offset, dim1, dim2, 0.0),
     )

@@ -275,7 +275,7 @@ class _Local:
                     attrs = node.op.stand_in_attrs(mapping, *(part.shape for part in node.inputs), **attrs)
                 attrs = {k: at_sizes(v, sizes) for k, v in attrs.items()}
                 made[id(node)] = with_inputs(node, [made[id(i)] for i in node.inputs], attrs)
-                if mapping and node.op.stand_in_attrs is None:
+                if mapping and node.op.has("positions"):
                     _follows(made[id(node)], at_sizes(stood_in(tuple(node.shape), mapping), sizes))
         before, after = made[id(self.before)], made[id(self.after)]
         if mapping and before.shape != after.shape:  # an op whose row has no stand-in for a size it names
@@ -301,8 +301,9 @@ class _Local:
 
 
 def _follows(made: Tensor, expected: tuple) -> None:
-    """Refuse a stand-in under which a node's shape is not its own with the sizes replaced: an attribute that names
-    a size (a slice's bound) would make the check one of another op, which could hold where the true one does not."""
+    """Refuse a stand-in under which a positions op's shape is not its own with the sizes replaced: an attribute that
+    names a position (a slice's bound) would make the check one of another op, which could hold where the true one
+    does not."""
     if tuple(made.shape) != tuple(expected):
         raise ShapeError(f"at the stand-in sizes a {made.op.name} has shape {made.shape}, not {expected}")
 

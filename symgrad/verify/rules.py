@@ -173,9 +173,9 @@ def _rule_holds(node: Tensor, methods: dict[str, int]) -> tuple[bool, int, dict,
         if mapping and node.op.stand_in_attrs is not None:
             attrs = node.op.stand_in_attrs(mapping, *(part.shape for part in node.inputs), **node.attrs)
         out = apply(node.op.name, *fresh, **attrs)
-        if mapping and node.op.stand_in_attrs is None and tuple(out.shape) != shrunk(node.shape, mapping):
-            # an attribute names a size (a slice's bound): the check would be one of another op, which could hold
-            # where the true one does not
+        if mapping and node.op.has("positions") and tuple(out.shape) != shrunk(node.shape, mapping):
+            # an attribute names a position (a slice's bound) the stand-in moves: the check would be one of another
+            # op, which could hold where the true one does not
             raise ShapeError(f"at the stand-in sizes the output has shape {out.shape}, not {node.shape} replaced")
         g = symbols_like(out, "g", distinct=True)
         return fresh, out, g, list(node.op.vjp(g, out, *fresh, **attrs))

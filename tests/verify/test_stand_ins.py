@@ -134,7 +134,7 @@ def test_a_gpt_with_a_large_vocabulary_and_a_sliced_causal_mask_is_proved_at_sta
     import public_models as pm
 
     torch.manual_seed(0)
-    config = pm.GPTConfig(n_layer=2, n_head=2, n_embd=8, vocab_size=3000, block_size=64)
+    config = pm.GPTConfig(n_layer=1, n_head=2, n_embd=8, vocab_size=3000, block_size=64)
     model = pm.GPT(config).double()
     idx, targets = torch.randint(0, 3000, (2, 12)), torch.randint(0, 3000, (2, 12))
     traced = sg.trace(
@@ -151,3 +151,22 @@ def test_a_gpt_with_a_large_vocabulary_and_a_sliced_causal_mask_is_proved_at_sta
     assert "3000→" in str(proof) and "12→" in str(proof) and "64→" in str(proof)
     assert proof.numeric[0]["held"]
     assert time.process_time() - start < 60
+
+
+def test_a_resnet_stem_with_its_max_pool_is_proved_at_stand_ins():
+    """ResNet's stem: a 7×7 convolution at stride 2, batch norm, ReLU and a 3×3 max pool at stride 2. The pool's
+    row recomputes its output size at the stand-ins, so the picture's sides shrink through it too."""
+    torch.manual_seed(0)
+    stem = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 7, stride=2, padding=3, bias=False),
+        torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(3, stride=2, padding=1),
+    ).double()
+    x = torch.randn(2, 3, 32, 32, dtype=torch.float64)
+    traced = sg.trace(lambda x: stem(x).square().mean(), x, dynamic_shapes={"x": {0: "b"}}, modules={"stem": stem})
+    wrt = list(traced.parameters.values())
+    proof = sg.prove(traced.output, wrt, laws=sg.law(traced.output, wrt))
+    assert proof.held, str(proof)
+    assert "16→" in str(proof) and "32→" in str(proof)
+    assert proof.numeric[0]["held"]

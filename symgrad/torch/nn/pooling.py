@@ -26,8 +26,8 @@ from ...core.constructors import tensor
 from ...core.dims import is_concrete
 from ...core.errors import TorchRuntimeError, UnsupportedError
 from ...core.tensor import Tensor, apply, constant
-from ...ops.pooling import max_pool_indices
-from .windows import as_tuple, pad_spatial, stack_last, window_slices, windows_out_length
+from ...ops.pooling import max_pool_indices, windows_out_length
+from .windows import as_tuple, pad_spatial, stack_last, window_slices
 
 
 class _Windows:

@@ -1,10 +1,8 @@
 """Sliding windows over the spatial dims of ``(N, C, *spatial)`` tensors, the shared part of convolution and pooling.
 
 A window position is a strided basic slice of the (padded) input, ``x[..., k·d : k·d + (L − 1)·s + 1 : s]`` for kernel
-offset ``k``, so convolutions and poolings are layout ops, products and reductions, whose gradients follow.
-
->>> windows_out_length(5, kernel=3, stride=2, padding=1, dilation=1, ceil_mode=False)
-3
+offset ``k``, so convolutions and poolings are layout ops, products and reductions, whose gradients follow (how many
+windows fit: :func:`symgrad.ops.pooling.windows_out_length`).
 """
 
 from __future__ import annotations
@@ -24,16 +22,6 @@ def as_tuple(value: Any, n: int, what: str) -> tuple[int, ...]:
     if len(items) != n or not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
         raise TorchRuntimeError(f"{what} must be an int or a tuple of {n} ints, not {value!r}")
     return items
-
-
-def windows_out_length(size: int, kernel: int, stride: int, padding: int, dilation: int, ceil_mode: bool) -> int:
-    """torch's ``pooling_output_shape``: how many windows fit, a partial last one counted with ``ceil_mode``
-    when it starts inside the input or its left padding."""
-    span = size + 2 * padding - dilation * (kernel - 1) - 1
-    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
-    if ceil_mode and (out - 1) * stride >= size + padding:
-        out -= 1
-    return out
 
 
 def pad_spatial(x: Tensor, low: tuple[int, ...], high: tuple[int, ...], value: float) -> Tensor:
