@@ -6,8 +6,9 @@ rows as :class:`Op` values and registers them here; a tensor method such as
 autograd engine of :mod:`symgrad.derive` registers itself in :data:`ENGINES`, so
 ``Tensor.backward`` reaches it without the core importing the layers above.
 
->>> sorted(TAGS)
-['bilinear', 'broadcasting', 'comparison', 'creation', 'kernel', 'layout', 'linear', 'one_dtype', 'random']
+>>> sorted(TAGS)  # doctest: +NORMALIZE_WHITESPACE
+['bilinear', 'broadcasting', 'comparison', 'creation', 'kernel', 'layout', 'linear', 'one_dtype', 'positions',
+ 'random']
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ from .code_text import (
 from .curvature_code import STYLES, curvature_codegen
 from .formatting import formatted
 from .kernels import joined_cross_entropy, masks_of_relu_outputs, split_cross_entropy, tiled_slice_gradients
+from .recompute import remade
 from .runtime_dtypes import drifts
 from .shape_checks import dim_lines, message_literal, shape_checks
 from .statements import count_uses, fit_statement, name_statements, needs_name, tuple_call, tuple_labels
@@ -130,6 +131,9 @@ def plan(
         frontier |= {id(part) for part in node.inputs if id(part) in forward_nodes}
     frontier |= {id(g) for g in laws if id(g) in forward_nodes}
     frontier |= {key for key, node in forward_nodes.items() if _is_draw(node)}  # noise is saved, never drawn again
+    # a one-hot of the targets and what it is made from: the backward makes them again from the targets
+    again = remade([forward_nodes[key] for key in frontier if key in forward_nodes], forward_nodes)
+    frontier -= {id(node) for node in again}
     checks, sources = shape_checks(inputs, guards)
     # new tensors are made like a floating input (token ids come first in a language model), and a constant of
     # another float dtype than that input's (a float32 region of a float64 model) names its own
@@ -175,6 +179,8 @@ def plan(
     forward_result = printer.doprint(output)
     update_lines, counter = _update_lines([u for u in updates if u not in folded], printer, buffer_names or {}, counter)
     names_map[id(output)] = "output"
+    for node in again:  # the backward makes these again (its own names), from inputs it saves
+        names_map.pop(id(node), None)
 
     # a draw the laws rebuilt (a copy of the forward's node, with its key) is the noise the forward saved: the
     # backward reads it and never draws again

@@ -71,6 +71,12 @@ def reduction_grad_fn(base: str) -> Callable:
     )
 
 
+def few_entries(*shapes: tuple, **attrs: Any) -> tuple:
+    """At most 3 along each fixed dim: where a proof checks the rule of a reduction whose every gradient entry reads
+    the whole input (the maximum of all entries, a product), as the work grows with the square of its entries."""
+    return tuple(tuple(min(d, 3) if isinstance(d, int) else d for d in shape) for shape in shapes)
+
+
 register(
     Op(
         "sum",
@@ -133,6 +139,7 @@ register(
         "AmaxBackward0",
         vjp=lambda g, out, a, dim, keepdim: (_tie_share(g, out, a, dim, keepdim),),
         batch="dims",
+        rule_shapes=few_entries,
     )
 )
 
@@ -161,6 +168,7 @@ register(
         vjp=lambda g, out, a: (_evenly_distribute(g, out, a),),
         float64=lambda a: np.max(a) if a.size else np.array(np.nan),
         batch=_max_all_batch,
+        rule_shapes=few_entries,
     )
 )
 

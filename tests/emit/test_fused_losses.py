@@ -238,3 +238,42 @@ def test_log_softmax_backward_is_torchs_kernel_on_the_saved_output(dtype):
     applied = values.clone().requires_grad_()
     module.apply(applied, weights).backward(g)
     assert torch.equal(applied.grad, theirs)
+
+
+def test_a_gpts_loss_saves_its_targets_not_their_one_hot():
+    """nanoGPT's loss, cross-entropy over a vocabulary with ignore_index=-1 and the head tied to the embedding: its
+    backward reads a one-hot of the targets, batch × vocabulary floats. The drop-in makes it again in the backward
+    from the targets it saves, so that it saves no more than autograd, and its gradients stay autograd's."""
+    import public_models as pm
+
+    torch.manual_seed(0)
+    model = pm.GPT(pm.GPTConfig(n_layer=1, n_head=2, n_embd=8, vocab_size=500, block_size=16)).double()
+    idx, targets = torch.randint(0, 500, (2, 6)), torch.randint(0, 500, (2, 6))
+    targets[0, 2] = -1
+
+    def loss(idx, targets):
+        return model(idx, targets)[1]
+
+    dynamic = {"idx": {0: "b"}, "targets": {0: "b"}}
+    traced = sg.trace(loss, idx, targets, dynamic_shapes=dynamic, modules={"model": model})
+    drop_in = sg.compile(traced, name="Loss").LossModule(traced.model)
+    owned = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
+
+    def saved(call) -> tuple[int, torch.Tensor]:
+        seen: dict[int, int] = {}
+
+        def pack(t):
+            if t.untyped_storage().data_ptr() not in owned:
+                seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = call(idx, targets)
+        return sum(seen.values()), out
+
+    (ours, out), (theirs, expected) = saved(drop_in), saved(loss)
+    assert ours <= theirs
+    grads = torch.autograd.grad(out, list(model.parameters()))
+    expected_grads = torch.autograd.grad(expected, list(model.parameters()))
+    for a, b in zip(grads, expected_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)

@@ -187,3 +187,28 @@ def test_a_number_that_changes_with_a_size_otherwise_is_refused():
         sg.trace(
             lambda x: x.sum() * float(x.size(-1) % 3), torch.randn(3, 4, dtype=F64), dynamic_shapes={"x": {1: "n"}}
         )
+
+
+def test_a_one_hot_of_targets_at_a_symbolic_batch_follows_with_its_class_count():
+    """F.one_hot(y, C) of targets whose batch is symbolic: torch's kernel checks the values when it runs, so the
+    trace follows; without num_classes the class count is the targets' largest value, which a symbolic batch leaves
+    unknown, and that is refused in one line."""
+    head = torch.nn.Linear(4, 7).double()
+    x, y = torch.randn(5, 4, dtype=F64), torch.tensor([0, 6, 2, 2, 5])
+
+    def loss(x, y):
+        return -(torch.nn.functional.one_hot(y, 7) * torch.log_softmax(head(x), -1)).sum()
+
+    traced = sg.trace(loss, x, y, dynamic_shapes={"x": {0: "m"}, "y": {0: "m"}}, modules={"head": head})
+    twin = sg.compile(traced, name="Loss").LossModule(traced.model)
+    x3, y3 = torch.randn(3, 4, dtype=F64), torch.tensor([1, 0, 6])
+    (ours,) = torch.autograd.grad(twin(x3, y3), head.weight)
+    (theirs,) = torch.autograd.grad(loss(x3, y3), head.weight)
+    torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-14)
+    with pytest.raises(sg.UnsupportedError, match="one_hot without num_classes"):
+        sg.trace(
+            lambda x, y: (torch.nn.functional.one_hot(y) * x).sum(),
+            torch.randn(5, 7, dtype=F64),
+            y,
+            dynamic_shapes={"x": {0: "m"}, "y": {0: "m"}},
+        )

@@ -22,7 +22,7 @@ import numpy as np
 
 from ...core.constructors import full_like, tensor
 from ...core.dtypes import is_floating
-from ...core.errors import ShapeError, TorchRuntimeError, TorchValueError
+from ...core.errors import ShapeError, TorchRuntimeError, TorchValueError, UnsupportedError
 from ...core.tensor import Tensor, apply, wrap
 from .targets import class_targets, known_classes
 
@@ -395,6 +395,13 @@ def _probability_cross_entropy(
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """The one-hot encoding of class indices (no gradient); ``num_classes=-1`` means max + 1."""
     target = class_targets(tensor, "one_hot")
+    if not target.has_values():  # symbolic targets (a symbolic batch): torch's kernel checks them when it runs
+        if num_classes == -1:
+            raise UnsupportedError(
+                "one_hot without num_classes takes its class count from the targets' values, which symbolic targets "
+                "do not have: leave the targets' sizes out of the symbolic sizes"
+            )
+        return apply("one_hot", target, num_classes=num_classes)
     flat = [int(v) for v in target.values().reshape(-1)]
     if num_classes == -1:
         num_classes = (max(flat) + 1) if flat else 0
