@@ -112,9 +112,10 @@ def no_law_for_second_order(op: str) -> Callable:
 def _torch_prod_others(torch, a, dim: int):
     if a.ndim == 0:
         return torch.ones_like(a)
-    ones = torch.ones_like(a.narrow(dim, 0, 1))
-    before = torch.cat([ones, a.narrow(dim, 0, a.shape[dim] - 1)], dim).cumprod(dim)
-    after = torch.cat([ones, a.flip(dim).narrow(dim, 0, a.shape[dim] - 1)], dim).cumprod(dim).flip(dim)
+    n = a.shape[dim]  # an empty dim: its products are empty too (min and max keep the slices in range)
+    ones = torch.ones_like(a.narrow(dim, 0, min(1, n)))
+    before = torch.cat([ones, a.narrow(dim, 0, max(n - 1, 0))], dim).cumprod(dim)
+    after = torch.cat([ones, a.flip(dim).narrow(dim, 0, max(n - 1, 0))], dim).cumprod(dim).flip(dim)
     return before * after
 
 
@@ -124,9 +125,10 @@ register(
         lambda a, dim: a,
         lambda a, dim: slices_along(a, dim, lambda r: [sympy.Mul(*r[:i], *r[i + 1 :]) for i in range(len(r))]),
         _torch_prod_others,
-        "torch.cat([torch.ones_like({0}.narrow({dim}, 0, 1)), {0}.narrow({dim}, 0, {0}.shape[{dim}] - 1)], {dim})"
-        ".cumprod({dim}) * torch.cat([torch.ones_like({0}.narrow({dim}, 0, 1)), {0}.flip({dim}).narrow({dim}, 0, "
-        "{0}.shape[{dim}] - 1)], {dim}).cumprod({dim}).flip({dim})",
+        "torch.cat([torch.ones_like({0}.narrow({dim}, 0, min(1, {0}.shape[{dim}]))), {0}.narrow({dim}, 0, "
+        "max({0}.shape[{dim}] - 1, 0))], {dim}).cumprod({dim}) * torch.cat([torch.ones_like({0}.narrow({dim}, 0, "
+        "min(1, {0}.shape[{dim}]))), {0}.flip({dim}).narrow({dim}, 0, max({0}.shape[{dim}] - 1, 0))], {dim})"
+        ".cumprod({dim}).flip({dim})",
         r"\prod_{{j \neq i}} {0}_j",
         "none",
         vjp=no_law_for_second_order("prod"),

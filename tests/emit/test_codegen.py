@@ -251,3 +251,13 @@ def test_a_diagonals_gradient_is_torch_diag_embed_where_it_is_one(dims, spelled)
     (a.diagonal(dim1=dims[0], dim2=dims[1]) ** 2).sum().backward()
     (ours,) = module.vjp(a.detach(), torch.tensor(1.0, dtype=torch.float64))
     assert torch.equal(ours, a.grad)
+
+
+def test_a_product_along_an_empty_dim_has_an_empty_gradient_in_emitted_code():
+    """x.prod(1) of a (m, 0) tensor is ones; its gradient is empty, where slicing one entry off the empty dim would
+    raise."""
+    x = torch.randn(3, 0, dtype=torch.float64, requires_grad=True)
+    traced = sg.trace(lambda x: (x.prod(1) * torch.arange(3.0, dtype=torch.float64)[: x.shape[0]]).sum(), x)
+    module = sg.compile(traced, name="EmptyProduct")
+    (ours,) = module.vjp(x.detach(), torch.tensor(1.0, dtype=torch.float64))
+    assert ours.shape == (3, 0)
