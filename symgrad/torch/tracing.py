@@ -406,6 +406,12 @@ def _symbolic_call(
                 f"needs {', '.join(symbolic_dims)} as a number; leave {', '.join(symbolic_dims)} out of the "
                 "symbolic sizes"
             ) from None
+        if symbolic_dims and isinstance(error, TypeError) and "truth value of Relational" in str(error):
+            raise UnsupportedError(  # a branch on a comparison of a symbolic size (SymPy's bool() of it)
+                f"{function_name(func)} ({user_line()}): symgrad follows it at the example's sizes only, as it "
+                f"branches on the value of {', '.join(symbolic_dims)}; leave {', '.join(symbolic_dims)} out of the "
+                "symbolic sizes"
+            ) from None
         raise InternalError(
             f"{function_name(func)} ({user_line()}): symgrad failed where torch did not, with "
             f"{type(error).__name__}: {' '.join(str(error).split())} (a bug in symgrad: please report it)"

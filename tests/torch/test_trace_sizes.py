@@ -212,3 +212,17 @@ def test_a_one_hot_of_targets_at_a_symbolic_batch_follows_with_its_class_count()
             y,
             dynamic_shapes={"x": {0: "m"}, "y": {0: "m"}},
         )
+
+
+def test_a_branch_on_a_symbolic_size_inside_a_call_is_refused_in_one_line():
+    """embedding_bag with a padding_idx checks it against the table's length, a symbolic size here: a one-line
+    refusal naming the size, where it was reported as a bug of symgrad."""
+    weight = torch.randn(5, 5, dtype=F64, requires_grad=True)
+    bags = torch.tensor([[2, 1, 1], [0, 2, 4], [2, 0, 0]])
+    with pytest.raises(sg.UnsupportedError, match="branches on the value of m; leave m out of the symbolic sizes"):
+        sg.trace(
+            lambda w, bags: torch.nn.functional.embedding_bag(bags, w, padding_idx=2, mode="sum").sum(),
+            weight,
+            bags,
+            dynamic_shapes={"w": {0: "m"}},
+        )
