@@ -275,6 +275,8 @@ class _Local:
                     attrs = node.op.stand_in_attrs(mapping, *(part.shape for part in node.inputs), **attrs)
                 attrs = {k: at_sizes(v, sizes) for k, v in attrs.items()}
                 made[id(node)] = with_inputs(node, [made[id(i)] for i in node.inputs], attrs)
+                if mapping and 0 in made[id(node)].shape and 0 not in at_sizes(tuple(node.shape), sizes):
+                    raise ShapeError("a stand-in size empties a node")
                 if mapping and node.op.has("positions"):
                     _follows(made[id(node)], at_sizes(stood_in(tuple(node.shape), mapping), sizes))
         before, after = made[id(self.before)], made[id(self.after)]

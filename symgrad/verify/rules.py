@@ -173,6 +173,8 @@ def _rule_holds(node: Tensor, methods: dict[str, int]) -> tuple[bool, int, dict,
         if mapping and node.op.stand_in_attrs is not None:
             attrs = node.op.stand_in_attrs(mapping, *(part.shape for part in node.inputs), **node.attrs)
         out = apply(node.op.name, *fresh, **attrs)
+        if 0 in out.shape and 0 not in node.shape:
+            raise ShapeError("a stand-in size empties the output")
         if mapping and node.op.has("positions") and tuple(out.shape) != shrunk(node.shape, mapping):
             # an attribute names a position (a slice's bound) the stand-in moves: the check would be one of another
             # op, which could hold where the true one does not
