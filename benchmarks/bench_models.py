@@ -100,7 +100,7 @@ def _step(call, inputs, parameters) -> None:
         out.backward()
 
 
-def _saved_bytes(call, inputs, owned_tensors) -> int:
+def saved_bytes(call, inputs, owned_tensors) -> int:
     """Bytes of the tensors the step saves for its backward, each storage once, without ``owned_tensors`` (the
     model's own parameters and buffers: a saved reference to a weight holds no memory of its own)."""
     owned = {t.untyped_storage().data_ptr() for t in owned_tensors}
@@ -156,7 +156,7 @@ def measure(name: str, batch: int, dtype: torch.dtype, with_compile: bool) -> di
     out["one pass"] = statistics.median(s / a for s, a in zip(times["one pass"], times["autograd"]))
     models = {"autograd": model, "symgrad": twin}
     out["saved"] = {
-        label: _saved_bytes(calls[label][0], inputs, [*m.parameters(), *m.buffers()]) for label, m in models.items()
+        label: saved_bytes(calls[label][0], inputs, [*m.parameters(), *m.buffers()]) for label, m in models.items()
     }
     return out
 
@@ -215,7 +215,7 @@ def measure_layer_norm(batch: int, dtype: torch.dtype) -> dict:
     ratios = sorted(a / c for a, c in zip(times["symgrad"], times["autograd"]))
     out["ratio"] = (ratios[0], statistics.median(ratios), ratios[-1])
     out["floor"] = statistics.median(f / c for f, c in zip(times["floor"], times["autograd"]))
-    saved = {label: _saved_bytes(calls[label], leaves, leaves) for label in ("autograd", "symgrad")}
+    saved = {label: saved_bytes(calls[label], leaves, leaves) for label in ("autograd", "symgrad")}
     out["saved"] = saved
     return out
 

@@ -71,26 +71,10 @@ def _build(kind: str, width: int, depth: int):
     return model, loss, example, step, dynamic
 
 
-def _saved_bytes(loss, inputs, owned) -> int:
-    """Bytes of the tensors a step saves for its backward, each storage once, without the model's own tensors."""
-    import torch
-
-    mine = {t.untyped_storage().data_ptr() for t in owned}
-    seen: dict[int, int] = {}
-
-    def pack(t):
-        if t.untyped_storage().data_ptr() not in mine:
-            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = loss(*inputs)
-    del out
-    return sum(seen.values())
-
-
 def _steps(model, loss, drop_in, inputs) -> dict:
     """One float32 training step of autograd and of the drop-in, alternating: median seconds, ratio, saved bytes."""
+    from bench_models import saved_bytes  # the same count as the model benchmarks'
+
     parameters = list(model.parameters())
 
     def step(call) -> float:
@@ -112,7 +96,7 @@ def _steps(model, loss, drop_in, inputs) -> dict:
         "symgrad_s": statistics.median(ours),
         "ratio": statistics.median(ratios),
         "ratio_spread": (ratios[0], ratios[-1]),
-        "saved_ratio": _saved_bytes(drop_in, inputs, owned) / max(1, _saved_bytes(loss, inputs, owned)),
+        "saved_ratio": saved_bytes(drop_in, inputs, owned) / max(1, saved_bytes(loss, inputs, owned)),
     }
 
 

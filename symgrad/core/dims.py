@@ -208,20 +208,19 @@ def reshape_at_stand_ins(mapping: dict[int, int], source: Shape, shape: Sequence
     >>> reshape_at_stand_ins({64: 4, 768: 3}, (2, 64, 768), (2, 64, 12, 64))
     (2, 4, 3, 1)
     """
-    small_source = stood_in(source, mapping)
-    replaced = stood_in(reshape_target(source, shape), mapping)
+    target = reshape_target(source, shape)
+    small_source, replaced = stood_in(source, mapping), stood_in(target, mapping)
     if same_dim(numel(replaced), numel(small_source)):
         return replaced
-    target = reshape_target(source, shape)
     if not all(isinstance(d, int) for d in (*source, *target)) or 0 in source:
         raise ShapeError(f"no stand-in for the reshape of {format_shape(source)} as {format_shape(target)}")
     new: list[int] = []
     for ins, outs in reshape_runs(tuple(source), tuple(target)):
-        small = math.prod(mapping.get(source[k], source[k]) for k in ins)
+        small = math.prod(small_source[k] for k in ins)
         if len(outs) == 1:
             new.append(small)
             continue
-        split = [mapping.get(target[k], target[k]) for k in outs]
+        split = [replaced[k] for k in outs]
         if math.prod(split) != small:  # heads split from a width: the rule reads no split, so the stand-in need not
             split = [small] + [1] * (len(outs) - 1)
         new.extend(split)

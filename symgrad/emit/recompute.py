@@ -10,7 +10,7 @@ the backward makes it again from those inputs, which the Function saves instead.
 >>> from symgrad.core.tensor import apply
 >>> y = sg.symbols("y", (4,), dtype="int64")
 >>> hot = apply("one_hot", y, num_classes=1000)
->>> [node is hot for node in remade([hot], {id(hot): hot})]
+>>> [node is hot for node in remade([hot], {id(node): node for node in topological(hot)})]
 [True]
 """
 
@@ -27,28 +27,30 @@ from ..core.tensor import Tensor
 def remade(saved: Iterable[Tensor], forward: Mapping[int, Tensor]) -> list[Tensor]:
     """Of the forward values the backward reads (``saved``), those it makes again (see the module docstring), with
     the forward nodes they are made from that would otherwise need saving too, inputs before their users.
-    ``forward`` maps the ids of the forward's nodes to them."""
+    ``forward`` maps the ids of the forward's nodes to them, inputs before their users."""
+    from_data = _from_data(forward)
     chosen: dict[int, Tensor] = {}
     for node in saved:
-        if node.op is None or not _from_data(node):
+        if node.op is None or not from_data.get(id(node), False):
             continue
         leaves = [leaf for leaf in topological(node) if leaf.op is None and leaf.kind == "symbol"]
-        made_from = sum((numel(leaf.shape) for leaf in leaves), 0)
-        if _larger(numel(node.shape), made_from):
+        if _larger(numel(node.shape), sum((numel(leaf.shape) for leaf in leaves), 0)):
             for part in topological(node):
                 if part.op is not None and id(part) in forward:
                     chosen.setdefault(id(part), part)
     return list(chosen.values())
 
 
-def _from_data(node: Tensor) -> bool:
-    """Whether ``node`` is made from integer or boolean inputs and constants alone."""
-    for part in topological(node):
-        if part.op is None and part.kind == "symbol" and is_floating(part.dtype):
-            return False
-        if part.op is not None and part.op.has("random"):
-            return False
-    return True
+def _from_data(forward: Mapping[int, Tensor]) -> dict[int, bool]:
+    """Whether each forward node is made from integer or boolean inputs and constants alone, in one pass (inputs
+    come before their users)."""
+    made: dict[int, bool] = {}
+    for key, node in forward.items():
+        if node.op is None:
+            made[key] = not (node.kind == "symbol" and is_floating(node.dtype))
+        else:
+            made[key] = not node.op.has("random") and all(made.get(id(part), False) for part in node.inputs)
+    return made
 
 
 def _larger(entries: object, made_from: object) -> bool:

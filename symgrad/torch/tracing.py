@@ -400,22 +400,32 @@ def _symbolic_call(
         ) from None
     except Exception as error:  # torch ran this call: any other error of symgrad's is a bug of symgrad's
         symbolic_dims = _dims_in((args, kwargs), recorder)
-        if symbolic_dims and isinstance(error, TypeError) and "Cannot convert expression" in str(error):
-            raise UnsupportedError(  # a number the call needs is a symbolic size there (SymPy's float() of it)
+        cause = _symbolic_cause(error) if symbolic_dims else None
+        if cause is not None:
+            named = ", ".join(symbolic_dims)
+            raise UnsupportedError(
                 f"{function_name(func)} ({user_line()}): symgrad follows it at the example's sizes only, as it "
-                f"needs {', '.join(symbolic_dims)} as a number; leave {', '.join(symbolic_dims)} out of the "
-                "symbolic sizes"
-            ) from None
-        if symbolic_dims and isinstance(error, TypeError) and "truth value of Relational" in str(error):
-            raise UnsupportedError(  # a branch on a comparison of a symbolic size (SymPy's bool() of it)
-                f"{function_name(func)} ({user_line()}): symgrad follows it at the example's sizes only, as it "
-                f"branches on the value of {', '.join(symbolic_dims)}; leave {', '.join(symbolic_dims)} out of the "
-                "symbolic sizes"
+                f"{cause.format(named)}; leave {named} out of the symbolic sizes"
             ) from None
         raise InternalError(
             f"{function_name(func)} ({user_line()}): symgrad failed where torch did not, with "
             f"{type(error).__name__}: {' '.join(str(error).split())} (a bug in symgrad: please report it)"
         ) from error
+
+
+# SymPy's TypeErrors where a call needs a symbolic size's value, and what the call does with it
+_SYMBOLIC_CAUSES = {
+    "Cannot convert expression": "needs {} as a number",  # float() of a size
+    "truth value of Relational": "branches on the value of {}",  # bool() of a comparison of a size
+}
+
+
+def _symbolic_cause(error: Exception) -> str | None:
+    """What a call did with a symbolic size that SymPy refused, as a template for the sizes' names; None for
+    another error."""
+    if not isinstance(error, TypeError):
+        return None
+    return next((cause for text, cause in _SYMBOLIC_CAUSES.items() if text in str(error)), None)
 
 
 _BATCH_NORM = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")

@@ -104,7 +104,8 @@ def instantiate(roots: Sequence[Tensor], sizes: Sizes, *, rng: random.Random | N
 def instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random, stand_ins: dict[int, int] | None = None) -> Tensor:
     """One leaf at ``sizes`` (see :func:`instantiate`); ``rng`` draws class indices. ``stand_ins`` replaces fixed
     sizes of a symbol leaf's shape and class count by smaller ones (see :mod:`.stand_ins`)."""
-    shape = at_sizes(stood_in(tuple(node.shape), stand_ins or {}), sizes)
+    stand_ins = stand_ins or {}
+    shape = at_sizes(stood_in(tuple(node.shape), stand_ins), sizes)
     if node.kind != "symbol":
         entries = node.entries()
         flat = [sympy.sympify(e) for e in entries.reshape(-1)]
@@ -121,7 +122,7 @@ def instantiate_leaf(node: Tensor, sizes: Sizes, rng: random.Random, stand_ins: 
         )
     classes = getattr(node, "classes", None)
     if classes is not None:
-        bound = int(at_sizes(stood_in((classes,), stand_ins or {})[0], sizes))
+        bound = int(at_sizes(stood_in((classes,), stand_ins)[0], sizes))
         count = int(np.prod(shape, dtype=int))
         values = np.array([rng.randrange(bound) for _ in range(count)], dtype=object).reshape(shape)
         return tensor(values.tolist(), name=node.name, dtype="int64")

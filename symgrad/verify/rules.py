@@ -30,7 +30,7 @@ import numpy as np
 
 from ..core.budget import tick
 from ..core.constructors import symbols, symbols_like, tensor
-from ..core.dims import is_concrete
+from ..core.dims import is_concrete, stood_in
 from ..core.dtypes import is_floating
 from ..core.errors import ShapeError
 from ..core.graph import topological_all
@@ -39,7 +39,7 @@ from ..derive.entrywise import vjp_entries
 from ..derive.reverse import needed_nodes
 from ..ops.calculus import NoDerivative
 from .instances import instantiate
-from .stand_ins import REFUSALS, large_sizes, shrunk, stand_in
+from .stand_ins import REFUSALS, large_sizes, stand_in
 from .zeros import EntryRun
 
 __all__ = ["RuleCheck", "check_rules", "instantiate", "rule_nodes"]
@@ -116,17 +116,23 @@ def _signature(node: Tensor) -> tuple:
     """What a rule check depends on: the op, its attributes, its inputs' shapes and dtypes, and the inputs it keeps
     as they are (the very tensor, or the Python number's value); masks and indices it draws anew are alike (the
     causal masks of a transformer's layers)."""
-    indexes = node.op.indexes(*node.inputs, **node.attrs) if node.op.indexes is not None else []
-    picked = {id(index) for size, index in indexes if isinstance(size, int)}
+    picks = _picks(node)
     parts = tuple(
         (tuple(str(d) for d in part.shape), part.dtype)
         if _fresh(part)
         else (tuple(str(d) for d in part.shape), part.dtype, "drawn")
-        if _drawable(part, is_index=id(part) in picked)
+        if _drawable(part, is_index=id(part) in picks)
         else (tuple(str(d) for d in part.shape), part.dtype, part.is_python_scalar, _kept(part))
         for part in node.inputs
     )
     return (node.op.name, tuple(sorted((k, repr(v)) for k, v in node.attrs.items())), parts)
+
+
+def _picks(node: Tensor) -> dict[int, int]:
+    """The fixed size each index input of ``node`` picks entries along (see the ``indexes`` field of an op's row),
+    by the index's id."""
+    pairs = node.op.indexes(*node.inputs, **node.attrs) if node.op.indexes is not None else []
+    return {id(index): size for size, index in pairs if isinstance(size, int)}
 
 
 def _kept(part: Tensor) -> Any:
@@ -144,8 +150,7 @@ def _rule_holds(node: Tensor, methods: dict[str, int]) -> tuple[bool, int, dict,
     fixed = large_sizes(part.shape for part in node.inputs)
     # an index (gather's, cross-entropy's targets) is drawn anew at the stand-in sizes, its values below the size
     # it picks along: a rule holds for every index, so it need not be the graph's
-    pairs = node.op.indexes(*node.inputs, **node.attrs) if node.op.indexes is not None else []
-    picks = {id(index): size for size, index in pairs if isinstance(size, int)}
+    picks = _picks(node)
     # so is a mask (a causal mask) or another integer tensor (a one-hot encoding): a rule holds for every value
     drawn = {id(part) for part in node.inputs if _drawable(part, is_index=id(part) in picks)}
     keep = {
@@ -162,7 +167,7 @@ def _rule_holds(node: Tensor, methods: dict[str, int]) -> tuple[bool, int, dict,
 
     def build(mapping: dict[int, int]) -> tuple[list[Tensor], Tensor, Tensor, list]:
         fresh = [
-            symbols(f"in{k}", shrunk(shape, mapping), requires_grad=True, dtype=part.dtype)
+            symbols(f"in{k}", stood_in(shape, mapping), requires_grad=True, dtype=part.dtype)
             if _fresh(part)
             else _drawn(part, mapping, picks.get(id(part)))
             if mapping and id(part) in drawn
@@ -175,7 +180,7 @@ def _rule_holds(node: Tensor, methods: dict[str, int]) -> tuple[bool, int, dict,
         out = apply(node.op.name, *fresh, **attrs)
         if 0 in out.shape and 0 not in node.shape:
             raise ShapeError("a stand-in size empties the output")
-        if mapping and node.op.has("positions") and tuple(out.shape) != shrunk(node.shape, mapping):
+        if mapping and node.op.has("positions") and tuple(out.shape) != stood_in(node.shape, mapping):
             # an attribute names a position (a slice's bound) the stand-in moves: the check would be one of another
             # op, which could hold where the true one does not
             raise ShapeError(f"at the stand-in sizes the output has shape {out.shape}, not {node.shape} replaced")
@@ -205,7 +210,7 @@ def _drawn(part: Tensor, mapping: dict[int, int], size: int | None) -> Tensor:
     """A stand-in for ``part`` at the stand-in sizes. An index: values drawn below ``size``'s stand-in, and its
     negative values (an ignore_index) kept among them where it has any. A mask: 0 or 1. Another integer tensor: 0, 1
     or 2 (its own values may take millions of terms to read, a one-hot encoding of a vocabulary)."""
-    shape = shrunk(part.shape, mapping)
+    shape = stood_in(part.shape, mapping)
     rng = random.Random(7)
     count = int(np.prod(shape, dtype=np.int64))
     if size is not None:

@@ -11,7 +11,8 @@ it kept.
 >>> shapes = [(2, 32, 14, 14), (32, 3, 3, 3)]
 >>> large_sizes(shapes)
 [14, 32]
->>> shrunk(shapes[0], {32: 4, 14: 5})
+>>> from symgrad.core.dims import stood_in  # how a shape takes its stand-ins
+>>> stood_in(shapes[0], {32: 4, 14: 5})
 (2, 4, 5, 5)
 >>> def accepts(mapping):  # an op that needs 32 to stay: fails unless it does
 ...     if mapping.get(32, 32) != 32:
@@ -48,11 +49,6 @@ def large_sizes(shapes: Iterable[Sequence[Any]]) -> list[int]:
             elif isinstance(d, (int, sympy.Integer)) and d > STAND_IN_ABOVE:
                 found.add(int(d))
     return sorted(found)
-
-
-def shrunk(shape: Sequence[Any], mapping: dict[int, int]) -> tuple:
-    """``shape`` with each size in ``mapping`` replaced by its stand-in."""
-    return tuple(mapping.get(d, d) if isinstance(d, int) else d for d in shape)
 
 
 def stand_in(
