@@ -399,7 +399,8 @@ def _symbolic_call(
             f"{', '.join(symbolic_dims)} ({error}); leave {', '.join(symbolic_dims)} out of the symbolic sizes"
         ) from None
     except Exception as error:  # torch ran this call: any other error of symgrad's is a bug of symgrad's
-        symbolic_dims = _dims_in((args, kwargs), recorder)
+        # the sizes reach the call as tensors' shapes, or as Python numbers that SymPy's message names (a count)
+        symbolic_dims = _dims_in((args, kwargs), recorder) or _dims_named(str(error), recorder)
         cause = _symbolic_cause(error) if symbolic_dims else None
         if cause is not None:
             named = ", ".join(symbolic_dims)

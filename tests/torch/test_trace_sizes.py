@@ -226,3 +226,14 @@ def test_a_branch_on_a_symbolic_size_inside_a_call_is_refused_in_one_line():
             bags,
             dynamic_shapes={"w": {0: "m"}},
         )
+
+
+def test_a_count_made_from_a_symbolic_size_that_a_call_branches_on_is_refused_in_one_line():
+    """torch.linspace(0, 1, x.shape[0]) at a symbolic length: the count reaches the call as a number, not a tensor,
+    and the refusal still names the size, where it was reported as a bug of symgrad."""
+    with pytest.raises(sg.UnsupportedError, match="branches on the value of m; leave m out of the symbolic sizes"):
+        sg.trace(
+            lambda x: (x * torch.linspace(0, 1, x.shape[0], dtype=F64)).sum(),
+            torch.randn(5, dtype=F64),
+            dynamic_shapes={"x": {0: "m"}},
+        )
