@@ -25,21 +25,39 @@ import math
 
 import torch
 
+# each input's shape: numbers, and the names of sizes that must agree wherever they appear
+_SHAPES = (
+    ("Q", "n×d", ("n", "d")),
+    ("K", "m×d", ("m", "d")),
+    ("V", "m×d", ("m", "d")),
+)
+
 
 def _check_shapes(Q, K, V):
-    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
-    if Q.dim() != 2:
-        raise ValueError(f"Q has shape {tuple(Q.shape)}, expected n×d")
-    if K.dim() != 2:
-        raise ValueError(f"K has shape {tuple(K.shape)}, expected m×d")
-    if K.shape[1] != Q.shape[1]:
-        raise ValueError(f"K has shape {tuple(K.shape)} and Q has shape {tuple(Q.shape)}: their sizes d differ")
-    if V.dim() != 2:
-        raise ValueError(f"V has shape {tuple(V.shape)}, expected m×d")
-    if V.shape[0] != K.shape[0]:
-        raise ValueError(f"V has shape {tuple(V.shape)} and K has shape {tuple(K.shape)}: their sizes m differ")
-    if V.shape[1] != Q.shape[1]:
-        raise ValueError(f"V has shape {tuple(V.shape)} and Q has shape {tuple(Q.shape)}: their sizes d differ")
+    """Raise ValueError unless the inputs have the shapes of _SHAPES (the module docstring's)."""
+    n = Q.shape[0] if Q.dim() > 0 else -1
+    d = Q.shape[1] if Q.dim() > 1 else -1
+    m = K.shape[0] if K.dim() > 0 else -1
+    shapes = tuple(tensor.shape for tensor in (Q, K, V))
+    expected = ((n, d), (m, d), (m, d))
+    if shapes != expected:
+        _shape_error(shapes, expected)
+
+
+def _shape_error(shapes, expected):
+    """Raise ValueError naming the first input whose shape is not its row's in _SHAPES."""
+    first = {}  # each named size: the input it is first read from, its shape and the size
+    for (name, text, row), shape, wanted in zip(_SHAPES, shapes, expected):
+        shape = tuple(shape)
+        for size, entry in zip(shape, row) if len(shape) == len(row) else ():
+            if isinstance(entry, str) and entry.isidentifier():
+                other, other_shape, other_size = first.setdefault(entry, (name, shape, size))
+                if other_size != size:
+                    raise ValueError(
+                        f"{name} has shape {shape} and {other} has shape {other_shape}: their sizes {entry} differ"
+                    )
+        if shape != wanted:
+            raise ValueError(f"{name} has shape {shape}, expected {text}")
 
 
 def _size_ratio(top, bottom):
@@ -50,19 +68,15 @@ def _size_ratio(top, bottom):
     return math.nan if top == 0 else math.copysign(math.inf, top)
 
 
-def forward(Q, K, V):
-    r"""Return out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V."""
-    _check_shapes(Q, K, V)
+def _forward(Q, K, V):
+    r"""out, and the intermediates the backward reads."""
     d = Q.shape[1]
     t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
-    return t_1 @ V
+    return t_1 @ V, t_1
 
 
-def vjp(Q, K, V, grad_output):
-    r"""Return (grad_Q, grad_K, grad_V): the gradients of out contracted with grad_output."""
-    _check_shapes(Q, K, V)
-    d = Q.shape[1]
-    t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
+def _backward(Q, K, V, t_1, d, grad_output):
+    r"""The gradients (grad_Q, grad_K, grad_V), from what the forward saved."""
     t_2 = torch.ops.aten._softmax_backward_data((grad_output @ V.T).to(t_1.dtype), t_1, 1, t_1.dtype)
     t_3 = t_2 / math.sqrt(d)
     grad_Q = t_3 @ K
@@ -71,18 +85,26 @@ def vjp(Q, K, V, grad_output):
     return (grad_Q, grad_K, grad_V)
 
 
+def forward(Q, K, V):
+    r"""Return out = torch.softmax(Q @ K.T / sqrt(d), dim=1) @ V."""
+    _check_shapes(Q, K, V)
+    return _forward(Q, K, V)[0]
+
+
+def vjp(Q, K, V, grad_output):
+    r"""Return (grad_Q, grad_K, grad_V): the gradients of out contracted with grad_output."""
+    _check_shapes(Q, K, V)
+    d = Q.shape[1]
+    _, t_1 = _forward(Q, K, V)
+    return _backward(Q, K, V, t_1, d, grad_output)
+
+
 def forward_and_vjp(Q, K, V, grad_output):
     """Return (out, (grad_Q, grad_K, grad_V)) in one pass: the forward values are computed once."""
     _check_shapes(Q, K, V)
     d = Q.shape[1]
-    t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
-    output = t_1 @ V
-    t_2 = torch.ops.aten._softmax_backward_data((grad_output @ V.T).to(t_1.dtype), t_1, 1, t_1.dtype)
-    t_3 = t_2 / math.sqrt(d)
-    grad_Q = t_3 @ K
-    grad_K = t_3.T @ Q
-    grad_V = t_1.T @ grad_output
-    return output, (grad_Q, grad_K, grad_V)
+    output, t_1 = _forward(Q, K, V)
+    return output, _backward(Q, K, V, t_1, d, grad_output)
 
 
 class AttentionScoresFunction(torch.autograd.Function):
@@ -98,10 +120,7 @@ class AttentionScoresFunction(torch.autograd.Function):
     @staticmethod
     def forward(Q, K, V):
         _check_shapes(Q, K, V)
-        d = Q.shape[1]
-        t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
-        output = t_1 @ V
-        return output, t_1
+        return _forward(Q, K, V)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -118,26 +137,16 @@ class AttentionScoresFunction(torch.autograd.Function):
         Q, K, V, t_1 = ctx.saved_tensors
         (d,) = ctx.sizes
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
-            t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
-        t_2 = torch.ops.aten._softmax_backward_data((grad_output @ V.T).to(t_1.dtype), t_1, 1, t_1.dtype)
-        t_3 = t_2 / math.sqrt(d)
-        grad_Q = t_3 @ K
-        grad_K = t_3.T @ Q
-        grad_V = t_1.T @ grad_output
+            _, t_1 = _forward(Q, K, V)
+        grad_Q, grad_K, grad_V = _backward(Q, K, V, t_1, d, grad_output)
         return grad_Q, grad_K, grad_V
 
     @staticmethod
     def jvp(ctx, *tangents):
         Q, K, V, _ = ctx.saved_tensors
-        tangent_Q = tangents[0]
-        if tangent_Q is None:
-            tangent_Q = torch.zeros_like(Q)
-        tangent_K = tangents[1]
-        if tangent_K is None:
-            tangent_K = torch.zeros_like(K)
-        tangent_V = tangents[2]
-        if tangent_V is None:
-            tangent_V = torch.zeros_like(V)
+        tangent_Q = torch.zeros_like(Q) if tangents[0] is None else tangents[0]
+        tangent_K = torch.zeros_like(K) if tangents[1] is None else tangents[1]
+        tangent_V = torch.zeros_like(V) if tangents[2] is None else tangents[2]
         d = Q.shape[1]
         t_4 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
         t_5 = torch.ops.aten._softmax_backward_data(
@@ -157,9 +166,8 @@ class _EagerAttentionScoresFunction(AttentionScoresFunction):
     @staticmethod
     def forward(ctx, Q, K, V):
         _check_shapes(Q, K, V)
+        output, t_1 = _forward(Q, K, V)
         d = Q.shape[1]
-        t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
-        output = t_1 @ V
         ctx.sizes = (d,)
         ctx.save_for_backward(Q, K, V, t_1)
         ctx.save_for_forward(Q, K, V, t_1)

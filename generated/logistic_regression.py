@@ -13,45 +13,72 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 
 import torch
 
+# each input's shape: numbers, and the names of sizes that must agree wherever they appear
+_SHAPES = (
+    ("X", "m×n", ("m", "n")),
+    ("w", "n", ("n",)),
+    ("y", "m", ("m",)),
+)
+
 
 def _check_shapes(X, w, y):
-    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
-    if X.dim() != 2:
-        raise ValueError(f"X has shape {tuple(X.shape)}, expected m×n")
-    if w.dim() != 1:
-        raise ValueError(f"w has shape {tuple(w.shape)}, expected n")
-    if w.shape[0] != X.shape[1]:
-        raise ValueError(f"w has shape {tuple(w.shape)} and X has shape {tuple(X.shape)}: their sizes n differ")
-    if y.dim() != 1:
-        raise ValueError(f"y has shape {tuple(y.shape)}, expected m")
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y has shape {tuple(y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+    """Raise ValueError unless the inputs have the shapes of _SHAPES (the module docstring's)."""
+    m = X.shape[0] if X.dim() > 0 else -1
+    n = X.shape[1] if X.dim() > 1 else -1
+    shapes = tuple(tensor.shape for tensor in (X, w, y))
+    expected = ((m, n), (n,), (m,))
+    if shapes != expected:
+        _shape_error(shapes, expected)
+
+
+def _shape_error(shapes, expected):
+    """Raise ValueError naming the first input whose shape is not its row's in _SHAPES."""
+    first = {}  # each named size: the input it is first read from, its shape and the size
+    for (name, text, row), shape, wanted in zip(_SHAPES, shapes, expected):
+        shape = tuple(shape)
+        for size, entry in zip(shape, row) if len(shape) == len(row) else ():
+            if isinstance(entry, str) and entry.isidentifier():
+                other, other_shape, other_size = first.setdefault(entry, (name, shape, size))
+                if other_size != size:
+                    raise ValueError(
+                        f"{name} has shape {shape} and {other} has shape {other_shape}: their sizes {entry} differ"
+                    )
+        if shape != wanted:
+            raise ValueError(f"{name} has shape {shape}, expected {text}")
+
+
+def _forward(X, w, y):
+    r"""out, and the intermediates the backward reads."""
+    t_1 = X @ w
+    return torch.nn.functional.binary_cross_entropy_with_logits(t_1, y), t_1
+
+
+def _backward(X, y, t_1, m, grad_output):
+    r"""The gradients (grad_w), from what the forward saved."""
+    grad_w = X.T @ ((torch.sigmoid(t_1) - y) * (grad_output / m))
+    return (grad_w,)
 
 
 def forward(X, w, y):
     r"""Return out = F.binary_cross_entropy_with_logits(X @ w, y)."""
     _check_shapes(X, w, y)
-    t_1 = X @ w
-    return torch.nn.functional.binary_cross_entropy_with_logits(t_1, y)
+    return _forward(X, w, y)[0]
 
 
 def vjp(X, w, y, grad_output):
     r"""Return (grad_w): the gradients of out contracted with grad_output."""
     _check_shapes(X, w, y)
     m = X.shape[0]
-    t_1 = X @ w
-    grad_w = X.T @ ((torch.sigmoid(t_1) - y) * (grad_output / m))
-    return (grad_w,)
+    _, t_1 = _forward(X, w, y)
+    return _backward(X, y, t_1, m, grad_output)
 
 
 def forward_and_vjp(X, w, y, grad_output):
     """Return (out, (grad_w)) in one pass: the forward values are computed once."""
     _check_shapes(X, w, y)
     m = X.shape[0]
-    t_1 = X @ w
-    output = torch.nn.functional.binary_cross_entropy_with_logits(t_1, y)
-    grad_w = X.T @ ((torch.sigmoid(t_1) - y) * (grad_output / m))
-    return output, (grad_w,)
+    output, t_1 = _forward(X, w, y)
+    return output, _backward(X, y, t_1, m, grad_output)
 
 
 class LogisticRegressionFunction(torch.autograd.Function):
@@ -68,9 +95,7 @@ class LogisticRegressionFunction(torch.autograd.Function):
     @staticmethod
     def forward(X, w, y):
         _check_shapes(X, w, y)
-        t_1 = X @ w
-        output = torch.nn.functional.binary_cross_entropy_with_logits(t_1, y)
-        return output, t_1
+        return _forward(X, w, y)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -89,22 +114,16 @@ class LogisticRegressionFunction(torch.autograd.Function):
         if ctx.needs_input_grad[0] or ctx.needs_input_grad[2]:
             raise RuntimeError("LogisticRegressionFunction gives gradients for w only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
-            t_1 = X @ w
-        grad_w = X.T @ ((torch.sigmoid(t_1) - y) * (grad_output / m))
+            _, t_1 = _forward(X, w, y)
+        (grad_w,) = _backward(X, y, t_1, m, grad_output)
         return None, grad_w, None
 
     @staticmethod
     def jvp(ctx, *tangents):
         X, w, y, _ = ctx.saved_tensors
-        tangent_X = tangents[0]
-        if tangent_X is None:
-            tangent_X = torch.zeros_like(X)
-        tangent_w = tangents[1]
-        if tangent_w is None:
-            tangent_w = torch.zeros_like(w)
-        tangent_y = tangents[2]
-        if tangent_y is None:
-            tangent_y = torch.zeros_like(y)
+        tangent_X = torch.zeros_like(X) if tangents[0] is None else tangents[0]
+        tangent_w = torch.zeros_like(w) if tangents[1] is None else tangents[1]
+        tangent_y = torch.zeros_like(y) if tangents[2] is None else tangents[2]
         m = X.shape[0]
         t_2 = X @ w
         t_3 = (X @ tangent_w + tangent_X @ w) * (torch.sigmoid(t_2) - y) - tangent_y * t_2
@@ -122,9 +141,8 @@ class _EagerLogisticRegressionFunction(LogisticRegressionFunction):
     @staticmethod
     def forward(ctx, X, w, y):
         _check_shapes(X, w, y)
+        output, t_1 = _forward(X, w, y)
         m = X.shape[0]
-        t_1 = X @ w
-        output = torch.nn.functional.binary_cross_entropy_with_logits(t_1, y)
         ctx.sizes = (m,)
         ctx.save_for_backward(X, w, y, t_1)
         ctx.save_for_forward(X, w, y, t_1)

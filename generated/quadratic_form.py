@@ -17,47 +17,70 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 
 import torch
 
+# each input's shape: numbers, and the names of sizes that must agree wherever they appear
+_SHAPES = (
+    ("x", "n×1", ("n", 1)),
+    ("A", "n×n", ("n", "n")),
+)
+
 
 def _check_shapes(x, A):
-    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
-    if x.dim() != 2:
-        raise ValueError(f"x has shape {tuple(x.shape)}, expected n×1")
-    if x.shape[1] != 1:
-        raise ValueError(f"x has shape {tuple(x.shape)}, expected n×1")
-    if A.dim() != 2:
-        raise ValueError(f"A has shape {tuple(A.shape)}, expected n×n")
-    if A.shape[0] != x.shape[0]:
-        raise ValueError(f"A has shape {tuple(A.shape)} and x has shape {tuple(x.shape)}: their sizes n differ")
-    if A.shape[1] != x.shape[0]:
-        raise ValueError(f"A has shape {tuple(A.shape)} and x has shape {tuple(x.shape)}: their sizes n differ")
+    """Raise ValueError unless the inputs have the shapes of _SHAPES (the module docstring's)."""
+    n = x.shape[0] if x.dim() > 0 else -1
+    shapes = tuple(tensor.shape for tensor in (x, A))
+    expected = ((n, 1), (n, n))
+    if shapes != expected:
+        _shape_error(shapes, expected)
 
 
-def forward(x, A):
-    r"""Return out = x.T @ A @ x."""
-    _check_shapes(x, A)
+def _shape_error(shapes, expected):
+    """Raise ValueError naming the first input whose shape is not its row's in _SHAPES."""
+    first = {}  # each named size: the input it is first read from, its shape and the size
+    for (name, text, row), shape, wanted in zip(_SHAPES, shapes, expected):
+        shape = tuple(shape)
+        for size, entry in zip(shape, row) if len(shape) == len(row) else ():
+            if isinstance(entry, str) and entry.isidentifier():
+                other, other_shape, other_size = first.setdefault(entry, (name, shape, size))
+                if other_size != size:
+                    raise ValueError(
+                        f"{name} has shape {shape} and {other} has shape {other_shape}: their sizes {entry} differ"
+                    )
+        if shape != wanted:
+            raise ValueError(f"{name} has shape {shape}, expected {text}")
+
+
+def _forward(x, A):
+    r"""out, and the intermediates the backward reads."""
     t_1 = x.T @ A
-    return t_1 @ x
+    return t_1 @ x, t_1
 
 
-def vjp(x, A, grad_output):
-    r"""Return (grad_x, grad_A): the gradients of out contracted with grad_output."""
-    _check_shapes(x, A)
-    t_1 = x.T @ A
+def _backward(x, A, t_1, grad_output):
+    r"""The gradients (grad_x, grad_A), from what the forward saved."""
     t_2 = grad_output * x.T
     grad_x = t_1.T * grad_output + A @ t_2.T
     grad_A = x * t_2
     return (grad_x, grad_A)
 
 
+def forward(x, A):
+    r"""Return out = x.T @ A @ x."""
+    _check_shapes(x, A)
+    return _forward(x, A)[0]
+
+
+def vjp(x, A, grad_output):
+    r"""Return (grad_x, grad_A): the gradients of out contracted with grad_output."""
+    _check_shapes(x, A)
+    _, t_1 = _forward(x, A)
+    return _backward(x, A, t_1, grad_output)
+
+
 def forward_and_vjp(x, A, grad_output):
     """Return (out, (grad_x, grad_A)) in one pass: the forward values are computed once."""
     _check_shapes(x, A)
-    t_1 = x.T @ A
-    output = t_1 @ x
-    t_2 = grad_output * x.T
-    grad_x = t_1.T * grad_output + A @ t_2.T
-    grad_A = x * t_2
-    return output, (grad_x, grad_A)
+    output, t_1 = _forward(x, A)
+    return output, _backward(x, A, t_1, grad_output)
 
 
 class QuadraticFormFunction(torch.autograd.Function):
@@ -73,9 +96,7 @@ class QuadraticFormFunction(torch.autograd.Function):
     @staticmethod
     def forward(x, A):
         _check_shapes(x, A)
-        t_1 = x.T @ A
-        output = t_1 @ x
-        return output, t_1
+        return _forward(x, A)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -89,21 +110,15 @@ class QuadraticFormFunction(torch.autograd.Function):
     def backward(ctx, grad_output, *_):
         x, A, t_1 = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
-            t_1 = x.T @ A
-        t_2 = grad_output * x.T
-        grad_x = t_1.T * grad_output + A @ t_2.T
-        grad_A = x * t_2
+            _, t_1 = _forward(x, A)
+        grad_x, grad_A = _backward(x, A, t_1, grad_output)
         return grad_x, grad_A
 
     @staticmethod
     def jvp(ctx, *tangents):
         x, A, _ = ctx.saved_tensors
-        tangent_x = tangents[0]
-        if tangent_x is None:
-            tangent_x = torch.zeros_like(x)
-        tangent_A = tangents[1]
-        if tangent_A is None:
-            tangent_A = torch.zeros_like(A)
+        tangent_x = torch.zeros_like(x) if tangents[0] is None else tangents[0]
+        tangent_A = torch.zeros_like(A) if tangents[1] is None else tangents[1]
         output_tangent = x.T @ A @ tangent_x + (x.T @ tangent_A + tangent_x.T @ A) @ x
         return output_tangent, None
 
@@ -118,8 +133,7 @@ class _EagerQuadraticFormFunction(QuadraticFormFunction):
     @staticmethod
     def forward(ctx, x, A):
         _check_shapes(x, A)
-        t_1 = x.T @ A
-        output = t_1 @ x
+        output, t_1 = _forward(x, A)
         ctx.save_for_backward(x, A, t_1)
         ctx.save_for_forward(x, A, t_1)
         return output

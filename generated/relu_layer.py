@@ -23,47 +23,72 @@ import torch
 # three or four), and nll_loss_forward, which returns the loss with the total weight its backward divides by;
 # torch differentiates them twice and in forward mode. Used here: threshold_backward.
 
+# each input's shape: numbers, and the names of sizes that must agree wherever they appear
+_SHAPES = (
+    ("W", "k×n", ("k", "n")),
+    ("X", "n×m", ("n", "m")),
+    ("b", "k×1", ("k", 1)),
+)
+
 
 def _check_shapes(W, X, b):
-    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
-    if W.dim() != 2:
-        raise ValueError(f"W has shape {tuple(W.shape)}, expected k×n")
-    if X.dim() != 2:
-        raise ValueError(f"X has shape {tuple(X.shape)}, expected n×m")
-    if X.shape[0] != W.shape[1]:
-        raise ValueError(f"X has shape {tuple(X.shape)} and W has shape {tuple(W.shape)}: their sizes n differ")
-    if b.dim() != 2:
-        raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
-    if b.shape[0] != W.shape[0]:
-        raise ValueError(f"b has shape {tuple(b.shape)} and W has shape {tuple(W.shape)}: their sizes k differ")
-    if b.shape[1] != 1:
-        raise ValueError(f"b has shape {tuple(b.shape)}, expected k×1")
+    """Raise ValueError unless the inputs have the shapes of _SHAPES (the module docstring's)."""
+    k = W.shape[0] if W.dim() > 0 else -1
+    n = W.shape[1] if W.dim() > 1 else -1
+    m = X.shape[1] if X.dim() > 1 else -1
+    shapes = tuple(tensor.shape for tensor in (W, X, b))
+    expected = ((k, n), (n, m), (k, 1))
+    if shapes != expected:
+        _shape_error(shapes, expected)
 
 
-def forward(W, X, b):
-    r"""Return out = torch.relu(W @ X + b)."""
-    _check_shapes(W, X, b)
+def _shape_error(shapes, expected):
+    """Raise ValueError naming the first input whose shape is not its row's in _SHAPES."""
+    first = {}  # each named size: the input it is first read from, its shape and the size
+    for (name, text, row), shape, wanted in zip(_SHAPES, shapes, expected):
+        shape = tuple(shape)
+        for size, entry in zip(shape, row) if len(shape) == len(row) else ():
+            if isinstance(entry, str) and entry.isidentifier():
+                other, other_shape, other_size = first.setdefault(entry, (name, shape, size))
+                if other_size != size:
+                    raise ValueError(
+                        f"{name} has shape {shape} and {other} has shape {other_shape}: their sizes {entry} differ"
+                    )
+        if shape != wanted:
+            raise ValueError(f"{name} has shape {shape}, expected {text}")
+
+
+def _forward(W, X, b):
+    r"""out."""
     return torch.relu(W @ X + b)
 
 
-def vjp(W, X, b, grad_output):
-    r"""Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
-    _check_shapes(W, X, b)
-    output = torch.relu(W @ X + b)
+def _backward(X, output, grad_output):
+    r"""The gradients (grad_W, grad_b), from what the forward saved."""
     t_1 = torch.ops.aten.threshold_backward(grad_output, output, 0)
     grad_W = t_1 @ X.T
     grad_b = t_1.sum(dim=1, keepdim=True)
     return (grad_W, grad_b)
 
 
+def forward(W, X, b):
+    r"""Return out = torch.relu(W @ X + b)."""
+    _check_shapes(W, X, b)
+    return _forward(W, X, b)
+
+
+def vjp(W, X, b, grad_output):
+    r"""Return (grad_W, grad_b): the gradients of out contracted with grad_output."""
+    _check_shapes(W, X, b)
+    output = _forward(W, X, b)
+    return _backward(X, output, grad_output)
+
+
 def forward_and_vjp(W, X, b, grad_output):
     """Return (out, (grad_W, grad_b)) in one pass: the forward values are computed once."""
     _check_shapes(W, X, b)
-    output = torch.relu(W @ X + b)
-    t_1 = torch.ops.aten.threshold_backward(grad_output, output, 0)
-    grad_W = t_1 @ X.T
-    grad_b = t_1.sum(dim=1, keepdim=True)
-    return output, (grad_W, grad_b)
+    output = _forward(W, X, b)
+    return output, _backward(X, output, grad_output)
 
 
 class ReluLayerFunction(torch.autograd.Function):
@@ -80,7 +105,7 @@ class ReluLayerFunction(torch.autograd.Function):
     @staticmethod
     def forward(W, X, b):
         _check_shapes(W, X, b)
-        return torch.relu(W @ X + b)
+        return _forward(W, X, b)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -94,24 +119,16 @@ class ReluLayerFunction(torch.autograd.Function):
         if ctx.needs_input_grad[1]:
             raise RuntimeError("ReluLayerFunction gives gradients for W, b only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
-            output = torch.relu(W @ X + b)
-        t_1 = torch.ops.aten.threshold_backward(grad_output, output, 0)
-        grad_W = t_1 @ X.T
-        grad_b = t_1.sum(dim=1, keepdim=True)
+            output = _forward(W, X, b)
+        grad_W, grad_b = _backward(X, output, grad_output)
         return grad_W, None, grad_b
 
     @staticmethod
     def jvp(ctx, *tangents):
         W, X, b, _ = ctx.saved_tensors
-        tangent_W = tangents[0]
-        if tangent_W is None:
-            tangent_W = torch.zeros_like(W)
-        tangent_X = tangents[1]
-        if tangent_X is None:
-            tangent_X = torch.zeros_like(X)
-        tangent_b = tangents[2]
-        if tangent_b is None:
-            tangent_b = torch.zeros_like(b)
+        tangent_W = torch.zeros_like(W) if tangents[0] is None else tangents[0]
+        tangent_X = torch.zeros_like(X) if tangents[1] is None else tangents[1]
+        tangent_b = torch.zeros_like(b) if tangents[2] is None else tangents[2]
         output_tangent = torch.ops.aten.threshold_backward(tangent_b + (W @ tangent_X + tangent_W @ X), W @ X + b, 0)
         return output_tangent
 
@@ -126,7 +143,7 @@ class _EagerReluLayerFunction(ReluLayerFunction):
     @staticmethod
     def forward(ctx, W, X, b):
         _check_shapes(W, X, b)
-        output = torch.relu(W @ X + b)
+        output = _forward(W, X, b)
         ctx.save_for_backward(W, X, b, output)
         ctx.save_for_forward(W, X, b, output)
         return output

@@ -12,38 +12,67 @@ Gradients, where grad_output is the gradient flowing into out (the vector-Jacobi
 
 import torch
 
+# each input's shape: numbers, and the names of sizes that must agree wherever they appear
+_SHAPES = (
+    ("w", "1×n", (1, "n")),
+    ("x", "n×m", ("n", "m")),
+)
+
 
 def _check_shapes(w, x):
-    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
-    if w.dim() != 2:
-        raise ValueError(f"w has shape {tuple(w.shape)}, expected 1×n")
-    if w.shape[0] != 1:
-        raise ValueError(f"w has shape {tuple(w.shape)}, expected 1×n")
-    if x.dim() != 2:
-        raise ValueError(f"x has shape {tuple(x.shape)}, expected n×m")
-    if x.shape[0] != w.shape[1]:
-        raise ValueError(f"x has shape {tuple(x.shape)} and w has shape {tuple(w.shape)}: their sizes n differ")
+    """Raise ValueError unless the inputs have the shapes of _SHAPES (the module docstring's)."""
+    n = w.shape[1] if w.dim() > 1 else -1
+    m = x.shape[1] if x.dim() > 1 else -1
+    shapes = tuple(tensor.shape for tensor in (w, x))
+    expected = ((1, n), (n, m))
+    if shapes != expected:
+        _shape_error(shapes, expected)
+
+
+def _shape_error(shapes, expected):
+    """Raise ValueError naming the first input whose shape is not its row's in _SHAPES."""
+    first = {}  # each named size: the input it is first read from, its shape and the size
+    for (name, text, row), shape, wanted in zip(_SHAPES, shapes, expected):
+        shape = tuple(shape)
+        for size, entry in zip(shape, row) if len(shape) == len(row) else ():
+            if isinstance(entry, str) and entry.isidentifier():
+                other, other_shape, other_size = first.setdefault(entry, (name, shape, size))
+                if other_size != size:
+                    raise ValueError(
+                        f"{name} has shape {shape} and {other} has shape {other_shape}: their sizes {entry} differ"
+                    )
+        if shape != wanted:
+            raise ValueError(f"{name} has shape {shape}, expected {text}")
+
+
+def _forward(w, x):
+    r"""out."""
+    return w @ x
+
+
+def _backward(x, grad_output):
+    r"""The gradients (grad_w), from what the forward saved."""
+    grad_w = grad_output @ x.T
+    return (grad_w,)
 
 
 def forward(w, x):
     r"""Return out = w @ x."""
     _check_shapes(w, x)
-    return w @ x
+    return _forward(w, x)
 
 
 def vjp(w, x, grad_output):
     r"""Return (grad_w): the gradients of out contracted with grad_output."""
     _check_shapes(w, x)
-    grad_w = grad_output @ x.T
-    return (grad_w,)
+    return _backward(x, grad_output)
 
 
 def forward_and_vjp(w, x, grad_output):
     """Return (out, (grad_w)) in one pass: the forward values are computed once."""
     _check_shapes(w, x)
-    output = w @ x
-    grad_w = grad_output @ x.T
-    return output, (grad_w,)
+    output = _forward(w, x)
+    return output, _backward(x, grad_output)
 
 
 class SeedWAtXFunction(torch.autograd.Function):
@@ -60,7 +89,7 @@ class SeedWAtXFunction(torch.autograd.Function):
     @staticmethod
     def forward(w, x):
         _check_shapes(w, x)
-        return w @ x
+        return _forward(w, x)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -73,18 +102,14 @@ class SeedWAtXFunction(torch.autograd.Function):
         _, x = ctx.saved_tensors
         if ctx.needs_input_grad[1]:
             raise RuntimeError("SeedWAtXFunction gives gradients for w only")
-        grad_w = grad_output @ x.T
+        (grad_w,) = _backward(x, grad_output)
         return grad_w, None
 
     @staticmethod
     def jvp(ctx, *tangents):
         w, x = ctx.saved_tensors
-        tangent_w = tangents[0]
-        if tangent_w is None:
-            tangent_w = torch.zeros_like(w)
-        tangent_x = tangents[1]
-        if tangent_x is None:
-            tangent_x = torch.zeros_like(x)
+        tangent_w = torch.zeros_like(w) if tangents[0] is None else tangents[0]
+        tangent_x = torch.zeros_like(x) if tangents[1] is None else tangents[1]
         output_tangent = w @ tangent_x + tangent_w @ x
         return output_tangent
 
@@ -99,7 +124,7 @@ class _EagerSeedWAtXFunction(SeedWAtXFunction):
     @staticmethod
     def forward(ctx, w, x):
         _check_shapes(w, x)
-        output = w @ x
+        output = _forward(w, x)
         ctx.save_for_backward(w, x)
         ctx.save_for_forward(w, x)
         return output

@@ -18,19 +18,39 @@ import torch
 # three or four), and nll_loss_forward, which returns the loss with the total weight its backward divides by;
 # torch differentiates them twice and in forward mode. Used here: nll_loss_forward.
 
+# each input's shape: numbers, and the names of sizes that must agree wherever they appear
+_SHAPES = (
+    ("X", "m×n", ("m", "n")),
+    ("W", "n×c", ("n", "c")),
+    ("y", "m", ("m",)),
+)
+
 
 def _check_shapes(X, W, y):
-    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
-    if X.dim() != 2:
-        raise ValueError(f"X has shape {tuple(X.shape)}, expected m×n")
-    if W.dim() != 2:
-        raise ValueError(f"W has shape {tuple(W.shape)}, expected n×c")
-    if W.shape[0] != X.shape[1]:
-        raise ValueError(f"W has shape {tuple(W.shape)} and X has shape {tuple(X.shape)}: their sizes n differ")
-    if y.dim() != 1:
-        raise ValueError(f"y has shape {tuple(y.shape)}, expected m")
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y has shape {tuple(y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+    """Raise ValueError unless the inputs have the shapes of _SHAPES (the module docstring's)."""
+    m = X.shape[0] if X.dim() > 0 else -1
+    n = X.shape[1] if X.dim() > 1 else -1
+    c = W.shape[1] if W.dim() > 1 else -1
+    shapes = tuple(tensor.shape for tensor in (X, W, y))
+    expected = ((m, n), (n, c), (m,))
+    if shapes != expected:
+        _shape_error(shapes, expected)
+
+
+def _shape_error(shapes, expected):
+    """Raise ValueError naming the first input whose shape is not its row's in _SHAPES."""
+    first = {}  # each named size: the input it is first read from, its shape and the size
+    for (name, text, row), shape, wanted in zip(_SHAPES, shapes, expected):
+        shape = tuple(shape)
+        for size, entry in zip(shape, row) if len(shape) == len(row) else ():
+            if isinstance(entry, str) and entry.isidentifier():
+                other, other_shape, other_size = first.setdefault(entry, (name, shape, size))
+                if other_size != size:
+                    raise ValueError(
+                        f"{name} has shape {shape} and {other} has shape {other_shape}: their sizes {entry} differ"
+                    )
+        if shape != wanted:
+            raise ValueError(f"{name} has shape {shape}, expected {text}")
 
 
 def _at_targets(value, target, shape, like):
@@ -57,31 +77,37 @@ def _cross_entropy_grad(log_probabilities, target, scale, total_weight):
     return torch.ops.aten._log_softmax_backward_data(picked, log_probabilities, 1, log_probabilities.dtype)
 
 
+def _forward(X, W, y):
+    r"""out, and the intermediates the backward reads."""
+    t_1 = torch.log_softmax(X @ W, dim=1)
+    t_2, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
+    return t_2, t_1, t_3
+
+
+def _backward(X, y, t_1, t_3, grad_output):
+    r"""The gradients (grad_W), from what the forward saved."""
+    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, t_3)
+    return (grad_W,)
+
+
 def forward(X, W, y):
     r"""Return out = F.cross_entropy(X @ W, y)."""
     _check_shapes(X, W, y)
-    t_1 = torch.log_softmax(X @ W, dim=1)
-    t_2, _ = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
-    return t_2
+    return _forward(X, W, y)[0]
 
 
 def vjp(X, W, y, grad_output):
     r"""Return (grad_W): the gradients of out contracted with grad_output."""
     _check_shapes(X, W, y)
-    t_1 = torch.log_softmax(X @ W, dim=1)
-    _, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
-    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, t_3)
-    return (grad_W,)
+    _, t_1, t_3 = _forward(X, W, y)
+    return _backward(X, y, t_1, t_3, grad_output)
 
 
 def forward_and_vjp(X, W, y, grad_output):
     """Return (out, (grad_W)) in one pass: the forward values are computed once."""
     _check_shapes(X, W, y)
-    t_1 = torch.log_softmax(X @ W, dim=1)
-    t_2, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
-    output = t_2
-    grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, t_3)
-    return output, (grad_W,)
+    output, t_1, t_3 = _forward(X, W, y)
+    return output, _backward(X, y, t_1, t_3, grad_output)
 
 
 class SoftmaxCrossEntropyFunction(torch.autograd.Function):
@@ -98,10 +124,7 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def forward(X, W, y):
         _check_shapes(X, W, y)
-        t_1 = torch.log_softmax(X @ W, dim=1)
-        t_2, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
-        output = t_2
-        return output, t_1, t_3
+        return _forward(X, W, y)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -117,20 +140,15 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
         if ctx.needs_input_grad[0] or ctx.needs_input_grad[2]:
             raise RuntimeError("SoftmaxCrossEntropyFunction gives gradients for W only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
-            t_1 = torch.log_softmax(X @ W, dim=1)
-            _, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
-        grad_W = X.T @ _cross_entropy_grad(t_1, y, grad_output, t_3)
+            _, t_1, t_3 = _forward(X, W, y)
+        (grad_W,) = _backward(X, y, t_1, t_3, grad_output)
         return None, grad_W, None
 
     @staticmethod
     def jvp(ctx, *tangents):
         X, W, y, _, _ = ctx.saved_tensors
-        tangent_X = tangents[0]
-        if tangent_X is None:
-            tangent_X = torch.zeros_like(X)
-        tangent_W = tangents[1]
-        if tangent_W is None:
-            tangent_W = torch.zeros_like(W)
+        tangent_X = torch.zeros_like(X) if tangents[0] is None else tangents[0]
+        tangent_W = torch.zeros_like(W) if tangents[1] is None else tangents[1]
         c = W.shape[1]
         m = X.shape[0]
         t_4 = X @ tangent_W + tangent_X @ W
@@ -149,9 +167,7 @@ class _EagerSoftmaxCrossEntropyFunction(SoftmaxCrossEntropyFunction):
     @staticmethod
     def forward(ctx, X, W, y):
         _check_shapes(X, W, y)
-        t_1 = torch.log_softmax(X @ W, dim=1)
-        t_2, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
-        output = t_2
+        output, t_1, t_3 = _forward(X, W, y)
         ctx.save_for_backward(X, W, y, t_1, t_3)
         ctx.save_for_forward(X, W, y, t_1, t_3)
         return output

@@ -34,37 +34,43 @@ import torch
 # three or four), and nll_loss_forward, which returns the loss with the total weight its backward divides by;
 # torch differentiates them twice and in forward mode. Used here: tanh_backward.
 
+# each input's shape: numbers, and the names of sizes that must agree wherever they appear
+_SHAPES = (
+    ("W1", "h×n", ("h", "n")),
+    ("b1", "h×1", ("h", 1)),
+    ("W2", "k×h", ("k", "h")),
+    ("b2", "k×1", ("k", 1)),
+    ("X", "n×m", ("n", "m")),
+    ("Y", "k×m", ("k", "m")),
+)
+
 
 def _check_shapes(W1, b1, W2, b2, X, Y):
-    """Raise ValueError unless the inputs have the shapes given in the module docstring."""
-    if W1.dim() != 2:
-        raise ValueError(f"W1 has shape {tuple(W1.shape)}, expected h×n")
-    if b1.dim() != 2:
-        raise ValueError(f"b1 has shape {tuple(b1.shape)}, expected h×1")
-    if b1.shape[0] != W1.shape[0]:
-        raise ValueError(f"b1 has shape {tuple(b1.shape)} and W1 has shape {tuple(W1.shape)}: their sizes h differ")
-    if b1.shape[1] != 1:
-        raise ValueError(f"b1 has shape {tuple(b1.shape)}, expected h×1")
-    if W2.dim() != 2:
-        raise ValueError(f"W2 has shape {tuple(W2.shape)}, expected k×h")
-    if W2.shape[1] != W1.shape[0]:
-        raise ValueError(f"W2 has shape {tuple(W2.shape)} and W1 has shape {tuple(W1.shape)}: their sizes h differ")
-    if b2.dim() != 2:
-        raise ValueError(f"b2 has shape {tuple(b2.shape)}, expected k×1")
-    if b2.shape[0] != W2.shape[0]:
-        raise ValueError(f"b2 has shape {tuple(b2.shape)} and W2 has shape {tuple(W2.shape)}: their sizes k differ")
-    if b2.shape[1] != 1:
-        raise ValueError(f"b2 has shape {tuple(b2.shape)}, expected k×1")
-    if X.dim() != 2:
-        raise ValueError(f"X has shape {tuple(X.shape)}, expected n×m")
-    if X.shape[0] != W1.shape[1]:
-        raise ValueError(f"X has shape {tuple(X.shape)} and W1 has shape {tuple(W1.shape)}: their sizes n differ")
-    if Y.dim() != 2:
-        raise ValueError(f"Y has shape {tuple(Y.shape)}, expected k×m")
-    if Y.shape[0] != W2.shape[0]:
-        raise ValueError(f"Y has shape {tuple(Y.shape)} and W2 has shape {tuple(W2.shape)}: their sizes k differ")
-    if Y.shape[1] != X.shape[1]:
-        raise ValueError(f"Y has shape {tuple(Y.shape)} and X has shape {tuple(X.shape)}: their sizes m differ")
+    """Raise ValueError unless the inputs have the shapes of _SHAPES (the module docstring's)."""
+    h = W1.shape[0] if W1.dim() > 0 else -1
+    n = W1.shape[1] if W1.dim() > 1 else -1
+    k = W2.shape[0] if W2.dim() > 0 else -1
+    m = X.shape[1] if X.dim() > 1 else -1
+    shapes = tuple(tensor.shape for tensor in (W1, b1, W2, b2, X, Y))
+    expected = ((h, n), (h, 1), (k, h), (k, 1), (n, m), (k, m))
+    if shapes != expected:
+        _shape_error(shapes, expected)
+
+
+def _shape_error(shapes, expected):
+    """Raise ValueError naming the first input whose shape is not its row's in _SHAPES."""
+    first = {}  # each named size: the input it is first read from, its shape and the size
+    for (name, text, row), shape, wanted in zip(_SHAPES, shapes, expected):
+        shape = tuple(shape)
+        for size, entry in zip(shape, row) if len(shape) == len(row) else ():
+            if isinstance(entry, str) and entry.isidentifier():
+                other, other_shape, other_size = first.setdefault(entry, (name, shape, size))
+                if other_size != size:
+                    raise ValueError(
+                        f"{name} has shape {shape} and {other} has shape {other_shape}: their sizes {entry} differ"
+                    )
+        if shape != wanted:
+            raise ValueError(f"{name} has shape {shape}, expected {text}")
 
 
 def _size_ratio(top, bottom):
@@ -75,21 +81,15 @@ def _size_ratio(top, bottom):
     return math.nan if top == 0 else math.copysign(math.inf, top)
 
 
-def forward(W1, b1, W2, b2, X, Y):
-    r"""Return out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)."""
-    _check_shapes(W1, b1, W2, b2, X, Y)
+def _forward(W1, b1, W2, b2, X, Y):
+    r"""out, and the intermediates the backward reads."""
     t_1 = torch.tanh(W1 @ X + b1)
     t_2 = W2 @ t_1 + b2 - Y
-    return (t_2**2).mean()
+    return (t_2**2).mean(), t_1, t_2
 
 
-def vjp(W1, b1, W2, b2, X, Y, grad_output):
-    r"""Return (grad_W1, grad_b1, grad_W2, grad_b2): the gradients of out contracted with grad_output."""
-    _check_shapes(W1, b1, W2, b2, X, Y)
-    k = W2.shape[0]
-    m = X.shape[1]
-    t_1 = torch.tanh(W1 @ X + b1)
-    t_2 = W2 @ t_1 + b2 - Y
+def _backward(W2, X, t_1, t_2, k, m, grad_output):
+    r"""The gradients (grad_W1, grad_b1, grad_W2, grad_b2), from what the forward saved."""
     t_3 = 2 * (grad_output / (k * m)) * t_2
     t_4 = torch.ops.aten.tanh_backward(W2.T @ t_3, t_1)
     grad_W1 = t_4 @ X.T
@@ -99,21 +99,28 @@ def vjp(W1, b1, W2, b2, X, Y, grad_output):
     return (grad_W1, grad_b1, grad_W2, grad_b2)
 
 
+def forward(W1, b1, W2, b2, X, Y):
+    r"""Return out = F.mse_loss(W2 @ torch.tanh(W1 @ X + b1) + b2, Y)."""
+    _check_shapes(W1, b1, W2, b2, X, Y)
+    return _forward(W1, b1, W2, b2, X, Y)[0]
+
+
+def vjp(W1, b1, W2, b2, X, Y, grad_output):
+    r"""Return (grad_W1, grad_b1, grad_W2, grad_b2): the gradients of out contracted with grad_output."""
+    _check_shapes(W1, b1, W2, b2, X, Y)
+    k = W2.shape[0]
+    m = X.shape[1]
+    _, t_1, t_2 = _forward(W1, b1, W2, b2, X, Y)
+    return _backward(W2, X, t_1, t_2, k, m, grad_output)
+
+
 def forward_and_vjp(W1, b1, W2, b2, X, Y, grad_output):
     """Return (out, (grad_W1, grad_b1, grad_W2, grad_b2)) in one pass: the forward values are computed once."""
     _check_shapes(W1, b1, W2, b2, X, Y)
     k = W2.shape[0]
     m = X.shape[1]
-    t_1 = torch.tanh(W1 @ X + b1)
-    t_2 = W2 @ t_1 + b2 - Y
-    output = (t_2**2).mean()
-    t_3 = 2 * (grad_output / (k * m)) * t_2
-    t_4 = torch.ops.aten.tanh_backward(W2.T @ t_3, t_1)
-    grad_W1 = t_4 @ X.T
-    grad_b1 = t_4.sum(dim=1, keepdim=True)
-    grad_W2 = t_3 @ t_1.T
-    grad_b2 = t_3.sum(dim=1, keepdim=True)
-    return output, (grad_W1, grad_b1, grad_W2, grad_b2)
+    output, t_1, t_2 = _forward(W1, b1, W2, b2, X, Y)
+    return output, _backward(W2, X, t_1, t_2, k, m, grad_output)
 
 
 class TwoLayerMlpMseFunction(torch.autograd.Function):
@@ -130,10 +137,7 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
     @staticmethod
     def forward(W1, b1, W2, b2, X, Y):
         _check_shapes(W1, b1, W2, b2, X, Y)
-        t_1 = torch.tanh(W1 @ X + b1)
-        t_2 = W2 @ t_1 + b2 - Y
-        output = (t_2**2).mean()
-        return output, t_1, t_2
+        return _forward(W1, b1, W2, b2, X, Y)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -153,37 +157,19 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
         if ctx.needs_input_grad[4] or ctx.needs_input_grad[5]:
             raise RuntimeError("TwoLayerMlpMseFunction gives gradients for W1, b1, W2, b2 only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
-            t_1 = torch.tanh(W1 @ X + b1)
-            t_2 = W2 @ t_1 + b2 - Y
-        t_3 = 2 * (grad_output / (k * m)) * t_2
-        t_4 = torch.ops.aten.tanh_backward(W2.T @ t_3, t_1)
-        grad_W1 = t_4 @ X.T
-        grad_b1 = t_4.sum(dim=1, keepdim=True)
-        grad_W2 = t_3 @ t_1.T
-        grad_b2 = t_3.sum(dim=1, keepdim=True)
+            _, t_1, t_2 = _forward(W1, b1, W2, b2, X, Y)
+        grad_W1, grad_b1, grad_W2, grad_b2 = _backward(W2, X, t_1, t_2, k, m, grad_output)
         return grad_W1, grad_b1, grad_W2, grad_b2, None, None
 
     @staticmethod
     def jvp(ctx, *tangents):
         W1, b1, W2, b2, X, Y, _, _ = ctx.saved_tensors
-        tangent_W1 = tangents[0]
-        if tangent_W1 is None:
-            tangent_W1 = torch.zeros_like(W1)
-        tangent_b1 = tangents[1]
-        if tangent_b1 is None:
-            tangent_b1 = torch.zeros_like(b1)
-        tangent_W2 = tangents[2]
-        if tangent_W2 is None:
-            tangent_W2 = torch.zeros_like(W2)
-        tangent_b2 = tangents[3]
-        if tangent_b2 is None:
-            tangent_b2 = torch.zeros_like(b2)
-        tangent_X = tangents[4]
-        if tangent_X is None:
-            tangent_X = torch.zeros_like(X)
-        tangent_Y = tangents[5]
-        if tangent_Y is None:
-            tangent_Y = torch.zeros_like(Y)
+        tangent_W1 = torch.zeros_like(W1) if tangents[0] is None else tangents[0]
+        tangent_b1 = torch.zeros_like(b1) if tangents[1] is None else tangents[1]
+        tangent_W2 = torch.zeros_like(W2) if tangents[2] is None else tangents[2]
+        tangent_b2 = torch.zeros_like(b2) if tangents[3] is None else tangents[3]
+        tangent_X = torch.zeros_like(X) if tangents[4] is None else tangents[4]
+        tangent_Y = torch.zeros_like(Y) if tangents[5] is None else tangents[5]
         k = W2.shape[0]
         m = X.shape[1]
         t_5 = torch.tanh(W1 @ X + b1)
@@ -203,11 +189,9 @@ class _EagerTwoLayerMlpMseFunction(TwoLayerMlpMseFunction):
     @staticmethod
     def forward(ctx, W1, b1, W2, b2, X, Y):
         _check_shapes(W1, b1, W2, b2, X, Y)
+        output, t_1, t_2 = _forward(W1, b1, W2, b2, X, Y)
         k = W2.shape[0]
         m = X.shape[1]
-        t_1 = torch.tanh(W1 @ X + b1)
-        t_2 = W2 @ t_1 + b2 - Y
-        output = (t_2**2).mean()
         ctx.sizes = (k, m)
         ctx.save_for_backward(W1, b1, W2, b2, X, Y, t_1, t_2)
         ctx.save_for_forward(W1, b1, W2, b2, X, Y, t_1, t_2)

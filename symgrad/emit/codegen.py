@@ -18,7 +18,6 @@ import ast
 import keyword
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -50,37 +49,26 @@ from .code_text import (
 from .curvature_code import STYLES, curvature_codegen
 from .formatting import formatted
 from .kernels import joined_cross_entropy, masks_of_relu_outputs, split_cross_entropy, tiled_slice_gradients
+from .layout import (
+    DRAWS,
+    Plan,
+    dims_for,
+    draws,
+    function_saved_inputs,
+    is_draw,
+    layout,
+    needed_forward,
+    read,
+    step_arguments,
+    step_grads,
+    unpack_targets,
+    unpacked,
+)
 from .recompute import remade
 from .runtime_dtypes import drifts
-from .shape_checks import dim_lines, message_literal, shape_checks
+from .shape_checks import dim_lines, message_literal, shape_checks, shape_table
 from .statements import count_uses, fit_statement, name_statements, needs_name, tuple_call, tuple_labels
 from .templates import code_environment
-
-
-@dataclass
-class Plan:
-    """Statements of the emitted functions, as (name, expression) pairs."""
-
-    inputs: list[str]
-    forward_dims: list[tuple[str, str]]
-    backward_dims: list[tuple[str, str]]
-    checks: list[str]
-    forward: list[tuple[str, str]]
-    forward_result: str
-    backward: list[tuple[str, str]]
-    results: list[str]
-    saved_inputs: list[str]
-    saved_intermediates: list[str]
-    jvp_dims: list[tuple[str, str]] = field(default_factory=list)
-    jvp: list[tuple[str, str]] = field(default_factory=list)
-    tangents: list[str] = field(default_factory=list)
-    uses_math: bool = False
-    helpers: list[str] = field(default_factory=list)  # the module's helper functions its code calls
-    aten_kernels: list[str] = field(default_factory=list)
-    stateless: dict[str, str] = field(default_factory=dict)  # forward statements that update buffers, without it
-    gradients_text: list[tuple[str, str, str]] = field(default_factory=list)
-    updates: list[str] = field(default_factory=list)  # what the forward does to the model's buffers, in order
-    sources: dict = field(default_factory=dict)  # where each symbolic size is read (``x.shape[0]``)
 
 
 def plan(
@@ -130,7 +118,7 @@ def plan(
             continue
         frontier |= {id(part) for part in node.inputs if id(part) in forward_nodes}
     frontier |= {id(g) for g in laws if id(g) in forward_nodes}
-    frontier |= {key for key, node in forward_nodes.items() if _is_draw(node)}  # noise is saved, never drawn again
+    frontier |= {key for key, node in forward_nodes.items() if is_draw(node)}  # noise is saved, never drawn again
     # a one-hot of the targets and what it is made from: the backward makes them again from the targets
     again = remade([forward_nodes[key] for key in frontier if key in forward_nodes], forward_nodes)
     frontier -= {id(node) for node in again}
@@ -171,7 +159,7 @@ def plan(
             names_map[key] = label
             if key in frontier:
                 intermediates.append(label)
-    keys = [n.attrs["key"] for n in forward_nodes.values() if _is_draw(n)]
+    keys = [n.attrs["key"] for n in forward_nodes.values() if is_draw(n)]
     if keys != sorted(keys):
         raise SymgradError("the model draws its random numbers in an order the emitted forward would not keep")
     fitted, counter = fit_statement(output, "output", 8, names_map, printer, counter)
@@ -184,9 +172,9 @@ def plan(
 
     # a draw the laws rebuilt (a copy of the forward's node, with its key) is the noise the forward saved: the
     # backward reads it and never draws again
-    saved_noise = {n.attrs["key"]: names_map[k] for k, n in forward_nodes.items() if _is_draw(n) and k in names_map}
+    saved_noise = {n.attrs["key"]: names_map[k] for k, n in forward_nodes.items() if is_draw(n) and k in names_map}
     for key, node in law_nodes.items():
-        if _is_draw(node) and key not in names_map:
+        if is_draw(node) and key not in names_map:
             if node.attrs["key"] not in saved_noise:
                 raise SymgradError("the gradient reads a dropout's noise that the forward does not draw")
             names_map[key] = saved_noise[node.attrs["key"]]
@@ -217,10 +205,10 @@ def plan(
             text = f"{text if text.isidentifier() else f'({text})'}.to({x.name}.dtype)"  # as autograd casts it
         backward_lines.append((f"grad_{x.name}", text))
         results.append(f"grad_{x.name}")
-    if any(_draws(body) for _, body in backward_lines):  # a bug of the planner: refuse rather than draw again
+    if any(draws(body) for _, body in backward_lines):  # a bug of the planner: refuse rather than draw again
         raise SymgradError("the emitted backward would draw a dropout's noise again instead of reading the saved one")
     saved_inputs = [names_map[id(t)] for t in inputs if id(t) in frontier]
-    drawn = {key: names_map[key] for key, node in forward_nodes.items() if _is_draw(node) and key in frontier}
+    drawn = {key: names_map[key] for key, node in forward_nodes.items() if is_draw(node) and key in frontier}
     moving, jvp_dims, jvp_lines, jvp_printer = _forward_mode(expression, inputs, sources, counter, drawn)
     gradients_text = _readable_lines(readable, wrt, [*names, *sizes])
     return Plan(
@@ -423,10 +411,12 @@ def codegen(
     shapes = ", ".join(f"{t.name}: {format_shape(t.shape)}" for t in inputs)
     owned = {**(parameters or {}), **(buffers or {})}
     module_args = [_attribute_path("self.model", owned[t.name]) if t.name in owned else t.name for t in inputs]
-    needed = _needed_forward(p)
-    saved_inputs = _function_saved_inputs(p, needed)
+    needed = needed_forward(p)
+    shared = layout(p, needed)
+    saved_inputs = function_saved_inputs(p, [("", shared["recompute_call"]), *shared["recompute"]])
     saved = saved_inputs + p.saved_intermediates
-    function_dims = _dims_for(p, needed + p.backward)  # what the vjp and the Function's backward read
+    function_dims = dims_for(p, p.backward)  # what the Function's backward reads (ctx.sizes)
+    backward_params = [*read(saved, p.backward), *(d for d, _ in function_dims), "grad_output"]
     expression_line = None
     if expression is None:  # the forward as a listing: each shared part named once, so its size is the graph's
         forward = listing([("out", output)], prefix="f")
@@ -436,9 +426,12 @@ def codegen(
             expression_line = "Expression:\n" + "\n".join(lines)
             expression = "the expression at the top of this module"
     reached = {id(node) for node in topological(output)}
+    steps = _step_parameters(output, wrt, owned, reached)
     context = {
         "module_args": module_args if owned and style == "autograd_function" else [],
-        "step_parameters": _step_parameters(output, wrt, owned, reached),
+        "step_parameters": steps,
+        "step_grads": step_grads(steps or [], len(wrt)),
+        "step_arguments": step_arguments(steps or [], module_args),
         "modes": modes,
         "data_inputs": [t.name for t in inputs if t.name not in owned],
         "plan": p,
@@ -460,24 +453,26 @@ def codegen(
             (wrapped(f"{n} = {docstring_safe(t)}", "    "), wrapped(f"LaTeX: {docstring_safe(lt)}", "    "))
             for n, t, lt in p.gradients_text
         ],
-        "vjp_forward": needed,
-        "vjp_dims": function_dims,
-        "fused_dims": _dims_for(p, [*p.forward, ("", p.forward_result), *p.backward]),
+        "vjp_dims": dims_for(p, [*shared["vjp_forward"], *p.backward]),
         "dim_names": [d for d, _ in function_dims],
         "function_dims": function_dims,
         "recompute_inputs": [name for name in saved_inputs if name not in p.saved_inputs],
         "fixed_positions": [str(i) for i, t in enumerate(inputs) if not any(t is x for x in wrt)],
-        # a random draw is never recomputed: the backward reads the noise the forward drew, saved
-        "recompute": [(label, body) for label, body in needed if not _draws(body)],
-        "plan_intermediates": [t for t in p.saved_intermediates if t != "output"],
+        "intermediates": [t for t in p.saved_intermediates if t != "output"],
         "saved": saved,
+        "backward_params": backward_params,
         "jvp_positions": {name: i for i, name in enumerate(p.inputs)},
-        "backward_unpack": _unpacked(saved, [*needed, *p.backward]),
-        "jvp_unpack": _unpacked(saved, [*p.jvp, *p.jvp_dims, *[("", f"zeros_like({x})") for x in p.tangents]]),
-        "unpack_inputs": _unpack_targets(p.inputs, saved_inputs, function_dims),
+        "backward_unpack": unpacked(
+            saved, [("", shared["recompute_call"]), *shared["recompute"], ("", " ".join(backward_params))]
+        ),
+        "jvp_unpack": unpacked(saved, [*p.jvp, *p.jvp_dims, *[("", f"zeros_like({x})") for x in p.tangents]]),
+        "unpack_inputs": unpack_targets(p.inputs, saved_inputs, function_dims),
         "uses_torch": style == "autograd_function"
         or bool(set(p.helpers) - {"_index_backward", "_size_ratio"})  # the other helpers call torch
         or "torch." in " ".join(body for _, body in [*p.forward, ("", p.forward_result), *p.backward]),
+        "table": shape_table(inputs, guards) if p.checks else None,
+        "args": ", ".join(p.inputs),
+        **shared,
         "tangent_of": {x: f"tangent_{x}" for x in p.tangents},
         "backward_returns": [f"grad_{t.name}" if any(t is x for x in wrt) else "None" for t in inputs],
         **_split_context(pieces, p.sources),
@@ -585,72 +580,12 @@ def _forward_mode(
         if isinstance(error, WorkBudgetError):
             raise
         return [], [], [], printer
-    if any(_is_draw(node) and id(node) not in names for node in topological(moved)):
+    if any(is_draw(node) and id(node) not in names for node in topological(moved)):
         return [], [], [], printer
     lines, counter = name_statements(topological(moved), names, printer, count_uses([moved]), counter, {id(moved)})
     lines += fit_statement(moved, "output_tangent", 8, names, printer, counter)[0]
     lines.append(("output_tangent", names.get(id(moved)) or printer.doprint(moved)))
     return moving, dim_lines(sources, lines), lines, printer
-
-
-def _function_saved_inputs(p: Plan, needed: list[tuple[str, str]]) -> list[str]:
-    """The inputs the Function saves: those its backward reads, those from which a backward under
-    ``create_graph=True`` recomputes the forward values it needs (``needed``, so that autograd can
-    differentiate it), and those its jvp reads (forward mode reads the same saved tensors)."""
-    text = " ".join(body for _, body in [*needed, *p.backward])  # a gradient cast to its input's dtype reads it
-    text += " " + " ".join([body for _, body in p.jvp] + [where for _, where in p.jvp_dims])
-    if p.jvp:  # a missing tangent becomes zeros_like(<input>)
-        text += " " + " ".join(p.tangents)
-    return [name for name in p.inputs if name in p.saved_inputs or re.search(rf"\b{name}\b", text)]
-
-
-def _unpacked(saved: list[str], statements: list[tuple[str, str]]) -> list[str]:
-    """``ctx.saved_tensors`` unpacked for one method: the names its statements read, ``_`` for the rest
-    (empty when it reads none)."""
-    text = " ".join(body for _, body in statements)
-    names = [name if re.search(rf"\b{name}\b", text) else "_" for name in saved]
-    return names if any(name != "_" for name in names) else []
-
-
-def _unpack_targets(inputs: list[str], saved_inputs: list[str], dims: list[tuple[str, str]]) -> list[str]:
-    """``_, X, _ = inputs``: the inputs setup_context saves or reads sizes from, the rest as ``_``."""
-    wanted = set(saved_inputs) | {where.split(".")[0] for _, where in dims}
-    if not wanted:
-        return []
-    return [name if name in wanted else "_" for name in inputs]
-
-
-def _dims_for(p: Plan, statements: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    known = dict(p.forward_dims + p.backward_dims)
-    text = " ".join(body for _, body in statements)
-    return [(d, where) for d, where in sorted(known.items()) if re.search(rf"\b{d}\b", text)]
-
-
-def _is_draw(node: Tensor) -> bool:
-    return node.op is not None and node.op.has("random")
-
-
-# how a statement that draws random numbers reads (a dropout's noise, the draws of ops.draws.KINDS)
-DRAWS = frozenset({".bernoulli_(", ".normal_(", ".uniform_(", ".random_(", ".exponential_(", ".geometric_(",
-                   ".cauchy_(", ".log_normal_(", "torch.bernoulli("})  # fmt: skip
-
-
-def _draws(body: str) -> bool:
-    """Whether a statement draws random numbers (a dropout's noise)."""
-    return any(word in body for word in DRAWS)
-
-
-def _needed_forward(p: Plan) -> list[tuple[str, str]]:
-    """The forward statements the backward statements read (directly or through each other)."""
-    text = " ".join(body for _, body in p.backward)
-    lines = [(label, p.stateless.get(label, body)) for label, body in p.forward]  # no buffer updated again
-    lines += [("output", p.forward_result)] if "output" in p.saved_intermediates else []
-    kept: list[tuple[str, str]] = []
-    for label, body in reversed(lines):
-        if any(re.search(rf"\b{part}\b", text) for part in label.split(", ")):  # t_2, t_3 = ...: two results
-            kept.append((label, body))
-            text += " " + body
-    return list(reversed(kept))
 
 
 def _with_companions(

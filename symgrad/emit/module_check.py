@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.graph import dims_of
+from ..core.graph import dims_of, topological
 from ..core.tensor import Tensor
 from ..verify.instances import instantiate
 from ..verify.torch_eval import evaluate_graph
@@ -89,8 +89,11 @@ def _torch_run(torch: Any, output: Tensor, wrt: Sequence[Tensor], inputs: Sequen
         leaf = made[id(t)]
         if leaf.dtype.startswith("int"):  # class targets: the module gets them as torch.long, as users pass them
             args.append(torch.tensor([int(v) for v in leaf.entries().reshape(-1)]).reshape(leaf.shape))
-        else:
+        elif id(leaf) in graph:
             args.append(graph[id(leaf)])
+        else:  # an input the output never reads (a running statistic the forward only updates): any positive values
+            values = [rng.uniform(0.5, 1.5) for _ in range(int(np.prod(leaf.shape, dtype=int)))]
+            args.append(torch.tensor(values, dtype=torch.float64).reshape(leaf.shape))
     return sizes, made, graph, reference, args
 
 
@@ -108,6 +111,9 @@ def check_module(
     import torch
 
     sizes, made, graph, reference, args = _torch_run(torch, output, wrt, inputs, sizes, seed)
+    if any(node.op is not None and node.op.has("random") for node in topological(output)):
+        return _check_drawing_module(torch, module, args, [any(t is x for x in wrt) for t in inputs], sizes, seed,
+                                     tolerance)  # fmt: skip
     grad_output = torch.randn(reference.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
     torch.autograd.backward([reference], [grad_output])
     plain = [a.detach() for a in args]
@@ -142,6 +148,42 @@ def check_module(
     ok = forward_error <= forward_tolerance and vjp_error <= tolerance * 10 and gradcheck is not False
     dtype = str(computed.dtype).removeprefix("torch.")
     return ModuleCheck({str(k): v for k, v in sizes.items()}, forward_error, vjp_error, gradcheck, ok, dtype)
+
+
+def _check_drawing_module(
+    torch: Any, module: ModuleType, args: list, moving: list[bool], sizes: dict, seed: int, tolerance: float
+) -> ModuleCheck:
+    """A module that draws noise (dropout in training mode) draws it from torch's generator, where symgrad's own
+    evaluation draws it elsewhere: its vjp, forward_and_vjp and Function are checked against torch.autograd through
+    its own forward, every call at one seed (and torch's random state left as it was)."""
+
+    def seeded(function, *arguments):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return function(*arguments)
+
+    trial = [a.detach().clone().requires_grad_(wanted) for a, wanted in zip(args, moving)]
+    reference = seeded(module.forward, *trial)
+    grad_output = torch.randn(reference.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    theirs = torch.autograd.grad(reference, [a for a, wanted in zip(trial, moving) if wanted], grad_output)
+    plain = [a.detach() for a in args]
+    fused_output, fused = seeded(module.forward_and_vjp, *plain, grad_output)
+    forward_error = float((fused_output - reference.detach()).abs().max()) if reference.numel() else 0.0
+    vjp_error = max(
+        (float((g - t).abs().max()) for ours in (seeded(module.vjp, *plain, grad_output), fused)
+         for g, t in zip(ours, theirs) if g.numel()),
+        default=0.0,
+    )  # fmt: skip
+    gradcheck = None
+    if hasattr(module, "apply"):
+        fast = sum(t.numel() for t in trial if t.requires_grad) > GRADCHECK_FULL
+        gradcheck = bool(
+            torch.autograd.gradcheck(
+                lambda *a: seeded(module.apply, *a), trial, eps=1e-6, atol=1e-5, raise_exception=False, fast_mode=fast
+            )
+        )
+    ok = forward_error <= tolerance and vjp_error <= tolerance * 10 and gradcheck is not False
+    return ModuleCheck({str(k): v for k, v in sizes.items()}, forward_error, vjp_error, gradcheck, ok)
 
 
 @dataclass

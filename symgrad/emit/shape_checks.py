@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import sympy
 
@@ -128,3 +129,61 @@ def dim_lines(sources: dict, statements: Sequence[tuple[str, str]]) -> list[tupl
         for d, where in sorted(sources.items(), key=lambda item: str(item[0]))
         if re.search(rf"\b{d}\b", text)
     ]
+
+
+@dataclass
+class ShapeTable:
+    """An emitted module's shape check as one comparison: ``binds`` read each symbolic size where it first appears
+    (``m = x.shape[0] if x.dim() > 0 else -1``; -1, no size, where the rank is wrong), ``actual`` and ``expected``
+    are the two tuples compared (``x.shape`` against ``(m, 6)``), ``rows`` the table ``_shape_error`` reads to
+    name the first input that differs, and ``guards`` the ``if`` statements of the traced code's decisions."""
+
+    binds: list[tuple[str, str]]
+    actual: list[str]
+    expected: list[str]
+    rows: list[str]
+    guards: list[str]
+
+
+def shape_table(inputs: Sequence[Tensor], guards: Sequence = ()) -> ShapeTable:
+    """The compact form of :func:`shape_checks` (see :class:`ShapeTable`).
+
+    >>> import symgrad as sg
+    >>> (n,) = sg.dims("n")
+    >>> table = shape_table([sg.symbols("x", (n, 3)), sg.symbols("w", (3,))])
+    >>> table.binds, table.expected, table.rows
+    ([('n', 'x.shape[0] if x.dim() > 0 else -1')], ['(n, 3)', '(3,)'], ["('x', 'n×3', ('n', 3))", "('w', '3', (3,))"])
+    """
+    binds, actual, expected, rows, known = [], [], [], [], set()
+    for t in inputs:
+        for axis, d in enumerate(t.shape):
+            if not isinstance(d, int) and d.is_Symbol and d not in known:
+                known.add(d)
+                binds.append((str(d), f"{t.name}.shape[{axis}] if {t.name}.dim() > {axis} else -1"))
+    for t in inputs:
+        unread = sorted(str(s) for d in t.shape if not isinstance(d, int) for s in d.free_symbols if s not in known)
+        if unread:
+            raise SymgradError(
+                f"the size {format_shape(t.shape)} of {t.name} reads {unread[0]}, which no input has as a size of its "
+                f"own; give an input of size {unread[0]}"
+            )
+        sizes = [str(d) if isinstance(d, int) else size_source(d) for d in t.shape]
+        spec = [str(d) if isinstance(d, int) else repr(str(d)) for d in t.shape]
+        actual.append(f"{t.name}.shape")
+        expected.append(f"({', '.join(sizes)}{',' if len(sizes) == 1 else ''})")
+        rows.append(f"({t.name!r}, {format_shape(t.shape)!r}, ({', '.join(spec)}{',' if len(spec) == 1 else ''}))")
+    guard_lines = []
+    for guard in guards:
+        relation = guard.relation
+        unread = sorted(str(name) for name in relation.free_symbols if name not in known)
+        if unread:
+            raise SymgradError(f"the traced code decides on the size {unread[0]}, which no input has")
+        left, right = (size_source(side) for side in (relation.lhs, relation.rhs))
+        shapes = ", ".join(f"{{tuple({t.name}.shape)}}" for t in inputs if relation.free_symbols & set(dims_in(t)))
+        path, _, line = guard.site.partition(", line ")
+        site = f"{os.path.basename(path)}, line {line}" if line else guard.site  # no folders of this machine
+        why = docstring_safe(site).replace("{", "{{").replace("}", "}}").replace('"', "'")
+        message = f"shapes {shapes}: the traced code holds only where {relation} (it decides so at {why})"
+        opening = "        raise ValueError("
+        guard_lines.append(f"if not {left} {relation.rel_op} {right}:\n{opening}{message_literal(message, opening)})")
+    return ShapeTable(binds, actual, expected, rows, guard_lines)

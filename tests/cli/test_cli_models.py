@@ -3,6 +3,7 @@ torch's numbers; a bad file, name or input is one line with exit code 2."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 from pathlib import Path
@@ -47,6 +48,18 @@ class Classifier(nn.Module):
 
     def forward(self, x, y, keep):
         return torch.nn.functional.cross_entropy(self.fc(x) * keep, y)
+
+
+class NormedCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 3, 3)
+        self.norm = nn.BatchNorm2d(3)
+        self.drop = nn.Dropout(0.25)
+        self.fc = nn.Linear(3 * 4 * 4, 2)
+
+    def forward(self, x):
+        return self.fc(self.drop(torch.relu(self.norm(self.conv(x)))).flatten(1)).square().mean()
 
 
 broken = None  # neither a model nor a function
@@ -152,6 +165,33 @@ def test_codegen_of_a_model_writes_a_drop_in_that_trains_like_the_original(capsy
             optimizer.step()
     for (name, a), b in zip(original.named_parameters(), twin.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14, msg=name)
+
+
+def test_codegen_of_a_model_with_batch_norm_and_dropout_in_training_writes_its_drop_in(capsys, model_file, tmp_path):
+    """The running statistics are inputs the loss never reads, and dropout's noise comes from torch's generator: the
+    check runs the module at one seed against torch.autograd through its own forward, and the file is written."""
+    target = tmp_path / "cnn_backward.py"
+    argv = ["codegen", "--module", f"{model_file}:NormedCNN", "--input", "x=m,1,6,6", "--name", "CNN", "-o", str(target)]
+    code, _, err = run(capsys, *argv)
+    assert code == 0 and "OK" in err, err
+    spec = importlib.util.spec_from_file_location("cnn_backward", target)
+    emitted = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(emitted)
+    loaded = importlib.util.spec_from_file_location("cnn_for_test", model_file)
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    torch.manual_seed(0)
+    original = module.NormedCNN().double()
+    twin = copy.deepcopy(original)
+    drop_in = emitted.CNNModule(twin)
+    x = torch.randn((4, 1, 6, 6), dtype=F64, generator=torch.Generator().manual_seed(1))
+    for model in (original, drop_in):
+        torch.manual_seed(3)
+        model(x).backward()
+    for (name, a), b in zip(original.named_parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-12, atol=1e-14, msg=name)
+    for (name, a), b in zip(original.named_buffers(), twin.buffers(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=0, msg=name)
 
 
 def test_codegen_of_a_function_in_a_file_differentiates_its_named_inputs(capsys, model_file, tmp_path):

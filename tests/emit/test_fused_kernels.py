@@ -18,9 +18,9 @@ def test_gelu_backward_runs_torchs_kernel_and_differentiates_twice(approximate):
     out = (storch.nn.functional.gelu(x @ w1, approximate=approximate) @ w2).square().mean()
     module = sg.compile(out, [w1, w2], inputs=[x, w1, w2], style="autograd_function", name="Mlp")
     source = module.__symgrad_source__
-    backward = source[source.index("def vjp(") : source.index("def forward_and_vjp(")]
+    backward = source[source.index("def _backward(") : source.index("def forward(")]
     assert "torch.ops.aten.gelu_backward(" in backward and "torch.erf" not in backward
-    docstring = source[: source.index("def vjp(")]
+    docstring = source[: source.index("def _forward(")]
     assert ("torch.erf(" if approximate == "none" else "torch.tanh(") in docstring  # the law as a formula
     generator = torch.Generator().manual_seed(0)
     args = [
@@ -45,7 +45,7 @@ def test_layer_norm_runs_torchs_kernels_forward_and_backward_and_differentiates_
     assert "torch.nn.functional.layer_norm(x, (4,)" in text and "native_layer_norm_backward(" in text
     module = sg.compile(out, [x, w, bias], inputs=[x, w, bias], style="autograd_function", name="Norm")
     source = module.__symgrad_source__
-    backward = source[source.index("def vjp(") : source.index("def forward_and_vjp(")]
+    backward = source[source.index("def _backward(") : source.index("def forward(")]
     assert "torch.ops.aten.native_layer_norm_backward(" in backward and "rsqrt" not in backward
     generator = torch.Generator().manual_seed(0)
     args = [
@@ -66,7 +66,7 @@ def test_a_weight_gradient_over_a_batch_of_sequences_is_one_matrix_product():
     x, w = sg.symbols("x", (b, 5, 4)), sg.symbols("w", (3, 4))
     out = storch.tanh(x @ w.T).sum()
     module = sg.compile(out, [w], inputs=[x, w], style="autograd_function", name="Linear")
-    backward = module.__symgrad_source__.split("def vjp(")[1].split("def forward_and_vjp(")[0]
+    backward = module.__symgrad_source__.split("def _backward(")[1].split("def forward(")[0]
     assert ".reshape(-1, " in backward and ".sum(dim=0)" not in backward
     generator = torch.Generator().manual_seed(0)
     xs, ws = torch.randn(6, 5, 4, dtype=torch.float64, generator=generator), torch.randn(3, 4, dtype=torch.float64)
