@@ -137,7 +137,7 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output, *_):
         X, W, y, t_1, t_3 = ctx.saved_tensors
-        if ctx.needs_input_grad[0] or ctx.needs_input_grad[2]:
+        if ctx.needs_input_grad[0]:
             raise RuntimeError("SoftmaxCrossEntropyFunction gives gradients for W only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             _, t_1, t_3 = _forward(X, W, y)

@@ -32,7 +32,7 @@ VOCABULARY = frozenset({
     "torch", "math", "F", "ctx", "self", "model", "module", "grad_output", "output", "out", "output_tangent",
     "tangents", "inputs", "arguments", "one", "grads", "grad", "taken", "parameter", "forward", "vjp",
     "forward_and_vjp", "forward_and_backward", "apply", "backward", "jvp", "setup_context", "gradient", "hvp",
-    "hessian", "newton_step", "once_differentiable", "generate_vmap_rule", "shapes", "expected", "tensor",
+    "hessian", "newton_step", "once_differentiable", "generate_vmap_rule", "shapes", "expected", "tensor", "wanted",
     # Python's own names that emitted code reads
     "any", "tuple", "getattr", "staticmethod", "super", "isinstance", "len", "range", "zip", "int", "float",
     "RuntimeError", "ValueError", "TypeError",

@@ -15,6 +15,7 @@ import sys
 import unicodedata
 from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import sympy
@@ -587,6 +588,9 @@ def docstring_safe(text: str) -> str:
 _loads = itertools.count(1)
 
 
+_loaded: dict[tuple[str, str], ModuleType] = {}  # emitted modules by their source and name
+
+
 def load_source(source: str, name: str, filename: str | None = None) -> ModuleType:
     """Import emitted source as a module, without a file or a temporary folder.
 
@@ -602,4 +606,16 @@ def load_source(source: str, name: str, filename: str | None = None) -> ModuleTy
     sys.modules[module.__name__] = module  # torch looks Functions' modules up by name
     exec(code, module.__dict__)  # symgrad's own emitted code; user text reaches it only as checked identifiers
     module.__symgrad_source__ = source
+    drop_in = module.__dict__.get(f"{name}Module")
+    if isinstance(drop_in, type):  # pickled (torch.save of the whole module), it loads wherever symgrad is installed
+        drop_in.__reduce_ex__ = lambda self, protocol: (emitted_instance, (source, name), self.__dict__)
+    _loaded.setdefault((source, name), module)
     return module
+
+
+def emitted_instance(source: str, name: str) -> Any:
+    """A new, empty ``<name>Module`` of the emitted ``source``, loaded once per process: what a pickled drop-in
+    is rebuilt from (its state, the model included, is set by pickle afterwards)."""
+    module = _loaded.get((source, name)) or load_source(source, name)
+    cls = getattr(module, f"{name}Module")
+    return cls.__new__(cls)

@@ -55,6 +55,7 @@ from .layout import (
     dims_for,
     draws,
     function_saved_inputs,
+    guarded_backward,
     is_draw,
     layout,
     needed_forward,
@@ -353,6 +354,7 @@ def codegen(
     :mod:`.curvature_code`.
     """
     guards: list = []
+    optional: list[str] = []  # inputs whose gradients the Function computes only where they require grad
     updates: list = []
     modes: dict[str, bool] = {}
     buffer_names: dict[str, str] = {}
@@ -363,8 +365,9 @@ def codegen(
         output, pieces = _one_output(traced.output)
         if wrt is None:  # the parameters, and the inputs that require grad (a function's: its floating inputs)
             floating = [t for t in traced.inputs if is_floating(t.dtype)]
-            wanted = [t for t in floating if t.requires_grad] if traced.parameters else floating
-            wrt = [*traced.parameters.values(), *wanted]
+            wrt = [*traced.parameters.values(), *floating]
+            if traced.parameters:  # a model's inputs: their gradients are computed where they require grad
+                optional = [t.name for t in floating]
         inputs = [*traced.inputs, *leaves.values()] if inputs is None else inputs
         parameters = {leaf.name: path for path, leaf in traced.parameters.items()}
         buffers = {leaf.name: path for path, leaf in {**traced.buffers, **traced.attributes}.items()}
@@ -407,7 +410,9 @@ def codegen(
         parameters = {names.inputs.get(k, k): v for k, v in (parameters or {}).items()}
         buffers = {names.inputs.get(k, k): v for k, v in (buffers or {}).items()}
         buffer_names = {path: names.inputs.get(n, n) for path, n in buffer_names.items()}
+        optional = [names.inputs.get(n, n) for n in optional]
     p = plan(output, list(wrt), inputs, guards, updates, buffer_names)
+    wanted = {f"grad_{n}": k for k, n in enumerate(x.name for x in wrt if x.name in optional)}
     shapes = ", ".join(f"{t.name}: {format_shape(t.shape)}" for t in inputs)
     owned = {**(parameters or {}), **(buffers or {})}
     module_args = [_attribute_path("self.model", owned[t.name]) if t.name in owned else t.name for t in inputs]
@@ -430,6 +435,10 @@ def codegen(
     context = {
         "module_args": module_args if owned and style == "autograd_function" else [],
         "step_parameters": steps,
+        "wanted": [f"{n}.requires_grad" for n in optional if f"grad_{n}" in wanted],
+        "wanted_flags": [f"ctx.needs_input_grad[{k}]" for k, t in enumerate(inputs) if f"grad_{t.name}" in wanted],
+        "backward_blocks": guarded_backward(p.backward, p.results, wanted),
+        "wanted_results": list(wanted),
         "step_grads": step_grads(steps or [], len(wrt)),
         "step_arguments": step_arguments(steps or [], module_args),
         "modes": modes,
@@ -457,7 +466,10 @@ def codegen(
         "dim_names": [d for d, _ in function_dims],
         "function_dims": function_dims,
         "recompute_inputs": [name for name in saved_inputs if name not in p.saved_inputs],
-        "fixed_positions": [str(i) for i, t in enumerate(inputs) if not any(t is x for x in wrt)],
+        # the floating inputs it gives no gradient for (an integer input never requires grad)
+        "fixed_positions": [
+            str(i) for i, t in enumerate(inputs) if is_floating(t.dtype) and not any(t is x for x in wrt)
+        ],
         "intermediates": [t for t in p.saved_intermediates if t != "output"],
         "saved": saved,
         "backward_params": backward_params,
@@ -521,11 +533,12 @@ def _step_parameters(
     the method is
     not emitted: a loss that is not one number, or a loss whose dtype differs from its parameters' (its incoming
     gradient, 1, is made in their dtype)."""
-    if output.shape or not wrt or any(x.name not in owned for x in wrt):
+    if output.shape or not wrt or not any(x.name in owned for x in wrt):
         return None
     if any(x.dtype != output.dtype for x in wrt) or not is_floating(output.dtype):
         return None
-    return [(_attribute_path("self.model", owned[x.name]), k) for k, x in enumerate(wrt) if id(x) in reached] or None
+    paths = [_attribute_path("self.model", owned[x.name]) if x.name in owned else x.name for x in wrt]
+    return [(path, k) for k, (path, x) in enumerate(zip(paths, wrt)) if id(x) in reached] or None
 
 
 def _split_context(pieces: Sequence[Tensor], sources: dict) -> dict[str, Any]:

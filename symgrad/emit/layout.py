@@ -163,3 +163,32 @@ def needed_forward(p: Plan) -> list[tuple[str, str]]:
             kept.append((label, body))
             text += " " + body
     return list(reversed(kept))
+
+
+def guarded_backward(
+    lines: list[tuple[str, str]], results: list[str], wanted: dict[str, int]
+) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The backward's statements in blocks, each with the condition it runs under: a statement that serves only
+    gradients of ``wanted`` (an input's gradient, by its position in the backward's ``wanted`` flags) runs where one
+    of them is wanted, as autograd computes an input's gradient only where the input requires grad.
+
+    >>> guarded_backward([("t_1", "g @ w"), ("grad_w", "t_1.T"), ("grad_x", "t_1 @ w")], ["grad_w", "grad_x"],
+    ...                  {"grad_x": 0})
+    [('', [('t_1', 'g @ w'), ('grad_w', 't_1.T')]), ('wanted[0]', [('grad_x', 't_1 @ w')])]
+    """
+    serves: dict[str, set[str]] = {}  # each name: the results whose statements read it
+    conditions = []
+    for label, body in reversed(lines):
+        parts = [part for part in label.split(", ") if part != "_"]
+        mine = {part for part in parts if part in results}.union(*(serves.get(part, set()) for part in parts))
+        for name in set(re.findall(r"\b[A-Za-z_]\w*\b", body)):
+            serves.setdefault(name, set()).update(mine)
+        optional = bool(mine) and all(result in wanted for result in mine)
+        conditions.append(" or ".join(f"wanted[{wanted[r]}]" for r in sorted(mine, key=wanted.get)) if optional else "")
+    blocks: list[tuple[str, list[tuple[str, str]]]] = []
+    for (label, body), condition in zip(lines, reversed(conditions)):
+        if blocks and blocks[-1][0] == condition:
+            blocks[-1][1].append((label, body))
+        else:
+            blocks.append((condition, [(label, body)]))
+    return blocks
