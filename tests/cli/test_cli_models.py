@@ -171,8 +171,8 @@ def test_codegen_of_a_model_with_batch_norm_and_dropout_in_training_writes_its_d
     """The running statistics are inputs the loss never reads, and dropout's noise comes from torch's generator: the
     check runs the module at one seed against torch.autograd through its own forward, and the file is written."""
     target = tmp_path / "cnn_backward.py"
-    argv = ["codegen", "--module", f"{model_file}:NormedCNN", "--input", "x=m,1,6,6", "--name", "CNN", "-o", str(target)]
-    code, _, err = run(capsys, *argv)
+    argv = ["--module", f"{model_file}:NormedCNN", "--input", "x=m,1,6,6", "--name", "CNN", "-o", str(target)]
+    code, _, err = run(capsys, "codegen", *argv)
     assert code == 0 and "OK" in err, err
     spec = importlib.util.spec_from_file_location("cnn_backward", target)
     emitted = importlib.util.module_from_spec(spec)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+from torch.nn import functional as F  # noqa: N812 (torch's own spelling)
 from torch.utils.checkpoint import checkpoint
 
 import symgrad as sg
