@@ -1,8 +1,8 @@
 """Whole models: one training step (forward + backward) of symgrad's drop-in against autograd, side by side.
 
 One command, from the repository root: ``python benchmarks/bench_models.py`` (a few minutes on two cores);
-``--quick`` runs one batch size and dtype, ``--torch-compile`` adds ``torch.compile`` of the same model (its first
-call compiles, which takes minutes on a CPU).
+``--quick`` runs one batch size and dtype, ``--torch-compile`` adds ``torch.compile`` of the same model and of its
+drop-in, side by side (their first calls compile, which takes minutes on a CPU).
 
 Each model is traced at a symbolic batch (``sg.trace(..., dynamic_shapes=...)``) and compiled with ``sg.compile``;
 its ``LossModule`` runs the model's own parameters through the emitted ``autograd.Function``. Models:
@@ -37,7 +37,7 @@ import symgrad as sg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import public_models as pm
 
-ROUNDS, STEPS = 7, 5  # rounds alternate autograd and the drop-in; each times STEPS steps
+ROUNDS, STEPS = 15, 5  # rounds alternate autograd and the drop-in; each times STEPS steps
 
 
 class MLP(nn.Module):
@@ -132,16 +132,16 @@ def measure(name: str, batch: int, dtype: torch.dtype, with_compile: bool) -> di
         "symgrad": (drop_in, list(twin.parameters())),
         "one pass": (drop_in.forward_and_backward, list(twin.parameters())),
     }
-    if with_compile:
-        compiled = torch.compile(model)
-        calls["torch.compile"] = (compiled, list(model.parameters()))
+    if with_compile:  # each under torch.compile: the model (AOTAutograd's backward) and the drop-in (symgrad's)
+        calls["torch.compile"] = (torch.compile(model), list(model.parameters()))
+        calls["compiled drop-in"] = (torch.compile(drop_in), list(twin.parameters()))
     grads = {}
     for label, (call, parameters) in calls.items():
         _step(call, inputs, parameters)
         grads[label] = [p.grad.clone() for p in parameters]
     tolerance = {"rtol": 1e-3, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 1e-9, "atol": 1e-12}
-    for label in ("symgrad", "one pass"):
-        for a, b in zip(grads["autograd"], grads[label], strict=True):
+    for label in ("symgrad", "one pass", "compiled drop-in"):
+        for a, b in zip(grads["autograd"], grads.get(label, grads["autograd"]), strict=True):
             torch.testing.assert_close(a, b, **tolerance)
     times: dict[str, list[float]] = {label: [] for label in calls}
     for _ in range(ROUNDS):
@@ -154,6 +154,9 @@ def measure(name: str, batch: int, dtype: torch.dtype, with_compile: bool) -> di
     ratios = sorted(s / a for s, a in zip(times["symgrad"], times["autograd"]))
     out["ratio"] = (ratios[0], statistics.median(ratios), ratios[-1])
     out["one pass"] = statistics.median(s / a for s, a in zip(times["one pass"], times["autograd"]))
+    if with_compile:
+        pairs = zip(times["compiled drop-in"], times["torch.compile"])
+        out["compiled ratio"] = sorted(s / a for s, a in pairs)
     models = {"autograd": model, "symgrad": twin}
     out["saved"] = {
         label: saved_bytes(calls[label][0], inputs, [*m.parameters(), *m.buffers()]) for label, m in models.items()
@@ -232,7 +235,7 @@ def main() -> None:
     header = f"{'model':12} {'batch':>5} {'dtype':>7} {'autograd ms':>11} {'symgrad ms':>10}"
     header += f" {'time ratio min/med/max':>24} {'saved ratio':>11} {'one pass':>8}"
     if args.torch_compile:
-        header += f" {'torch.compile ms':>16}"
+        header += f" {'torch.compile ms':>16} {'compiled drop-in ratio min/med/max':>34}"
     print(header)
     for name in args.models:
         for batch, dtype in settings:
@@ -245,12 +248,17 @@ def main() -> None:
             line = f"{name:12} {batch:5d} {str(dtype).replace('torch.', ''):>7} {m['autograd'] * 1e3:11.2f}"
             line += f" {m['symgrad'] * 1e3:10.2f} {low:8.2f} {mid:7.2f} {high:7.2f} {saved:11.2f}"
             line += f" {m['one pass']:8.2f}" if "one pass" in m else f" {'-':>8}"
-            if args.torch_compile:
-                line += f" {m['torch.compile'] * 1e3:16.2f}" if "torch.compile" in m else f" {'-':>16}"
+            if args.torch_compile and "torch.compile" in m:
+                spread = m["compiled ratio"]
+                line += f" {m['torch.compile'] * 1e3:16.2f} {spread[0]:18.2f} {statistics.median(spread):7.2f}"
+                line += f" {spread[-1]:7.2f}"
+            elif args.torch_compile:
+                line += f" {'-':>16} {'-':>34}"
             print(line, flush=True)
             if "floor" in m:
                 print(f"{'':12} (a minimal Python autograd.Function with autograd's own two kernels: {m['floor']:.2f})")
-    print("(ratios: symgrad's drop-in over autograd; below 1 is faster, or saves fewer bytes)")
+    print("(ratios: symgrad's drop-in over autograd; below 1 is faster, or saves fewer bytes; the compiled ratio is")
+    print(" the drop-in under torch.compile over the model under torch.compile)")
 
 
 if __name__ == "__main__":

@@ -70,6 +70,11 @@ def _size_ratio(top, bottom):
 
 def _forward(Q, K, V):
     r"""out, and the intermediates the backward reads."""
+    if torch.is_autocast_enabled(Q.device.type):
+        raise RuntimeError(
+            "symgrad's emitted AttentionScores does not follow torch.autocast's precisions (its backward would mix "
+            f"dtypes): call it outside the autocast region, or under torch.autocast({Q.device.type!r}, enabled=False)"
+        )
     d = Q.shape[1]
     t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)
     return t_1 @ V, t_1

@@ -49,6 +49,11 @@ def _shape_error(shapes, expected):
 
 def _forward(X, w, y):
     r"""out, and the intermediates the backward reads."""
+    if torch.is_autocast_enabled(X.device.type):
+        raise RuntimeError(
+            "symgrad's emitted LogisticRegression does not follow torch.autocast's precisions (its backward would mix "
+            f"dtypes): call it outside the autocast region, or under torch.autocast({X.device.type!r}, enabled=False)"
+        )
     t_1 = X @ w
     return torch.nn.functional.binary_cross_entropy_with_logits(t_1, y), t_1
 

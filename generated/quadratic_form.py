@@ -51,6 +51,11 @@ def _shape_error(shapes, expected):
 
 def _forward(x, A):
     r"""out, and the intermediates the backward reads."""
+    if torch.is_autocast_enabled(x.device.type):
+        raise RuntimeError(
+            "symgrad's emitted QuadraticForm does not follow torch.autocast's precisions (its backward would mix "
+            f"dtypes): call it outside the autocast region, or under torch.autocast({x.device.type!r}, enabled=False)"
+        )
     t_1 = x.T @ A
     return t_1 @ x, t_1
 

@@ -47,6 +47,11 @@ def _shape_error(shapes, expected):
 
 def _forward(w, x):
     r"""out."""
+    if torch.is_autocast_enabled(w.device.type):
+        raise RuntimeError(
+            "symgrad's emitted SeedWAtX does not follow torch.autocast's precisions (its backward would mix dtypes): "
+            f"call it outside the autocast region, or under torch.autocast({w.device.type!r}, enabled=False)"
+        )
     return w @ x
 
 

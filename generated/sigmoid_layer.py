@@ -62,6 +62,11 @@ def _shape_error(shapes, expected):
 
 def _forward(W, X, b):
     r"""out."""
+    if torch.is_autocast_enabled(W.device.type):
+        raise RuntimeError(
+            "symgrad's emitted SigmoidLayer does not follow torch.autocast's precisions (its backward would mix "
+            f"dtypes): call it outside the autocast region, or under torch.autocast({W.device.type!r}, enabled=False)"
+        )
     return torch.sigmoid(W @ X + b)
 
 

@@ -79,6 +79,12 @@ def _cross_entropy_grad(log_probabilities, target, scale, total_weight):
 
 def _forward(X, W, y):
     r"""out, and the intermediates the backward reads."""
+    if torch.is_autocast_enabled(X.device.type):
+        raise RuntimeError(
+            "symgrad's emitted SoftmaxCrossEntropy does not follow torch.autocast's precisions (its backward would "
+            f"mix dtypes): call it outside the autocast region, or under torch.autocast({X.device.type!r}, "
+            "enabled=False)"
+        )
     t_1 = torch.log_softmax(X @ W, dim=1)
     t_2, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)
     return t_2, t_1, t_3

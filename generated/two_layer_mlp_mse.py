@@ -83,6 +83,11 @@ def _size_ratio(top, bottom):
 
 def _forward(W1, b1, W2, b2, X, Y):
     r"""out, and the intermediates the backward reads."""
+    if torch.is_autocast_enabled(W1.device.type):
+        raise RuntimeError(
+            "symgrad's emitted TwoLayerMlpMse does not follow torch.autocast's precisions (its backward would mix "
+            f"dtypes): call it outside the autocast region, or under torch.autocast({W1.device.type!r}, enabled=False)"
+        )
     t_1 = torch.tanh(W1 @ X + b1)
     t_2 = W2 @ t_1 + b2 - Y
     return (t_2**2).mean(), t_1, t_2

@@ -33,6 +33,8 @@ VOCABULARY = frozenset({
     "tangents", "inputs", "arguments", "one", "grads", "grad", "taken", "parameter", "forward", "vjp",
     "forward_and_vjp", "forward_and_backward", "apply", "backward", "jvp", "setup_context", "gradient", "hvp",
     "hessian", "newton_step", "once_differentiable", "generate_vmap_rule", "shapes", "expected", "tensor", "wanted",
+    # the drop-in's functions for the model's other mode (see emit/modes.py)
+    "eval_apply", "eval_forward", "eval_vjp", "eval_forward_and_vjp",
     # Python's own names that emitted code reads
     "any", "tuple", "getattr", "staticmethod", "super", "isinstance", "len", "range", "zip", "int", "float",
     "RuntimeError", "ValueError", "TypeError",

@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import ast
+import dataclasses
 import keyword
 import re
 from collections.abc import Mapping, Sequence
@@ -37,6 +38,7 @@ from ..derive.simplify import simplify
 from ..torch.trace_effects import BatchNormUpdate
 from ..torch.tracing import Trace
 from ..version import __version__
+from .buffer_updates import buffer_statements, folded_update, running_fields
 from .code_names import code_names, renamed
 from .code_text import (
     CodePrinter,
@@ -65,6 +67,7 @@ from .layout import (
     unpack_targets,
     unpacked,
 )
+from .modes import drop_in_arguments, merged, renamed_names
 from .recompute import remade
 from .runtime_dtypes import drifts
 from .shape_checks import dim_lines, message_literal, shape_checks, shape_table
@@ -142,8 +145,8 @@ def plan(
         if key in groups:  # a value and its companions (the backward reads them): one kernel call returns them all
             labels, counter = tuple_labels(node, groups[key], names_map, counter)
             intermediates += [names_map[id(p)] for p in (node, *groups[key].values()) if id(p) in frontier]
-            update = _folded_update(node, updates, buffer_names or {}, output)
-            fields = {} if update is None else _running_fields(update, buffer_names or {})
+            update = folded_update(node, updates, buffer_names or {}, output)
+            fields = {} if update is None else running_fields(update, buffer_names or {})
             forward_lines.append((", ".join(labels), tuple_call(node, printer, **fields)))
             if update is not None:  # what a recomputation (the vjp, create_graph=True) runs: no update again
                 folded.append(update)
@@ -166,7 +169,9 @@ def plan(
     fitted, counter = fit_statement(output, "output", 8, names_map, printer, counter)
     forward_lines += fitted
     forward_result = printer.doprint(output)
-    update_lines, counter = _update_lines([u for u in updates if u not in folded], printer, buffer_names or {}, counter)
+    update_lines, counter = buffer_statements(
+        [u for u in updates if u not in folded], printer, buffer_names or {}, counter
+    )
     names_map[id(output)] = "output"
     for node in again:  # the backward makes these again (its own names), from inputs it saves
         names_map.pop(id(node), None)
@@ -236,37 +241,6 @@ def plan(
     )
 
 
-def _update_lines(
-    updates: Sequence[Any], printer: CodePrinter, buffer_names: Mapping[str, str], counter: int
-) -> tuple[list[str], int]:
-    """What the forward does to the model's buffers, as statements: each new value computed first from the old
-    ones (as the model computed it), then torch's batch_norm kernel for running statistics (with no weight and
-    bias it only updates them, bit for bit as the model's own call does), then the other buffers written."""
-    assigns = [u for u in updates if not isinstance(u, BatchNormUpdate)]
-    by_kernel = {p for u in updates if isinstance(u, BatchNormUpdate) for p in (u.running_mean, u.running_var)}
-    values, kernels, writes = [], [], []
-    for update in updates:
-        if isinstance(update, BatchNormUpdate):
-            stats = [buffer_names[p] if p is not None else "None" for p in (update.running_mean, update.running_var)]
-            kernels.append(
-                f"torch.batch_norm({printer.doprint(update.input)}, None, None, {stats[0]}, {stats[1]}, True, "
-                f"{update.momentum!r}, {update.eps!r}, False)"
-            )
-            continue
-        name = buffer_names[update.buffer]
-        read_elsewhere = update.buffer in by_kernel or any(
-            name in other.value.leaves() for other in assigns if other is not update
-        )
-        in_place = None if read_elsewhere else _in_place_spelling(name, update.value, printer)
-        if in_place is not None:
-            writes.append(in_place)
-            continue
-        counter += 1
-        values.append(f"t_{counter} = {printer.doprint(update.value)}")
-        writes.append(f"{name}.copy_(t_{counter})")
-    return values + kernels + writes, counter
-
-
 def _attribute_path(root: str, path: str) -> str:
     """``self.model.fc1.weight`` for the path ``fc1.weight`` (``getattr(..., "0")`` for a part that is no
     identifier): what the model's own forward reads, at the cost of attribute lookups, where ``get_parameter``
@@ -275,42 +249,6 @@ def _attribute_path(root: str, path: str) -> str:
     for part in path.split("."):
         text = f"{text}.{part}" if part.isidentifier() and not keyword.iskeyword(part) else f'getattr({text}, "{part}")'
     return text
-
-
-def _folded_update(
-    node: Tensor, updates: Sequence[Any], buffer_names: Mapping[str, str], output: Tensor
-) -> BatchNormUpdate | None:
-    """The running-statistics update that the forward's batch-norm kernel ``node`` can do itself (torch's
-    native_batch_norm updates them in place from the same batch): one with the same input and eps, whose buffers
-    nothing else reads."""
-    if node.op.name not in ("batch_norm", "batch_norm_affine"):
-        return None
-    leaves = output.leaves()
-    for update in updates:
-        if not isinstance(update, BatchNormUpdate) or update.input is not node.inputs[0]:
-            continue
-        if update.eps != node.attrs["eps"]:
-            continue
-        names = {buffer_names[p] for p in (update.running_mean, update.running_var) if p is not None}
-        others = [u for u in updates if u is not update and not isinstance(u, BatchNormUpdate)]
-        if names & set(leaves) or any(names & set(u.value.leaves()) for u in others):
-            continue
-        return update
-    return None
-
-
-def _running_fields(update: BatchNormUpdate, buffer_names: Mapping[str, str]) -> dict[str, str]:
-    stats = [buffer_names[p] if p is not None else "None" for p in (update.running_mean, update.running_var)]
-    return {"running": f"{stats[0]}, {stats[1]}, True", "momentum": repr(update.momentum)}
-
-
-def _in_place_spelling(name: str, value: Tensor, printer: CodePrinter) -> str | None:
-    """``buffer.add_(c)`` or ``buffer.mul_(c)`` for ``buffer + c`` and ``buffer * c`` (torch's own spelling)."""
-    if value.op is not None and value.op.name in ("add", "mul") and value.inputs[0].name == name:
-        step = value.inputs[1]
-        if step.op is None and not step.shape and uniform_constant(step) is not None:
-            return f"{name}.{value.op.name}_({printer.doprint(step)})"
-    return None
 
 
 def _readable_lines(laws: Sequence[Tensor], wrt: Sequence[Tensor], taken: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -357,6 +295,7 @@ def codegen(
     optional: list[str] = []  # inputs whose gradients the Function computes only where they require grad
     updates: list = []
     modes: dict[str, bool] = {}
+    variant, other_failure = None, ""  # the module emitted in the model's other modes, or why there is none
     buffer_names: dict[str, str] = {}
     pieces: list[Tensor] = []  # a traced tuple's outputs, computed as one flat tensor
     if isinstance(output, Trace):
@@ -373,6 +312,8 @@ def codegen(
         buffers = {leaf.name: path for path, leaf in {**traced.buffers, **traced.attributes}.items()}
         style = style if style in STYLES else "autograd_function"
         guards, updates, modes = traced.guards, traced.updates, traced.modes
+        if modes and style == "autograd_function":
+            variant, other_failure = _other_mode(traced, name)
         if traced.random_draws:
             raise SymgradError(
                 f"the traced code draws random numbers ({traced.random_draws[0]}), which an emitted module would "
@@ -432,6 +373,8 @@ def codegen(
             expression = "the expression at the top of this module"
     reached = {id(node) for node in topological(output)}
     steps = _step_parameters(output, wrt, owned, reached)
+    other_arguments = drop_in_arguments(variant, name) if variant else []
+    autocast_input = next((t.name for t in inputs if is_floating(t.dtype)), None)
     context = {
         "module_args": module_args if owned and style == "autograd_function" else [],
         "step_parameters": steps,
@@ -442,6 +385,12 @@ def codegen(
         "step_grads": step_grads(steps or [], len(wrt)),
         "step_arguments": step_arguments(steps or [], module_args),
         "modes": modes,
+        "mode_paths": _tuple_text([repr(path) for path in modes]),
+        "traced_modes": _tuple_text([str(t) for t in modes.values()]),
+        "other_modes": _tuple_text([str(not t) for t in modes.values()]),
+        "other_arguments": other_arguments,
+        "other_same": False,
+        "other_failure": other_failure,
         "data_inputs": [t.name for t in inputs if t.name not in owned],
         "plan": p,
         "name": name,
@@ -480,15 +429,42 @@ def codegen(
         "jvp_unpack": unpacked(saved, [*p.jvp, *p.jvp_dims, *[("", f"zeros_like({x})") for x in p.tangents]]),
         "unpack_inputs": unpack_targets(p.inputs, saved_inputs, function_dims),
         "uses_torch": style == "autograd_function"
+        or any(is_floating(t.dtype) for t in inputs)  # the autocast check
         or bool(set(p.helpers) - {"_index_backward", "_size_ratio"})  # the other helpers call torch
         or "torch." in " ".join(body for _, body in [*p.forward, ("", p.forward_result), *p.backward]),
         "table": shape_table(inputs, guards) if p.checks else None,
         "args": ", ".join(p.inputs),
+        # autocast would run the forward's ops at other precisions than the backward reads: refused where it is on
+        "autocast_input": autocast_input,
+        "autocast_message": message_literal(
+            f"symgrad's emitted {name} does not follow torch.autocast's precisions (its backward would mix dtypes): "
+            f"call it outside the autocast region, or under torch.autocast({{{autocast_input}.device.type!r}}, "
+            "enabled=False)",
+            "        raise RuntimeError(",
+        ),
         **shared,
         "tangent_of": {x: f"tangent_{x}" for x in p.tangents},
         "backward_returns": [f"grad_{t.name}" if any(t is x for x in wrt) else "None" for t in inputs],
         **_split_context(pieces, p.sources),
     }
+    source = _rendered(context)
+    drop = {f"{name}Module", "_MODE_PATHS"}
+    # the other modes compute the same (a dropout of probability 0): the drop-in runs one Function in both
+    same_arguments = other_arguments == [ast.unparse(ast.parse(argument)) for argument in module_args]
+    if variant and same_arguments and "apply" not in renamed_names(source, variant, drop):
+        source = _rendered({**context, "other_same": True})
+    elif other_arguments:
+        heading = (
+            "The model in the other modes ("
+            + ", ".join(f"{p or 'the model'} in {'eval' if t else 'training'} mode" for p, t in modes.items())
+            + f"): its own trace, emitted as above, which {name}Module runs when the model's modes say so."
+        )
+        source = formatted(merged(source, variant, drop=drop, heading=heading), keep=DRAWS)
+    return source
+
+
+def _rendered(context: dict[str, Any]) -> str:
+    """The module template with ``context``, checked to be Python and formatted."""
     source = code_environment().get_template("module.py.j2").render(**context)
     source = re.sub(r"\n{4,}", "\n\n\n", source).rstrip() + "\n"  # at most two blank lines, as ruff format keeps
     try:
@@ -497,6 +473,19 @@ def codegen(
     except SyntaxError as error:  # a bug of the emitter: refuse rather than hand out broken code
         raise SymgradError(f"the emitted module is not valid Python ({error.msg}, line {error.lineno})") from None
     return formatted(_unused_results_as_underscores(source, tree), keep=DRAWS)
+
+
+def _other_mode(traced: Trace, name: str) -> tuple[str | None, str]:
+    """The module emitted from ``traced``'s code traced again with each mode-dependent submodule in the other mode
+    (eval after a training trace), so that its drop-in follows ``model.eval()`` with no symgrad at run time; or
+    None and why not."""
+    if traced.again is None or traced.model is None:
+        return None, "its trace cannot be run again"
+    try:
+        other = traced.in_modes({path: not training for path, training in traced.modes.items()})
+        return codegen(dataclasses.replace(other, modes={}), name=name, style="autograd_function"), ""
+    except SymgradError as error:
+        return None, f"symgrad refuses it there: {error}"
 
 
 def _one_output(output: Any) -> tuple[Tensor, list[Tensor]]:
@@ -539,6 +528,10 @@ def _step_parameters(
         return None
     paths = [_attribute_path("self.model", owned[x.name]) if x.name in owned else x.name for x in wrt]
     return [(path, k) for k, (path, x) in enumerate(zip(paths, wrt)) if id(x) in reached] or None
+
+
+def _tuple_text(parts: list[str]) -> str:
+    return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
 
 
 def _split_context(pieces: Sequence[Tensor], sources: dict) -> dict[str, Any]:

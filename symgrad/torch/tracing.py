@@ -97,6 +97,21 @@ class Trace:
     # the nn.Module whose parameter and buffer paths are the names above: the traced model, or one holding the
     # modules a loss function closes over (``model`` for ``model.fc1.weight``); an emitted drop-in takes it
     model: Any = None
+    # the same trace() call again, as the model now is: how a drop-in gets the model's other mode (see in_modes)
+    again: Callable[[], Trace] | None = field(default=None, repr=False, compare=False)
+
+    def in_modes(self, modes: Mapping[str, bool]) -> Trace:
+        """The same code traced again with the given submodules (paths of :attr:`modes`) in the given training
+        modes; the model's modes are restored afterwards."""
+        modules = {path: self.model.get_submodule(path) for path in modes}
+        before = {path: module.training for path, module in modules.items()}
+        try:
+            for path, module in modules.items():
+                module.training = modes[path]
+            return self.again()
+        finally:
+            for path, module in modules.items():
+                module.training = before[path]
 
 
 class _Recorder:
@@ -560,6 +575,9 @@ def trace(
         updated_inputs=first.updated_inputs,
         random_draws=first.random_draws,
         model=model,
+        again=functools.partial(
+            trace, fn, *example_inputs, dynamic_shapes=dynamic_shapes, modules=modules, symbolic_values=symbolic_values
+        ),
     )
 
 

@@ -33,6 +33,8 @@ def _identifiers_beside(source: str, user: set[str]) -> set[str]:
 def _internal(name: str, inputs: set[str], class_name: str) -> bool:
     if name in VOCABULARY or name.startswith("_") or re.fullmatch(r"t_\d+", name) or name.startswith(class_name):
         return True
+    if name.startswith(f"Eval{class_name}"):  # the other mode's classes
+        return True
     return any(name.removeprefix(prefix) in inputs or name.removeprefix(prefix).split("_")[0] in inputs
                for prefix in ("grad_", "tangent_", "v_", "hvp_", "step_", "hessian_"))  # fmt: skip
 

@@ -119,24 +119,46 @@ def test_forward_and_backward_leaves_unreached_and_frozen_parameters_alone():
     assert model.used.bias.grad is None and model.unused.weight.grad is None and model.unused.bias.grad is None
 
 
-def test_the_drop_in_refuses_the_mode_it_was_not_traced_in(emitted):
+def _same_step(model: torch.nn.Module, drop_in: torch.nn.Module, twin: torch.nn.Module, x, y) -> None:
+    """One forward and backward of each at the same seed: the same loss, gradients and buffers."""
+    losses = []
+    for net in (model, drop_in):
+        net.zero_grad()
+        torch.manual_seed(11)
+        losses.append(net(x, y))
+        losses[-1].backward()
+    torch.testing.assert_close(losses[1], losses[0], rtol=1e-12, atol=1e-14)
+    for (name, a), b in zip(model.named_parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-12, atol=1e-14, msg=name)
+    for (name, a), b in zip(model.named_buffers(), twin.buffers(), strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-12, atol=0, msg=name)
+
+
+def test_the_drop_in_follows_the_models_mode_both_ways(emitted):
+    """Traced in training, compiled for eval too: model.eval() and model.train() switch freely, with no symgrad at
+    run time, and a mix of the two (batch norm frozen, dropout on) is refused in one line."""
     model, traced, module = emitted
     assert traced.modes == {"bn": True, "drop": True}  # SmallCnn's own code never reads self.training
-    drop_in = module.SmallCnnModule(copy.deepcopy(model)).eval()
-    with pytest.raises(RuntimeError, match="eval mode, but SmallCnnModule was emitted from a trace in training"):
+    model, twin = copy.deepcopy(model), copy.deepcopy(model)
+    drop_in = module.SmallCnnModule(twin)
+    for mode in ("eval", "train", "eval", "train"):
+        getattr(model, mode)(), getattr(drop_in, mode)()
+        _same_step(model, drop_in, twin, *_batch(3))
+    drop_in.bn.eval()
+    with pytest.raises(RuntimeError, match="not bn eval, drop training: trace and compile the model in these modes"):
         drop_in(*_batch(2))
 
 
-def test_a_model_traced_in_eval_mode_refuses_training():
+def test_a_model_traced_in_eval_mode_trains_too():
     torch.manual_seed(0)
     model = SmallCnn().double().eval()
     traced = sg.trace(model, *_batch(4), dynamic_shapes={"x": {0: "m"}, "y": {0: "m"}})
     assert traced.updates == []
-    drop_in = sg.compile(traced, name="Eval").EvalModule(model)
-    x, y = _batch(3)
-    torch.testing.assert_close(drop_in(x, y), model(x, y), rtol=1e-12, atol=1e-14)
-    with pytest.raises(RuntimeError, match="training mode, but EvalModule was emitted from a trace in eval"):
-        drop_in.train()(x, y)
+    twin = copy.deepcopy(model)
+    drop_in = sg.compile(traced, name="Eval").EvalModule(twin)
+    _same_step(model, drop_in, twin, *_batch(3))
+    model.train(), drop_in.train()
+    _same_step(model, drop_in, twin, *_batch(5))
 
 
 def test_symbolic_dropout_draws_what_torch_draws_for_the_same_seed():
@@ -271,5 +293,5 @@ def test_mode_checks_cover_subclasses_of_torchs_modules():
     traced = sg.trace(model, torch.randn(4, 3, dtype=F64))
     assert traced.modes == {"0": True}
     drop_in = sg.compile(traced, name="Sub").SubModule(model)
-    with pytest.raises(RuntimeError, match="eval mode"):
-        drop_in.eval()(torch.randn(4, 3, dtype=F64))
+    x = torch.randn(4, 3, dtype=F64)
+    torch.testing.assert_close(drop_in.eval()(x), model.eval()(x), rtol=1e-12, atol=1e-14)
