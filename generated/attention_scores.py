@@ -143,8 +143,8 @@ class AttentionScoresFunction(torch.autograd.Function):
         (d,) = ctx.sizes
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             _, t_1 = _forward(Q, K, V)
-        grad_Q, grad_K, grad_V = _backward(Q, K, V, t_1, d, grad_output)
-        return grad_Q, grad_K, grad_V
+        grads = _backward(Q, K, V, t_1, d, grad_output)
+        return grads
 
     @staticmethod
     def jvp(ctx, *tangents):

@@ -113,8 +113,8 @@ class LinearLayerFunction(torch.autograd.Function):
         _, X, _ = ctx.saved_tensors
         if ctx.needs_input_grad[1]:
             raise RuntimeError("LinearLayerFunction gives gradients for W, b only")
-        grad_W, grad_b = _backward(X, grad_output)
-        return grad_W, None, grad_b
+        grads = _backward(X, grad_output)
+        return grads[0], None, grads[1]
 
     @staticmethod
     def jvp(ctx, *tangents):

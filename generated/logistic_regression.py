@@ -120,8 +120,8 @@ class LogisticRegressionFunction(torch.autograd.Function):
             raise RuntimeError("LogisticRegressionFunction gives gradients for w only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             _, t_1 = _forward(X, w, y)
-        (grad_w,) = _backward(X, y, t_1, m, grad_output)
-        return None, grad_w, None
+        grads = _backward(X, y, t_1, m, grad_output)
+        return None, grads[0], None
 
     @staticmethod
     def jvp(ctx, *tangents):

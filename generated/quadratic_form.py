@@ -116,8 +116,8 @@ class QuadraticFormFunction(torch.autograd.Function):
         x, A, t_1 = ctx.saved_tensors
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             _, t_1 = _forward(x, A)
-        grad_x, grad_A = _backward(x, A, t_1, grad_output)
-        return grad_x, grad_A
+        grads = _backward(x, A, t_1, grad_output)
+        return grads
 
     @staticmethod
     def jvp(ctx, *tangents):

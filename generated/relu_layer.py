@@ -125,8 +125,8 @@ class ReluLayerFunction(torch.autograd.Function):
             raise RuntimeError("ReluLayerFunction gives gradients for W, b only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             output = _forward(W, X, b)
-        grad_W, grad_b = _backward(X, output, grad_output)
-        return grad_W, None, grad_b
+        grads = _backward(X, output, grad_output)
+        return grads[0], None, grads[1]
 
     @staticmethod
     def jvp(ctx, *tangents):

@@ -107,8 +107,8 @@ class SeedWAtXFunction(torch.autograd.Function):
         _, x = ctx.saved_tensors
         if ctx.needs_input_grad[1]:
             raise RuntimeError("SeedWAtXFunction gives gradients for w only")
-        (grad_w,) = _backward(x, grad_output)
-        return grad_w, None
+        grads = _backward(x, grad_output)
+        return grads[0], None
 
     @staticmethod
     def jvp(ctx, *tangents):

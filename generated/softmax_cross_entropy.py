@@ -147,8 +147,8 @@ class SoftmaxCrossEntropyFunction(torch.autograd.Function):
             raise RuntimeError("SoftmaxCrossEntropyFunction gives gradients for W only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             _, t_1, t_3 = _forward(X, W, y)
-        (grad_W,) = _backward(X, y, t_1, t_3, grad_output)
-        return None, grad_W, None
+        grads = _backward(X, y, t_1, t_3, grad_output)
+        return None, grads[0], None
 
     @staticmethod
     def jvp(ctx, *tangents):

@@ -124,8 +124,8 @@ class TanhLayerFunction(torch.autograd.Function):
             raise RuntimeError("TanhLayerFunction gives gradients for W, b only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             output = _forward(W, X, b)
-        grad_W, grad_b = _backward(X, output, grad_output)
-        return grad_W, None, grad_b
+        grads = _backward(X, output, grad_output)
+        return grads[0], None, grads[1]
 
     @staticmethod
     def jvp(ctx, *tangents):

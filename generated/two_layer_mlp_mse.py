@@ -163,8 +163,8 @@ class TwoLayerMlpMseFunction(torch.autograd.Function):
             raise RuntimeError("TwoLayerMlpMseFunction gives gradients for W1, b1, W2, b2 only")
         if torch.is_grad_enabled():  # create_graph=True: recompute from the inputs, so that autograd sees it
             _, t_1, t_2 = _forward(W1, b1, W2, b2, X, Y)
-        grad_W1, grad_b1, grad_W2, grad_b2 = _backward(W2, X, t_1, t_2, k, m, grad_output)
-        return grad_W1, grad_b1, grad_W2, grad_b2, None, None
+        grads = _backward(W2, X, t_1, t_2, k, m, grad_output)
+        return *grads[0:4], None, None
 
     @staticmethod
     def jvp(ctx, *tangents):

@@ -57,6 +57,7 @@ from .layout import (
     dims_for,
     draws,
     function_saved_inputs,
+    gradients_by_input,
     guarded_backward,
     is_draw,
     layout,
@@ -353,7 +354,8 @@ def codegen(
         buffer_names = {path: names.inputs.get(n, n) for path, n in buffer_names.items()}
         optional = [names.inputs.get(n, n) for n in optional]
     p = plan(output, list(wrt), inputs, guards, updates, buffer_names)
-    wanted = {f"grad_{n}": k for k, n in enumerate(x.name for x in wrt if x.name in optional)}
+    # each optional gradient, by its input's position: what the backward's wanted flags (needs_input_grad) say
+    wanted = {f"grad_{t.name}": k for k, t in enumerate(inputs) if t.name in optional and any(t is x for x in wrt)}
     shapes = ", ".join(f"{t.name}: {format_shape(t.shape)}" for t in inputs)
     owned = {**(parameters or {}), **(buffers or {})}
     module_args = [_attribute_path("self.model", owned[t.name]) if t.name in owned else t.name for t in inputs]
@@ -378,8 +380,8 @@ def codegen(
     context = {
         "module_args": module_args if owned and style == "autograd_function" else [],
         "step_parameters": steps,
-        "wanted": [f"{n}.requires_grad" for n in optional if f"grad_{n}" in wanted],
-        "wanted_flags": [f"ctx.needs_input_grad[{k}]" for k, t in enumerate(inputs) if f"grad_{t.name}" in wanted],
+        "wanted": bool(wanted),
+        "every_input": f"(True,) * {len(inputs)}",
         "backward_blocks": guarded_backward(p.backward, p.results, wanted),
         "wanted_results": list(wanted),
         "step_grads": step_grads(steps or [], len(wrt)),
@@ -444,7 +446,9 @@ def codegen(
         ),
         **shared,
         "tangent_of": {x: f"tangent_{x}" for x in p.tangents},
-        "backward_returns": [f"grad_{t.name}" if any(t is x for x in wrt) else "None" for t in inputs],
+        "backward_returns": gradients_by_input(
+            [next((k for k, x in enumerate(wrt) if x is t), None) for t in inputs]
+        ),
         **_split_context(pieces, p.sources),
     }
     source = _rendered(context)

@@ -192,3 +192,30 @@ def guarded_backward(
         else:
             blocks.append((condition, [(label, body)]))
     return blocks
+
+
+def gradients_by_input(positions: list[int | None]) -> str:
+    """What the Function's backward returns: for each input, its gradient out of ``grads`` (by its position there)
+    or None, runs of consecutive gradients as one slice.
+
+    >>> gradients_by_input([6, None, 0, 1, 2, 3, 4, 5])
+    'grads[6], None, *grads[0:6]'
+    >>> gradients_by_input([0, 1])
+    'grads'
+    """
+    if positions == list(range(len(positions))):
+        return "grads"
+    parts: list[str] = []
+    run: list[int] = []
+    for position in [*positions, None]:
+        if position is not None and run and position == run[-1] + 1:
+            run.append(position)
+            continue
+        if len(run) > 1:
+            parts.append(f"*grads[{run[0]}:{run[-1] + 1}]")
+        elif run:
+            parts.append(f"grads[{run[0]}]")
+        run = [position] if position is not None else []
+        if position is None:
+            parts.append("None")
+    return ", ".join(parts[:-1])
