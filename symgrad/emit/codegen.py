@@ -446,9 +446,7 @@ def codegen(
         ),
         **shared,
         "tangent_of": {x: f"tangent_{x}" for x in p.tangents},
-        "backward_returns": gradients_by_input(
-            [next((k for k, x in enumerate(wrt) if x is t), None) for t in inputs]
-        ),
+        "backward_returns": gradients_by_input([next((k for k, x in enumerate(wrt) if x is t), None) for t in inputs]),
         **_split_context(pieces, p.sources),
     }
     source = _rendered(context)

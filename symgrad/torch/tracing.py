@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,6 +44,7 @@ from ..core.graph import dims_of
 from ..core.tensor import Tensor
 from ..core.tensor import method as tensor_method
 from .builtin_arguments import as_functional
+from .leaf_values import float64_values
 from .masked_selection import COUNTS, assigned_selection, carried, count_refusal, mask_of, selection
 from .nn.modules.module import leaf_name
 from .nn.normalization import running_statistics
@@ -505,47 +505,8 @@ def _bare_leaf(
             for axis, size in enumerate(real.shape)
         )
         return symbols(name, shape, requires_grad=requires_grad, dtype=dtype)
-    values = _float64_values(real)
+    values = float64_values(real)
     return tensor(values, name=name, requires_grad=requires_grad and real.dtype.is_floating_point, dtype=dtype)
-
-
-# each traced tensor's float64 values, while a trace holds them: the same array for every trace of an unchanged
-# tensor (the probe at other sizes, the other mode's trace), where a model of 124M parameters took 1 GB each time.
-# By id, since a tensor's == compares entries: the tensor, and its values, held weakly.
-_VALUES: dict[int, tuple[weakref.ref, weakref.ref]] = {}
-_CHUNK = 1 << 20  # entries compared at a time, so that the comparison allocates little
-
-
-def _float64_values(real: Any) -> Any:
-    """``real``'s values as a read-only float64 array: one already made, where its bits are still ``real``'s."""
-    known = _VALUES.get(id(real))
-    values = known[1]() if known is not None and known[0]() is real else None
-    if values is not None and _same_bits(real, values):
-        return values
-    values = real.detach().cpu().double().numpy()
-    if str(real.dtype) == "torch.float64":  # .double() gave the tensor itself, whose memory the model writes
-        values = values.copy()
-    values.flags.writeable = False
-    if str(real.dtype) in ("torch.float32", "torch.float64") and real.is_contiguous():
-        key = id(real)
-        _VALUES[key] = (weakref.ref(real, lambda _: _VALUES.pop(key, None)), weakref.ref(values))
-    return values
-
-
-def _same_bits(real: Any, values: Any) -> bool:
-    """Whether the float64 ``values`` made from ``real`` still hold its numbers bit for bit (a sign of zero and a
-    nan's included), compared a chunk at a time; the tensor may have changed through ``.data``, which no version
-    counter sees."""
-    flat = real.detach().cpu().reshape(-1).numpy()
-    copied = values.reshape(-1)
-    if flat.shape != copied.shape:
-        return False
-    bits = "<i4" if flat.dtype.itemsize == 4 else "<i8"
-    for start in range(0, flat.size, _CHUNK):
-        ours = copied[start : start + _CHUNK].astype(flat.dtype).view(bits)
-        if not (ours == flat[start : start + _CHUNK].view(bits)).all():
-            return False
-    return True
 
 
 def trace(
