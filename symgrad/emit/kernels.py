@@ -175,13 +175,15 @@ def _one(lp: Tensor) -> Tensor:
 
 
 def _rebuild(root: Tensor, replacements: dict[int, Tensor], rebuilt: dict[int, Tensor]) -> Tensor:
-    """``root`` with the nodes in ``replacements`` swapped in; unchanged nodes keep their identity (the
-    forward and the backward share them)."""
+    """``root`` with the nodes in ``replacements`` swapped in, and within each replacement too (one built from the
+    old nodes, such as a layer's joined slices that read the next layer's gradient, would otherwise keep a copy of
+    everything above it); unchanged nodes keep their identity (the forward and the backward share them)."""
     for node in topological(root):
         if id(node) in rebuilt:
             continue
         if id(node) in replacements:
-            rebuilt[id(node)] = replacements[id(node)]
+            rebuilt[id(node)] = node  # a replacement that reads the node itself reads it as it is
+            rebuilt[id(node)] = _rebuild(replacements[id(node)], replacements, rebuilt)
         elif node.op is None:
             rebuilt[id(node)] = node
         else:

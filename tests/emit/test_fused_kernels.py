@@ -129,3 +129,24 @@ def test_the_gradient_of_a_split_is_one_cat():
         return (torch.tanh(q) * k.sigmoid() + v**2).sum()
 
     _check_against_torch(module, args, reference)
+
+
+def test_a_deep_transformers_backward_runs_each_layers_kernels_once():
+    """Each layer's q, k, v gradients are joined into one cat where their sum of scattered slices was, in every
+    path of the backward: the replacement for one layer reads the next layer's gradient as rewritten too, so the
+    backward runs one layer-norm kernel per layer norm (it had a second copy of every layer above the first)."""
+    import public_models as pm
+
+    torch.manual_seed(0)
+    config = pm.GPTConfig(n_layer=3, n_head=2, n_embd=16, vocab_size=97, block_size=32)
+    model = pm.GPT(config).double()
+    idx, targets = torch.randint(0, 97, (2, 12)), torch.randint(0, 97, (2, 12))
+    traced = sg.trace(
+        lambda idx, targets: model(idx, targets)[1], idx, targets,
+        dynamic_shapes={"idx": {0: "b"}, "targets": {0: "b"}}, modules={"model": model},
+    )  # fmt: skip
+    source = sg.codegen(traced, name="Loss")
+    backward = source[source.index("def _backward(") : source.index("def forward(")]
+    norms = sum(isinstance(m, torch.nn.LayerNorm) or type(m).__name__ == "LayerNorm" for m in model.modules())
+    assert backward.count("native_layer_norm_backward(") == norms == 2 * config.n_layer + 1
+    assert "_index_backward(" not in backward and backward.count("torch.cat(") == config.n_layer
