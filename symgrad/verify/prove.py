@@ -63,6 +63,8 @@ class Proof:
             sizes = ", ".join(f"{k}={v}" for k, v in e["sizes"].items())
             how = ", ".join(f"{n} {m}" for m, n in sorted(e.get("methods", {}).items()))
             rules = f"rule by rule, {e['rules']} rules; " if "rules" in e else ""
+            if e.get("applications", 0) > e.get("rules", 0):  # the layers of a stack share their rules' checks
+                rules = f"rule by rule, {e['rules']} rules for {e['applications']} ops, each structure checked once; "
             if "rewrites" in e:
                 rules += f"the simplifier rewrite by rewrite, {e['rewrites']} rewrites; "
             if e.get("stand_ins"):
@@ -168,6 +170,7 @@ def _by_rules(
     for method, n in rules.methods.items():
         methods[method] = methods.get(method, 0) + n
     out = {"held": held, "entries": count + rules.entries, "methods": methods, "rules": rules.rules}
+    out["applications"] = rules.applications
     if shown:
         rules.take_stand_ins(steps)
     if rules.shrunk or rules.kept:

@@ -53,6 +53,7 @@ class RuleCheck:
 
     held: bool = True
     rules: int = 0
+    applications: int = 0  # the nodes those rules stand for: a repeated block's are checked once, by structure
     entries: int = 0
     methods: dict[str, int] = field(default_factory=dict)
     failed: str | None = None
@@ -87,7 +88,7 @@ def rule_nodes(outputs: Sequence[Tensor], targets: Sequence[Tensor]) -> list[Ten
 def check_rules(nodes: Sequence[Tensor], made: dict[int, Tensor]) -> RuleCheck:
     """Check the VJP rule of each node in ``nodes`` at the sizes ``made`` has them (see the module docstring);
     ``made`` maps each node to its instance at concrete sizes (:func:`instantiate`)."""
-    result = RuleCheck()
+    result = RuleCheck(applications=len(nodes))
     seen: set[tuple] = set()
     for position, node in enumerate(nodes):
         concrete = made[id(node)]

@@ -156,3 +156,26 @@ def test_a_refusal_raised_inside_c_code_still_reads_as_the_time_limit():
     with pytest.raises(TypeError, match="a real one"):  # within the limit, an error is the error it is
         with time_limit(None, "the proof", "pass time_limit=None", report=None):
             raise TypeError("a real one")
+
+
+def _stack(depth: int):
+    """``depth`` identical residual blocks x + tanh(x @ W_k) of width 6, summed, at a symbolic batch m."""
+    (m,) = sg.dims("m")
+    x = sg.symbols("x", (m, 6))
+    weights = [sg.symbols(f"w{k}", (6, 6), requires_grad=True) for k in range(depth)]
+    h = x
+    for w in weights:
+        h = h + st.tanh(h @ w)
+    return h.sum(), weights
+
+
+def test_a_stack_of_identical_blocks_has_its_rules_checked_once_whatever_its_depth():
+    """A repeated block is proved once, by structure: the rule checks of one block stand for every copy, so four
+    blocks cost the rules of one, and the proof says how many ops they cover."""
+    proofs = {depth: sg.prove(*_stack(depth), numeric=False) for depth in (1, 4)}
+    assert all(p.held for p in proofs.values())
+    one, four = proofs[1].exact[0], proofs[4].exact[0]
+    # each block is a product, a tanh and a sum; the loss's own sum comes once
+    assert (one["applications"], four["applications"]) == (3 + 1, 4 * 3 + 1)
+    assert four["rules"] == one["rules"] < four["applications"]
+    assert f"{four['rules']} rules for {four['applications']} ops, each structure checked once" in str(proofs[4])
