@@ -26,7 +26,7 @@ def float64_values(real: Any) -> Any:
     """``real``'s values as a read-only float64 array: one already made, where its bits are still ``real``'s."""
     known = _VALUES.get(id(real))
     values = known[1]() if known is not None and known[0]() is real else None
-    if values is not None and _same_bits(real, values):
+    if values is not None and same_bits(real, values):
         return values
     values = real.detach().cpu().double().numpy()
     if str(real.dtype) == "torch.float64":  # .double() gave the tensor itself, whose memory the model writes
@@ -38,7 +38,7 @@ def float64_values(real: Any) -> Any:
     return values
 
 
-def _same_bits(real: Any, values: Any) -> bool:
+def same_bits(real: Any, values: Any) -> bool:
     """Whether the float64 ``values`` made from ``real`` still hold its numbers bit for bit (a sign of zero and a
     nan's included), compared a chunk at a time; the tensor may have changed through ``.data``, which no version
     counter sees."""

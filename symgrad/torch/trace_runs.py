@@ -10,10 +10,20 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..core.errors import SymgradError
 from ..core.graph import topological_all
 from ..core.tensor import Tensor
+from .leaf_values import float64_values, same_bits
 from .sizes import Guard
+
+
+def _kept_values(tensor: Any) -> Any:
+    """What :func:`state_kept` restores ``tensor`` from: its float64 values (exact for float32) or a clone."""
+    if str(tensor.dtype) in ("torch.float32", "torch.float64") and tensor.device.type == "cpu":
+        return float64_values(tensor)
+    return tensor.detach().clone()
 
 
 @contextlib.contextmanager
@@ -25,7 +35,9 @@ def state_kept(model: Any) -> Iterator[None]:
 
     modules = list(model.modules()) if isinstance(model, torch.nn.Module) else []
     attributes = [(m, dict(m.__dict__), dict(m._buffers), dict(m._parameters)) for m in modules]
-    tensors = {id(t): (t, t.detach().clone(), t.grad) for m in modules for t in (*m._buffers.values(),
+    # a float32 or float64 tensor's values are kept as the float64 copy its leaf reads (made once, shared: a model
+    # of 124M parameters is not copied twice), any other's as a clone
+    tensors = {id(t): (t, _kept_values(t), t.grad) for m in modules for t in (*m._buffers.values(),
                *m._parameters.values()) if t is not None}  # fmt: skip
     random_state = torch.random.get_rng_state()
     try:
@@ -40,10 +52,13 @@ def state_kept(model: Any) -> Iterator[None]:
             module._parameters.clear()
             module._parameters.update(parameters)
         for tensor, values, grad in tensors.values():
-            if not torch.equal(tensor, values):
+            changed = (
+                not same_bits(tensor, values) if isinstance(values, np.ndarray) else not torch.equal(tensor, values)
+            )
+            if changed:
                 # through .data, which has a version counter of its own: the values are the ones a graph of the
                 # user's saved before the trace, and that graph can still go backward
-                tensor.data.copy_(values)
+                tensor.data.copy_(torch.from_numpy(np.array(values)) if isinstance(values, np.ndarray) else values)
             if tensor.grad is not grad:
                 tensor.grad = grad
 
