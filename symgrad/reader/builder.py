@@ -24,6 +24,7 @@ only as ``ord=``/``p=``. Sizes, nesting and exponents are bounded.
 from __future__ import annotations
 
 import ast
+import difflib
 import math
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
@@ -69,6 +70,7 @@ from .syntax import (
     show_number,
     where_text,
 )
+from .torch_names import NAMES
 
 
 def _literal_tensor(data: Any) -> Tensor:
@@ -105,6 +107,34 @@ _NAMESPACES: dict[tuple[str, ...], dict[str, Callable]] = {
     ("torch", "linalg"): _LINALG,
 }
 _ROOTS = {path[0] for path in _NAMESPACES}
+# each spelling's namespace in torch (torch_names.NAMES): which names torch has, for a missing one's message
+_TORCH_LABELS = {path: "torch.nn.functional" if "functional" in path or path == ("F",) else ".".join(path)
+                 for path in _NAMESPACES}  # fmt: skip
+
+
+def _missing(spelled: str, prefix: str, name: str, supported: Mapping[str, Any], label: str) -> str:
+    """One line for a name symgrad cannot call (``spelled``: ``torch.tnah()``): not supported where torch has it,
+    else unknown, with the nearest names symgrad supports, or else torch has, spelled as the user spells them
+    (``prefix``: ``torch.``, ``F.`` or ``.``)."""
+    if name in NAMES[label]:
+        return f"{spelled} is torch's, and symgrad does not support it yet" + _nearest(name, supported, prefix, 0.8)
+    return f"unknown {spelled}: torch has no such name" + (
+        _nearest(name, supported, prefix) or _nearest(name, NAMES[label], prefix)
+    )
+
+
+def _nearest(name: str, choices: Iterable[str], prefix: str, cutoff: float = 0.6) -> str:
+    """``; did you mean torch.tanh?`` for the choices closest to ``name`` (difflib's ratio, case ignored; an
+    in-place ``_`` spelling only for a name that has one)."""
+    by_lower: dict[str, str] = {}
+    for choice in sorted(choices):
+        if choice.endswith("_") and not name.endswith("_"):
+            continue
+        by_lower.setdefault(choice.lower(), choice)
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=cutoff)
+    return f"; did you mean {' or '.join(prefix + by_lower[c] for c in close)}?" if close else ""
+
+
 # Tensor methods: every public torch method of symgrad's Tensor (none of them changes a tensor in place)
 _METHODS: dict[str, Callable] = {
     name: getattr(TensorMethods, name)
@@ -323,11 +353,10 @@ class _Builder:
                 return self.functions[func.id], func.id
             if func.id in self.tensors:
                 raise UnsupportedError(f"{func.id} is a tensor, not a function")
-            extra = ", ".join(sorted(self.functions))
-            raise UnsupportedError(
-                f"unsupported function {func.id}(); use torch.<name>(...) with one of {', '.join(sorted(_TORCH))}"
-                + (f", or one of {extra}" if extra else "")
-            )
+            if func.id in _TORCH:
+                raise UnsupportedError(f"{func.id}() is torch's: call it as torch.{func.id}(...)")
+            near = _nearest(func.id, self.functions, "") or _nearest(func.id, _TORCH, "torch.")
+            raise UnsupportedError(f"unknown function {func.id}()" + near)
         if not isinstance(func, ast.Attribute):
             raise UnsupportedError("only functions of torch and torch.nn.functional, and tensor methods, can be called")
         path = dotted(func.value)
@@ -339,12 +368,11 @@ class _Builder:
                     f"unsupported module {spelled}; use torch, torch.nn.functional (F) or torch.linalg"
                 )
             if func.attr not in namespace:
-                raise UnsupportedError(
-                    f"unsupported function {spelled}.{func.attr}(); supported: {', '.join(sorted(namespace))}"
-                )
+                missing = _missing(f"{spelled}.{func.attr}()", f"{spelled}.", func.attr, namespace, _TORCH_LABELS[path])
+                raise UnsupportedError(missing)
             return namespace[func.attr], f"{spelled}.{func.attr}"
         if func.attr not in _METHODS:
-            raise UnsupportedError(f"unsupported method .{func.attr}(); supported: {', '.join(sorted(_METHODS))}")
+            raise UnsupportedError(_missing(f"method .{func.attr}()", ".", func.attr, _METHODS, "Tensor"))
         receiver = self._tensor(self.visit(func.value), f".{func.attr}()")
         return partial(_METHODS[func.attr], receiver), f".{func.attr}"
 

@@ -81,7 +81,7 @@ def test_vector_output_without_grad_tensor_uses_ones_and_says_so(capsys):
         ("q @ w", ["w=1,2"], "unknown name 'q'"),
         ("w @ v", ["w=1,2", "v=3,1"], "1x2 and 3x1"),
         ("w + v", ["w=1,2", "v=1,3"], "(2) must match the size of tensor b (3)"),
-        ("torch.foo(w)", ["w=1,2"], "unsupported function"),
+        ("torch.tnah(w)", ["w=1,2"], "unknown torch.tnah(): torch has no such name; did you mean torch.tanh?"),
         ("w @", ["w=1,2"], "syntax error"),
         ("__import__('os').system('touch pwned')", ["w=1,2"], "not"),
         ("().__class__.__mro__", ["w=1,2"], "not"),
