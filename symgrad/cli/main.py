@@ -39,7 +39,7 @@ from typing import Any
 from ..core.budget import PROGRESS_AFTER, time_limit
 from ..core.dims import is_concrete
 from ..core.errors import SymgradError, WorkBudgetError
-from ..core.files import check_writable, write_file
+from ..core.files import check_writable
 from ..core.tensor import Tensor
 from ..emit import codegen, load_source
 from ..emit.module_check import check_curvature_module, check_module
@@ -58,7 +58,7 @@ from .errors import EXIT_MISMATCH, EXIT_USAGE, one_line, report_error, say
 from .grad_tensors import default_grad_tensor, grad_tensor_option, parsed_grad_tensor, symbolic_grad_tensor
 from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of
 from .models import Model, load_model, option_pairs, parse_input
-from .outputs import document_format, put_result, write_page
+from .outputs import document_format, put_result, saved, write_page
 from .pictures import picture_name
 from .repl import run as run_repl
 
@@ -266,8 +266,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the catalogue lives (default: generated/ of the checkout symgrad runs from, from any directory)",
     )
     serve.add_parser(verbs)
-    for verb in verbs.choices.values():  # --debug is accepted after the verb too
+    for verb in verbs.choices.values():  # --debug is accepted after the verb too; -o FILE goes with --force
         verb.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        if any(action.dest == "output" for action in verb._actions):
+            verb.add_argument("--force", action="store_true", help="write -o FILE even where it is a symlink")
     for verb in (derive, explain, emit, picture, verify):
         verb.add_argument(
             "--time-limit",
@@ -406,7 +408,7 @@ def run_explain(args: argparse.Namespace) -> int:
     if chosen is not None and not args.create_graph and result.entrywise is None:  # the law's V, in the picture too
         grad_tensor = default_grad_tensor(output, symbolic=True)
     if args.format == "html":
-        write_page(target, result, None if args.no_graph else _page_graph(output, wrt, grad_tensor, args))
+        write_page(target, result, None if args.no_graph else _page_graph(output, wrt, grad_tensor, args), args)
         return _explained(result)
     pictures: dict[str, bytes] = {}
     if target is not None and not args.no_graph:
@@ -417,15 +419,15 @@ def run_explain(args: argparse.Namespace) -> int:
             pictures[name] = drawing
             result.picture = name
     if args.format == "pdf":
-        write_file(target, compile_pdf(render_explanation(result, "tex"), args.lang, files=pictures))
+        saved(target, compile_pdf(render_explanation(result, "tex"), args.lang, files=pictures), args)
     else:
         text = render_explanation(result, args.format)
         if target is not None:  # the document first: a failure names the file asked for, not its picture
-            write_file(target, text)
+            saved(target, text, args)
         else:
             print(text, end="")
         for name, drawing in pictures.items():
-            write_file(target.parent / name, drawing)
+            saved(target.parent / name, drawing, args)
     return _explained(result)
 
 
@@ -466,7 +468,7 @@ def run_graph(args: argparse.Namespace) -> int:
     if target is None:
         print(picture.source, end="")
     else:
-        write_file(target, picture.source if kind == "dot" else picture.draw(kind))
+        saved(target, picture.source if kind == "dot" else picture.draw(kind), args)
     return 0
 
 
@@ -540,7 +542,7 @@ def run_codegen(args: argparse.Namespace) -> int:
         if not report.ok:
             return _module_failed(target, f"fails its {report}")
     if target is not None:
-        write_file(target, source)
+        saved(target, source, args)
     else:
         sys.stdout.write(source)
     if report is not None:
@@ -643,9 +645,9 @@ def _explain_verification(args: argparse.Namespace) -> int:
     verdict = verification.verified(args.verify, args.input, args.value, 2)
     text = render_verification(verdict, args.lang, "tex" if args.format == "pdf" else args.format)
     if args.format == "pdf":
-        write_file(target, compile_pdf(text, args.lang))
+        saved(target, compile_pdf(text, args.lang), args)
     elif target is not None:
-        write_file(target, text)
+        saved(target, text, args)
     else:
         print(text, end="")
     return 0 if verdict.held else EXIT_MISMATCH

@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import SymgradError, WorkBudgetError
-from ..core.files import write_file
+from ..core.files import OutputError, write_file
 from ..report import render_explanation
 from .errors import say
 
@@ -17,9 +18,22 @@ from .errors import say
 def put_result(args: argparse.Namespace, text: str) -> None:
     """``derive``'s result: to ``-o FILE`` when given, else to stdout."""
     if args.output:
-        write_file(Path(args.output), text)
+        saved(Path(args.output), text, args)
     else:
         print(text, end="")
+
+
+def saved(path: Path, data: str | bytes, args: argparse.Namespace) -> Path:
+    """Write ``data`` to ``path`` (``-o FILE``, or a picture beside it) and say so on stderr. A symlink is refused
+    unless ``--force``: writing through it would change a file the command line does not name."""
+    if path.is_symlink() and not getattr(args, "force", False):
+        raise OutputError(
+            f"cannot write {path}: it is a symlink to {os.readlink(path)}; name that file, or pass --force"
+        )
+    write_file(path, data)
+    if path.is_file():  # not /dev/stdout or a pipe
+        say(f"symgrad: wrote {path}")
+    return path
 
 
 SUFFIX_FORMATS = {".pdf": "pdf", ".tex": "tex", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html"}
@@ -35,7 +49,7 @@ def document_format(args: argparse.Namespace) -> None:
     args.format = given or implied or "md"
 
 
-def write_page(target: Path | None, explanation: Any, picture: Any) -> None:
+def write_page(target: Path | None, explanation: Any, picture: Any, args: argparse.Namespace) -> None:
     """``explain --format html``: the page, to ``target`` or stdout, with the graph drawn inside it; without dot,
     the page goes without its picture and a note says why."""
     try:
@@ -46,6 +60,6 @@ def write_page(target: Path | None, explanation: Any, picture: Any) -> None:
         say(f"symgrad: note: the page has no graph picture: {error}")
         text = render_explanation(explanation, "html")
     if target is not None:
-        write_file(target, text)
+        saved(target, text, args)
     else:
         print(text, end="")

@@ -518,3 +518,24 @@ def test_derive_writes_its_result_to_o(capsys, tmp_path):
     code, out, _ = run(capsys, *argv)
     assert code == 0 and out == ""
     assert json.loads(target.read_text(encoding="utf-8"))["gradients"]
+
+
+def test_an_output_that_is_a_symlink_is_refused_unless_forced(capsys, tmp_path):
+    """-o through a symlink would change a file the command line does not name: one line and exit 2, nothing
+    written; --force writes through it, and every file written is named on stderr."""
+    target = tmp_path / "kept.txt"
+    target.write_text("mine", encoding="utf-8")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    argv = ["derive", "x.sum()", "--shape", "x=2", "--wrt", "x", "-o", str(link)]
+    code = main(argv)
+    _, err = capsys.readouterr()
+    assert (
+        code == 2
+        and err
+        == f"symgrad: error: cannot write {link}: it is a symlink to {target}; name that file, or pass --force\n"
+    )
+    assert target.read_text(encoding="utf-8") == "mine"
+    assert main([*argv, "--force"]) == 0
+    assert capsys.readouterr()[1] == f"symgrad: wrote {link}\n"
+    assert "grad" in target.read_text(encoding="utf-8") and link.is_symlink()

@@ -43,7 +43,7 @@ def test_the_svg_names_each_op(capsys, tmp_path):
     require_dot()
     target = tmp_path / "g.svg"
     code, out, err = run(capsys, *SEED, "--wrt", "w", "-o", str(target))
-    assert (code, out, err) == (0, "", "")
+    assert (code, out, err) == (0, "", f"symgrad: wrote {target}\n")
     svg = target.read_text(encoding="utf-8")
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
     for op in ("matmul", "tanh", "sum", "w̄ = torch.outer(t̄₁, x)"):
@@ -55,7 +55,7 @@ def test_png_and_pdf_by_extension(capsys, tmp_path, suffix, magic):
     require_dot()
     target = tmp_path / f"g{suffix}"
     code, _, err = run(capsys, *SEED, "-o", str(target))
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"symgrad: wrote {target}\n")
     assert target.read_bytes().startswith(magic)
     assert [p.name for p in tmp_path.iterdir()] == [target.name]  # no temporary file left behind
 
@@ -131,7 +131,8 @@ def test_a_markdown_explanation_shows_the_graph_drawn_beside_it(capsys, tmp_path
     require_dot()
     target = tmp_path / "tanh layer.md"
     code, out, err = run(capsys, *EXPLAIN, "--wrt", "W", "-o", str(target))
-    assert (code, out, err) == (0, "", "")
+    picture = tmp_path / "tanh_layer-graph.svg"
+    assert (code, out, err) == (0, "", f"symgrad: wrote {target}\nsymgrad: wrote {picture}\n")  # each file named
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tanh layer.md", "tanh_layer-graph.svg"]
     assert "](tanh_layer-graph.svg)" in target.read_text(encoding="utf-8")
     svg = (tmp_path / "tanh_layer-graph.svg").read_text(encoding="utf-8")
@@ -154,7 +155,7 @@ def test_a_pdf_explanation_has_the_graph_as_a_figure(capsys, tmp_path, lang):
     code, _, err = run(capsys, *EXPLAIN, "--wrt", "W", "--format", "pdf", "--lang", lang, "-o", str(target))
     if code == 2 and "not installed" in err:
         pytest.skip(err.strip())
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"symgrad: wrote {target}\n")
     assert [p.name for p in tmp_path.iterdir()] == ["t.pdf"]  # the drawing went inside
     text = subprocess.run(["pdftotext", str(target), "-"], capture_output=True, text=True, check=True).stdout
     assert "matmul" in text and "tanh" in text  # the graph's node labels, drawn into the page
@@ -196,6 +197,6 @@ def test_a_second_order_explanation_shows_the_graph_too(capsys, tmp_path):
     target = tmp_path / "s.md"
     argv = ["explain", "(w * w * w).sum()", "--value", "w=[1.0, 2.0]", "--wrt", "w", "--create-graph"]
     code, _, err = run(capsys, *argv, "--grad-tensor", "[1.0, 0.0]", "-o", str(target))
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, f"symgrad: wrote {target}\nsymgrad: wrote {tmp_path / 's-graph.svg'}\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s-graph.svg", "s.md"]
     assert "](s-graph.svg)" in target.read_text(encoding="utf-8")
