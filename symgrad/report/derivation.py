@@ -48,7 +48,7 @@ class Entry:
         return {"index": list(self.index), "formula": self.formula, "latex": self.latex, "value": self.value}
 
 
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = 2
 """The version of ``symgrad derive --format json`` (docs/derive.schema.json); it changes when a field changes."""
 
 SHOWN = 8  # entries (and Jacobian non-zeros) a report writes out by default: the first ones and the last
@@ -71,7 +71,7 @@ class TensorReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "shape": [str(d) for d in self.shape],
+            "shape": [int(d) if isinstance(d, int) or d.is_Integer else str(d) for d in self.shape],
             "entries": [e.as_dict() for e in self.entries],
             "count": self.count,
         }

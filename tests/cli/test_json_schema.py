@@ -49,3 +49,13 @@ def test_a_field_the_schema_does_not_know_is_caught(capsys):
     document = json.loads(capsys.readouterr()[0])
     document["gradient"] = document.pop("gradients")
     assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(document))
+
+
+def test_sizes_are_numbers_where_fixed_and_strings_where_symbolic(capsys):
+    """A gradient's shape and a Jacobian's are written alike: [2, 3], where gradients were ["2", "3"]."""
+    main(["derive", "torch.tanh(W @ x)", "--shape", "W=2,3", "--shape", "x=3,1", "--wrt", "W", "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    (gradient,), (jacobian,) = data["gradients"], data["jacobians"]
+    assert gradient["shape"] == [2, 3] and jacobian["shape"] == [2, 1, 2, 3]
+    inputs = {entry["name"]: entry["shape"] for entry in data["inputs"]}
+    assert inputs == {"W": "2×3", "x": "3×1"}  # an input's shape is the text the user reads
