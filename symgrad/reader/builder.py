@@ -24,9 +24,10 @@ only as ``ord=``/``p=``. Sizes, nesting and exponents are bounded.
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -107,6 +108,7 @@ _NAMESPACES: dict[tuple[str, ...], dict[str, Callable]] = {
     ("torch", "linalg"): _LINALG,
 }
 _ROOTS = {path[0] for path in _NAMESPACES}
+_PRODUCTS = {"matmul", "mm", "mv", "bmm", "inner", "dot"}  # their shape errors name the sizes they contract
 # each spelling's namespace in torch (torch_names.NAMES): which names torch has, for a missing one's message
 _TORCH_LABELS = {path: "torch.nn.functional" if "functional" in path or path == ("F",) else ".".join(path)
                  for path in _NAMESPACES}  # fmt: skip
@@ -197,9 +199,10 @@ def _is_literal(value: Any) -> bool:
 class _Builder:
     """Walks a checked tree, building the graph with symgrad's own operations."""
 
-    def __init__(self, tensors: dict[str, Tensor], functions: dict[str, Callable]) -> None:
+    def __init__(self, tensors: dict[str, Tensor], functions: dict[str, Callable], text: str = "") -> None:
         self.tensors = tensors
         self.functions = functions
+        self.text = text  # the user's expression, whose own words a shape error quotes
         # the dimension names of the tensors' shapes (k in W: k×n), usable as sizes: X.reshape(k, -1), (k,)
         self.dims = {
             str(s): s for t in tensors.values() for d in t.shape if not isinstance(d, int) for s in d.free_symbols
@@ -257,7 +260,8 @@ class _Builder:
         left = self._operand(self.visit(node.left), f"operator {symbol}")
         right = self._operand(self.visit(node.right), f"operator {symbol}")
         if isinstance(left, Tensor) or isinstance(right, Tensor):
-            return fn(left, right)  # exponents of tensors are checked on the finished graph
+            with self._shapes_named(node, [(node.left, left), (node.right, right)], matmul=symbol == "@"):
+                return fn(left, right)  # exponents of tensors are checked on the finished graph
         if symbol == "**":
             check_exponent(right)
         try:
@@ -321,7 +325,9 @@ class _Builder:
         kwargs = {k.arg: self._keyword(k, label) for k in node.keywords}
         self._check_inputs(label, args, kwargs)
         try:
-            return fn(*args, **kwargs)
+            operands = list(zip(node.args, args, strict=True))
+            with self._shapes_named(node, operands, matmul=label.rsplit(".", 1)[-1] in _PRODUCTS):
+                return fn(*args, **kwargs)
         except SymgradError:
             raise
         except (TypeError, AttributeError) as exc:  # an argument of the wrong kind, as Python says it
@@ -331,6 +337,30 @@ class _Builder:
                 f"{label}(){where_text(node)}: symgrad failed with {type(exc).__name__}: "
                 f"{' '.join(str(exc).split())} (a bug in symgrad: please report it)"
             ) from exc
+
+    @contextlib.contextmanager
+    def _shapes_named(self, node: ast.AST, operands: list[tuple[ast.AST, Any]], matmul: bool) -> Iterator[None]:
+        """A shape error, in the user's words: the part of the expression, each tensor operand by its own text
+        and shape, the sizes a product contracts, then torch's own message (``W @ x: W is k×n, x is m; n and m
+        must match; torch: size mismatch, ...``)."""
+        try:
+            yield
+        except ShapeError as error:
+            tensors = [(part, value) for part, value in operands if isinstance(value, Tensor)]
+            if not self.text or not tensors:
+                raise
+            said = ", ".join(f"{self._words(part)} is {format_shape(value.shape)}" for part, value in tensors)
+            if matmul and len(tensors) == 2 and all(value.shape for _, value in tensors):
+                (_, a), (_, b) = tensors
+                inner = (a.shape[-1], b.shape[0] if len(b.shape) == 1 else b.shape[-2])
+                said += f"; {inner[0]} and {inner[1]} must match" if inner[0] != inner[1] else ""
+            where = ast.get_source_segment(self.text, node) or ast.unparse(node)
+            raise ShapeError(f"{where}: {said}; torch: {' '.join(str(error).split())}") from error
+
+    def _words(self, node: ast.AST) -> str:
+        """The user's text for ``node`` (in parentheses where it is itself an operation)."""
+        words = ast.get_source_segment(self.text, node) or ast.unparse(node)
+        return words if isinstance(node, ast.Name | ast.Call | ast.Attribute | ast.Subscript) else f"({words})"
 
     def _check_inputs(self, label: str, args: list, kwargs: dict) -> None:
         """Arithmetic takes tensors or numbers (``torch.add(2, x)``); other functions take a tensor first."""
@@ -478,7 +508,7 @@ def parse(
         if name in tensors:
             raise ParseError(f"{name} is both a tensor and a function")
     try:
-        result = _Builder(tensors, functions).visit(tree)
+        result = _Builder(tensors, functions, text).visit(tree)
         if isinstance(result, Tensor):
             _check_powers(result)
             return result

@@ -481,3 +481,27 @@ def test_a_dimension_name_of_a_shape_is_a_size_in_the_expression():
     assert parse("X.reshape(k, -1)", {"X": ("k", "n")}).shape == (k, n)
     with pytest.raises(UnknownNameError, match="unknown name 'q'"):
         parse("X.reshape(q, -1)", {"X": ("k", "n")})
+
+
+@pytest.mark.parametrize(
+    ("text", "shapes", "message"),
+    [
+        ("W @ x", {"W": ("k", "n"), "x": ("m",)}, "W @ x: W is k×n, x is m; n and m must match; torch: size mismatch"),
+        (
+            "torch.mm(W, X)",
+            {"W": (2, 3), "X": (4, 5)},
+            "torch.mm(W, X): W is 2×3, X is 4×5; 3 and 4 must match; torch:",
+        ),
+        (
+            "torch.tanh(W @ X + b)",
+            {"W": (2, 3), "X": (3, 4), "b": (3, 1)},
+            "W @ X + b: (W @ X) is 2×4, b is 3×1; torch:",
+        ),
+    ],
+)
+def test_a_shape_error_names_the_users_own_tensors_and_sizes(text, shapes, message):
+    """The part of the expression, each operand in the user's words with its shape, the sizes a product
+    contracts, then torch's own message."""
+    with pytest.raises(ShapeError) as caught:
+        parse(text, shapes=shapes)
+    assert str(caught.value).startswith(message)
