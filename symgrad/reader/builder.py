@@ -239,7 +239,9 @@ class _Builder:
             raise UnsupportedError(f"{node.id} is a function; call it, as in {node.id}(x)")
         if node.id in _ROOTS:
             raise UnsupportedError(f"{node.id} is a module; call its functions, as in torch.tanh(x)")
-        raise UnknownNameError(f"unknown name {node.id!r}; known tensors: {self._known()}")
+        near = _nearest(node.id, self.tensors, "")
+        known = near.removeprefix("; ") if near else f"known tensors: {self._known()}"
+        raise UnknownNameError(f"unknown name {node.id!r}; {known}")
 
     def _visit_Tuple(self, node: ast.Tuple) -> tuple:
         return tuple(self.visit(e) for e in node.elts)
@@ -447,6 +449,9 @@ def _grad_names(requires_grad: bool | Iterable[str], names: Iterable[str]) -> se
     unknown = sorted(wanted - names)
     if unknown:
         first = unknown[0]
+        near = _nearest(first, names, "")
+        if near:  # a typo or another case of a tensor's name, not a tensor to add
+            raise UnknownNameError(f"requires_grad (--wrt on the command line) names {first}, not a tensor here{near}")
         raise UnknownNameError(
             f"requires_grad names unknown tensors {', '.join(unknown)}; known tensors: "
             f"{', '.join(sorted(names)) or 'none'}; give each tensor a shape or values "

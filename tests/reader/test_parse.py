@@ -505,3 +505,12 @@ def test_a_shape_error_names_the_users_own_tensors_and_sizes(text, shapes, messa
     with pytest.raises(ShapeError) as caught:
         parse(text, shapes=shapes)
     assert str(caught.value).startswith(message)
+
+
+def test_a_name_in_another_case_or_misspelt_gets_the_tensor_it_meant():
+    with pytest.raises(UnknownNameError, match=r"^unknown name 'w'; did you mean W\?$"):
+        parse("w.sum()", shapes={"W": (2, 3)})
+    with pytest.raises(UnknownNameError, match=r"names w, not a tensor here; did you mean W\?$"):
+        parse("W.sum()", shapes={"W": (2, 3)}, requires_grad=["w"])
+    with pytest.raises(UnknownNameError, match=r"^unknown name 'q'; known tensors: W$"):
+        parse("q.sum()", shapes={"W": (2, 3)})
