@@ -296,8 +296,9 @@ class Jobs:
 # --- the web application ---------------------------------------------------------------------------------------
 
 
-def playground(query: Mapping[str, Sequence[str]]) -> str:
-    """The playground's page: the form, filled from ``query``, above where the explanation goes."""
+def playground(query: Mapping[str, Sequence[str]], autorun: bool = False) -> str:
+    """The playground's page: the form, filled from ``query``, above where the explanation goes; ``autorun``: the
+    page runs the query on load (else its Run button does)."""
     lang = next((given for given in query.get("lang", []) if given in WORDS), "en")  # the form shows what is wrong
     words = PLAYGROUND_WORDS[lang]
     fields = {
@@ -308,7 +309,8 @@ def playground(query: Mapping[str, Sequence[str]]) -> str:
         "grad_tensor": " ".join(query.get("grad_tensor", [])),
         "order": " ".join(query.get("order", ["1"])),
     }
-    form = page_environment().get_template("playground.html.j2").render(words=words, fields=fields, lang=lang)
+    template = page_environment().get_template("playground.html.j2")
+    form = template.render(words=words, fields=fields, lang=lang, autorun=autorun)
     return page("", lang, title=words["title"], form=form)
 
 
@@ -343,7 +345,10 @@ def application(time_limit: float, run: Callable[[list[str]], int], *, local: bo
         return origin is not None and urllib.parse.urlsplit(origin).netloc != request.headers.get("host")
 
     async def index(request: Request) -> HTMLResponse:
-        return HTMLResponse(playground(query_of(request)))
+        # typed, bookmarked, or opened from outside a browser page: the query runs at once; from another site's
+        # page (a link, or a hidden frame, which SECURITY_HEADERS forbid anyway), it waits for the Run button
+        typed = request.headers.get("sec-fetch-site") in ("same-origin", "none")
+        return HTMLResponse(playground(query_of(request), autorun=typed))
 
     async def start(request: Request) -> JSONResponse:
         if elsewhere(request):
@@ -371,8 +376,31 @@ def application(time_limit: float, run: Callable[[list[str]], int], *, local: bo
         Route("/jobs/{key}", progress, methods=["GET", "DELETE"]),
     ]
     hosts = ["127.0.0.1", "localhost", "[::1]"] if local else ["*"]
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts)]
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts), Middleware(_SecurityHeaders)]
     return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+
+
+# no page may frame the playground (a hidden frame would run derivations in it), and no response is sniffed
+SECURITY_HEADERS = [
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+]
+
+
+class _SecurityHeaders:
+    """ASGI middleware: every response carries :data:`SECURITY_HEADERS`."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, sending)
 
 
 def run_serve(args: argparse.Namespace, run: Callable[[list[str]], int]) -> int:

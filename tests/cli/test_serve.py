@@ -230,3 +230,24 @@ def test_a_derivation_whose_page_stopped_asking_is_ended(monkeypatch) -> None:
         assert jobs.jobs[key].state == "cancelled" and not jobs.jobs[key].process.is_alive()
     finally:
         jobs.close()
+
+
+def test_no_page_may_frame_the_playground_and_a_link_from_elsewhere_waits_for_run(server: str) -> None:
+    """Every response forbids framing and sniffing; the query in a URL opened from another site's page (a link, a
+    hidden frame) fills the form without running it, while one typed or bookmarked (Sec-Fetch-Site none) runs."""
+    query = "/?" + urllib.parse.urlencode({"expr": "torch.det(A)", "shape": "A=3,3"})
+    pages = {}
+    for site in ("cross-site", "same-site", "none", "same-origin"):
+        asked = urllib.request.Request(server + query, headers={"Sec-Fetch-Site": site})
+        with urllib.request.urlopen(asked, timeout=10) as answer:
+            assert answer.headers["Content-Security-Policy"] == "frame-ancestors 'none'"
+            assert answer.headers["X-Frame-Options"] == "DENY"
+            assert answer.headers["X-Content-Type-Options"] == "nosniff"
+            pages[site] = answer.read().decode("utf-8")
+    assert all('value="torch.det(A)"' in page for page in pages.values())  # the form is filled in every case
+    runs = {site: "if (true && new URLSearchParams" in page for site, page in pages.items()}
+    assert runs == {"cross-site": False, "same-site": False, "none": True, "same-origin": True}
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(server + "/jobs/none", timeout=10)
+    assert missing.value.headers["X-Frame-Options"] == "DENY"
+    missing.value.close()
