@@ -37,6 +37,7 @@ from typing import Any
 from ..core.errors import SymgradError
 from ..emit.templates import page_environment
 from ..report.html import WORDS, page
+from .errors import say
 from .limits import seconds
 
 QUERY_OPTIONS = {"shape": "--shape", "value": "--value", "wrt": "--wrt", "grad_tensor": "--grad-tensor"}
@@ -101,6 +102,14 @@ def add_parser(verbs: Any) -> None:
         "--host",
         default="127.0.0.1",
         help="the address to listen on (default: 127.0.0.1, this machine only; anything else lets others in)",
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with --host other than this machine's loopback: a further name requests may address the playground "
+        "by (its own names and addresses are allowed)",
     )
     serve.add_argument(
         "--time-limit",
@@ -314,9 +323,12 @@ def playground(query: Mapping[str, Sequence[str]], autorun: bool = False) -> str
     return page("", lang, title=words["title"], form=form)
 
 
-def application(time_limit: float, run: Callable[[list[str]], int], *, local: bool = True) -> Any:
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")  # the names this machine alone reaches the playground by
+
+
+def application(time_limit: float, run: Callable[[list[str]], int], *, hosts: Sequence[str] = LOOPBACK) -> Any:
     """The ASGI application: ``/`` (the page), ``/jobs`` (start), ``/jobs/{id}`` (progress, or DELETE to cancel);
-    ``run`` is the command line's ``main``. ``local``: answer only requests addressed to this machine by name, so
+    ``run`` is the command line's ``main``. ``hosts``: the names requests may address it by (the Host header), so
     that another site cannot reach the playground through a name of its own that points here (DNS rebinding)."""
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
@@ -375,9 +387,19 @@ def application(time_limit: float, run: Callable[[list[str]], int], *, local: bo
         Route("/jobs", start, methods=["POST"]),
         Route("/jobs/{key}", progress, methods=["GET", "DELETE"]),
     ]
-    hosts = ["127.0.0.1", "localhost", "[::1]"] if local else ["*"]
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=hosts), Middleware(_SecurityHeaders)]
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts)), Middleware(_SecurityHeaders)]
     return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+
+
+def _own_names(host: str) -> list[str]:
+    """This machine's names and addresses, which a request from another machine may address it by."""
+    names = {socket.gethostname(), socket.getfqdn()}
+    if not ipaddress.ip_address(host).is_unspecified:
+        names.add(f"[{host}]" if ":" in host else host)
+    with contextlib.suppress(OSError):
+        for *_, address in socket.getaddrinfo(socket.gethostname(), None):
+            names.add(f"[{address[0]}]" if ":" in address[0] else address[0])
+    return sorted(names)
 
 
 # no page may frame the playground (a hidden frame would run derivations in it), and no response is sniffed
@@ -426,7 +448,13 @@ def run_serve(args: argparse.Namespace, run: Callable[[list[str]], int]) -> int:
     host, port = listener.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"symgrad: serving the playground on http://{shown}:{port}/ (Ctrl-C stops it)", flush=True)
-    local = ipaddress.ip_address(host).is_loopback
-    config = uvicorn.Config(application(args.time_limit, run, local=local), log_level="warning")
+    hosts = list(LOOPBACK)
+    if not ipaddress.ip_address(host).is_loopback:
+        hosts = list(dict.fromkeys([*hosts, *_own_names(host), *args.allow_host]))
+        say(
+            f"symgrad: warning: --host {args.host} lets anyone who reaches this machine run derivations here; "
+            f"requests are answered when addressed to {', '.join(hosts)} (add a name with --allow-host)"
+        )
+    config = uvicorn.Config(application(args.time_limit, run, hosts=hosts), log_level="warning")
     uvicorn.Server(config).run(sockets=[listener])
     return 0

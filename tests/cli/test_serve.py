@@ -251,3 +251,33 @@ def test_no_page_may_frame_the_playground_and_a_link_from_elsewhere_waits_for_ru
         urllib.request.urlopen(server + "/jobs/none", timeout=10)
     assert missing.value.headers["X-Frame-Options"] == "DENY"
     missing.value.close()
+
+
+def test_listening_beyond_this_machine_warns_and_answers_only_its_own_names() -> None:
+    """--host 0.0.0.0 says what it exposes, and still refuses a request addressed to a name that is not this
+    machine's (DNS rebinding) unless --allow-host names it."""
+    command = [sys.executable, "-c", "import sys; from symgrad.cli import main; sys.exit(main())", "serve"]
+    argv = [*command, "--host", "0.0.0.0", "--port", "0", "--allow-host", "playground.test"]
+    process = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_ends_with_us
+    )
+    try:
+        port = re.search(r"http://0\.0\.0\.0:(\d+)/", process.stdout.readline()).group(1)
+        warning = process.stderr.readline()
+        assert warning.startswith("symgrad: warning: --host 0.0.0.0 lets anyone who reaches this machine run")
+        assert "playground.test" in warning
+        codes = {}
+        for name in ("attacker.example", "127.0.0.1", "playground.test"):
+            asked = urllib.request.Request(f"http://127.0.0.1:{port}/", headers={"Host": name})
+            try:
+                with urllib.request.urlopen(asked, timeout=10) as answer:
+                    codes[name] = answer.status
+            except urllib.error.HTTPError as refused:
+                codes[name] = refused.code
+                refused.close()
+        assert codes == {"attacker.example": 400, "127.0.0.1": 200, "playground.test": 200}
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        process.stdout.close()
+        process.stderr.close()
