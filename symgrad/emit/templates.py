@@ -11,8 +11,10 @@ templates use Jinja's own delimiters; documents use TeX-safe ones, because
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -25,7 +27,28 @@ def template_dir() -> Path:
     raise FileNotFoundError("symgrad's templates/ folder is missing from this installation")
 
 
+def code_span(text: Any) -> str:
+    """``text`` as one Markdown code span whatever it holds: fenced by more backticks than its longest run of
+    them (CommonMark), with a space inside where it starts or ends with one, so that a backtick in a user's
+    expression (a comment, say) cannot close the span and let raw HTML through.
+
+    >>> code_span("x.sum() # `<img>`")
+    '`` x.sum() # `<img>` ``'
+    """
+    text = " ".join(str(text).split())
+    runs = [len(run) for run in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or runs else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _environment(*, trim: bool, escape: bool = False, **delimiters: str) -> jinja2.Environment:
+    environment = _bare_environment(trim=trim, escape=escape, **delimiters)
+    environment.filters["code_span"] = code_span
+    return environment
+
+
+def _bare_environment(*, trim: bool, escape: bool = False, **delimiters: str) -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(template_dir()),
         undefined=jinja2.StrictUndefined,

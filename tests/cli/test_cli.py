@@ -539,3 +539,14 @@ def test_an_output_that_is_a_symlink_is_refused_unless_forced(capsys, tmp_path):
     assert main([*argv, "--force"]) == 0
     assert capsys.readouterr()[1] == f"symgrad: wrote {link}\n"
     assert "grad" in target.read_text(encoding="utf-8") and link.is_symlink()
+
+
+def test_a_backtick_in_the_expression_cannot_close_the_markdown_code_span(capsys):
+    """A comment holding backticks and HTML stays inside the title's code span, as CommonMark reads it."""
+    from markdown_it import MarkdownIt
+
+    expression = "x.sum() # `<img src=x onerror=alert(1)>`"
+    assert main(["derive", expression, "--shape", "x=2", "--wrt", "x", "--format", "md"]) == 0
+    title = capsys.readouterr().out.splitlines()[0]
+    html = MarkdownIt("commonmark").render(title)
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
