@@ -1,7 +1,7 @@
 """Write symgrad/reader/torch_names.py: the public names of torch, torch.nn.functional, torch.linalg and Tensor
 methods in the torch installed here, so that a misspelt or unsupported name gets a suggestion without importing
 torch. Run from the repository root: ``python build_support/torch_names.py`` (tests/reader/test_torch_names.py
-checks it against the installed torch)."""
+checks it against the installed torch; ``--print`` writes the text to stdout instead)."""
 
 from __future__ import annotations
 
@@ -43,5 +43,10 @@ def source() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":
-    TARGET.write_text(source(), encoding="utf-8")
+if __name__ == "__main__":  # a fresh process: torch's namespace grows as its submodules load (torch._dynamo)
+    import sys
+
+    if sys.argv[1:] == ["--print"]:
+        sys.stdout.write(source())
+    else:
+        TARGET.write_text(source(), encoding="utf-8")
