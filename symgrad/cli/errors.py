@@ -56,6 +56,10 @@ def report_error(error: Exception) -> int:
     if isinstance(error, ModuleNotFoundError) and error.name == "torch":
         say("symgrad: error: this needs torch (pip install torch==2.13.0), or pass --no-check")
         return EXIT_USAGE
+    if type(error).__name__.lstrip("_") == "LinAlgError":  # the user's values: a singular matrix, say
+        where = f"torch's {blamed_op(error)}" if blamed_op(error) else "torch's linear algebra"
+        say(f"symgrad: error: at these values {where} fails: {one_line(error)}")
+        return EXIT_USAGE
     if isinstance(error, SymgradError) or (isinstance(error, BAD_INPUT) and not raised_inside_symgrad(error)):
         say(f"symgrad: error: {one_line(error)}")  # torch's own error for the user's model is the user's to fix
         return EXIT_USAGE

@@ -161,7 +161,15 @@ def round(input: Tensor, *, decimals: int = 0) -> Tensor:
     """To the nearest integer, ties to even (``decimals``: to that many decimal places, as torch computes it)."""
     if decimals == 0:
         return apply("round", input)
-    scale = 10.0 ** _builtins.abs(decimals)
+    try:
+        scale = 10.0 ** _builtins.abs(decimals)
+    except OverflowError:
+        scale = _math.inf
+    if scale == _math.inf:  # torch's scale is inf too: its values are nan, and their gradient 0 · inf
+        raise _UnsupportedError(
+            f"round(decimals={decimals}): 10**{_builtins.abs(decimals)} is past float64's range, where torch's "
+            "result is nan; give decimals within ±308"
+        )
     if decimals > 0:
         return apply("round", input * scale) / scale
     return apply("round", input / scale) * scale

@@ -550,3 +550,31 @@ def test_a_backtick_in_the_expression_cannot_close_the_markdown_code_span(capsys
     title = capsys.readouterr().out.splitlines()[0]
     html = MarkdownIt("commonmark").render(title)
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["F.conv2d(x, w, dilation=-1).sum()", "--shape", "x=1,1,5,5", "--shape", "w=1,1,3,3", "--wrt", "w"],
+         "symgrad: error: dilation should be greater than zero\n"),
+        (["torch.linalg.solve(a, b).sum()", "--value", "a=[[1.0, 2.0], [2.0, 4.0]]", "--shape", "b=2", "--wrt", "b"],
+         "symgrad: error: at these values torch's inv fails: linalg.inv: "),
+    ],
+)  # fmt: skip
+def test_input_torch_refuses_is_one_line_for_the_user_not_a_bug(capsys, argv, line):
+    """What torch itself refuses (a dilation below 1, a singular matrix) is the user's to fix: exit 2, one line."""
+    code = main(["derive", *argv])
+    err = capsys.readouterr()[1]
+    assert code == 2 and err.startswith(line) and err.count("\n") == 1 and "bug" not in err
+
+
+def test_rounding_past_floats_range_is_refused_in_one_line(capsys):
+    """10 ** 1000000 overflowed a Python float inside symgrad; torch's scale is inf there and its values nan, which
+    symgrad does not derive: one line, exit 2."""
+    code = main(["derive", "torch.round(x, decimals=1000000)", "--value", "x=[1.5, -2.25]", "--wrt", "x"])
+    err = capsys.readouterr()[1]
+    assert (code, err) == (
+        2,
+        "symgrad: error: round(decimals=1000000): 10**1000000 is past float64's range, where torch's result is nan; "
+        "give decimals within ±308\n",
+    )

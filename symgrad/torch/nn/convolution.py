@@ -69,6 +69,8 @@ def _conv(
         raise TorchRuntimeError("non-positive groups is not supported")
     if any(s <= 0 for s in stride):
         raise TorchRuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise TorchRuntimeError("dilation should be greater than zero")
     if x.shape[1] != group_channels * groups or out_channels % groups:
         raise TorchRuntimeError(
             f"Given groups={groups}, weight of size {_listed(weight.shape)}, expected input{_listed(x.shape)} to "
