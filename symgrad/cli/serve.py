@@ -19,6 +19,7 @@ Starlette routes the requests and uvicorn serves them (well-kept, small, pure-Py
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import io
 import ipaddress
@@ -26,6 +27,7 @@ import itertools
 import multiprocessing
 import os
 import re
+import signal
 import socket
 import sys
 import time
@@ -177,6 +179,7 @@ class _Lines(io.TextIOBase):
 def _derive(run: Callable[[list[str]], int], argv: list[str], connection: Any) -> None:
     """The body of a derivation's process: ``symgrad explain`` (``run``) with stdout kept and stderr sent line by
     line."""
+    os.setpgrp()  # a group of its own, which a cancel ends whole: Graphviz's dot, which it may be running, included
     out = io.StringIO()
     sys.stderr = _Lines(connection.send)
     with contextlib.redirect_stdout(out):
@@ -226,6 +229,8 @@ class Job:
         """End the work if it still runs; whether it did."""
         if self.state != "running":
             return False
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # the group: dot too, not the process alone
+            os.killpg(self.process.pid, signal.SIGKILL)
         self.process.kill()
         self.process.join(timeout=5)
         self.state, self.ended = "cancelled", time.monotonic()
@@ -379,7 +384,14 @@ def application(time_limit: float, run: Callable[[list[str]], int], *, hosts: Se
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
+        async def reap() -> None:  # a derivation that ended is reaped within a second, not at the next request
+            while True:
+                await asyncio.sleep(1.0)
+                jobs.sweep()
+
+        reaper = asyncio.create_task(reap())
         yield
+        reaper.cancel()
         jobs.close()
 
     routes = [

@@ -13,7 +13,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -281,3 +281,47 @@ def test_listening_beyond_this_machine_warns_and_answers_only_its_own_names() ->
         process.wait(timeout=10)
         process.stdout.close()
         process.stderr.close()
+
+
+def _runs_a_helper(pid_file: str) -> Callable[[list[str]], int]:
+    """A derivation that starts a long-running program of its own (as explain starts Graphviz's dot), says where,
+    and waits on it."""
+
+    def run(argv: list[str]) -> int:
+        helper = subprocess.Popen(["sleep", "60"])
+        Path(pid_file).write_text(str(helper.pid), encoding="utf-8")
+        helper.wait()
+        return 0
+
+    return run
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process runs (a zombie, waiting to be reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads processes from /proc")
+def test_a_cancel_ends_the_programs_the_derivation_started(tmp_path: Path) -> None:
+    """Cancelling ends the derivation's whole process group: Graphviz's dot, started by it, no longer runs on
+    outside the limit of two jobs."""
+    pid_file = tmp_path / "helper.pid"
+    jobs = serve.Jobs(30, _runs_a_helper(str(pid_file)))
+    try:
+        key = jobs.start({"expr": ["x.sum()"], "shape": ["x=2"], "wrt": ["x"]})
+        deadline = time.monotonic() + 20
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        helper = int(pid_file.read_text())
+        assert _alive(helper)
+        assert jobs.cancel(key) == {"cancelled": True, "state": "cancelled"}
+        deadline = time.monotonic() + 5
+        while _alive(helper) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(helper)
+    finally:
+        jobs.close()
