@@ -57,7 +57,7 @@ from .catalogue import strict_json
 from .errors import EXIT_MISMATCH, EXIT_USAGE, one_line, report_error, say
 from .grad_tensors import default_grad_tensor, grad_tensor_option, parsed_grad_tensor, symbolic_grad_tensor
 from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of
-from .models import Model, load_model, option_pairs, parse_input
+from .models import Model, load_model, option_pairs, parse_input, wrt_option
 from .outputs import document_format, put_result, saved, write_page
 from .pictures import picture_name
 from .repl import run as run_repl
@@ -323,7 +323,7 @@ def _expression_and_wrt(args: argparse.Namespace) -> tuple[Tensor, list[Tensor]]
         return model.trace.output, _model_wrt(model, args.wrt)
     shapes = {name: parse_shape(text) for name, text in option_pairs(args.shape, "--shape").items()}
     values = {name: parse_values(text) for name, text in option_pairs(args.value, "--value").items()}
-    wrt_names = [n.strip() for n in args.wrt.split(",") if n.strip()] if args.wrt else None
+    wrt_names = wrt_option(args.wrt) if args.wrt else None
     output = parse(args.expression, shapes=shapes, values=values, requires_grad=wrt_names or True)
     leaves = output.leaves()
     for name in wrt_names or []:
@@ -556,7 +556,7 @@ def _parsed_for_codegen(args: argparse.Namespace) -> tuple[Tensor, list[Tensor],
         raise SymgradError("codegen of an expression needs --wrt: the tensors to differentiate with respect to")
     shapes = {name: parse_shape(text) for name, text in option_pairs(args.shape, "--shape").items()}
     values = {name: parse_values(text) for name, text in option_pairs(args.value, "--value").items()}
-    wrt_names = [n.strip() for n in args.wrt.split(",") if n.strip()]
+    wrt_names = wrt_option(args.wrt)
     output = parse(args.expression, shapes=shapes, values=values, requires_grad=wrt_names)
     leaves = output.leaves()
     order = (

@@ -23,6 +23,7 @@ import inspect
 import itertools
 import re
 import sys
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,17 +181,23 @@ class InputDraws:
 
 
 def option_pairs(items: Sequence[str], option: str) -> dict[str, str]:
-    """``--shape x=2,3 --shape w=3``: the values of a repeated NAME=... option by name, each name once."""
+    """``--shape x=2,3 --shape w=3``: the values of a repeated NAME=... option by name, each name once, in the NFKC
+    form Python reads the expression's names in (``ｘ`` is ``x``)."""
     out: dict[str, str] = {}
     for item in items:
         name, sep, text = item.partition("=")
         if not sep or not name.strip():
             raise SymgradError(f"{option} expects NAME=..., got {item!r}")
-        name = name.strip()
+        name = unicodedata.normalize("NFKC", name.strip())
         if name in out:
             raise SymgradError(f"{option} gives {name!r} twice")
         out[name] = text
     return out
+
+
+def wrt_option(text: str) -> list[str]:
+    """``--wrt W,b``: the names, in the NFKC form Python reads the expression's names in."""
+    return [unicodedata.normalize("NFKC", name.strip()) for name in text.split(",") if name.strip()]
 
 
 def find_in_file(spec: str, option: str = "--module") -> tuple[Any, str, Path]:

@@ -461,15 +461,31 @@ def _grad_names(requires_grad: bool | Iterable[str], names: Iterable[str]) -> se
     return wanted
 
 
+def _normal_names(given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` by each name's NFKC form; two names with one form are refused (Python reads them as one)."""
+    out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for name, value in given.items():
+        normal = check_name(name)
+        if normal in spelled and spelled[normal] != name:
+            raise ParseError(f"{spelled[normal]} and {name} are one name to Python ({normal}): give it once")
+        spelled[normal], out[normal] = name, value
+    return out
+
+
 def _leaves(
     shapes: Mapping[str, Any], values: Mapping[str, Any], requires_grad: bool | Iterable[str]
 ) -> dict[str, Tensor]:
-    """One tensor per name: with values as :func:`tensor` (floats), else as :func:`symbols`."""
+    """One tensor per name: with values as :func:`tensor` (floats), else as :func:`symbols`. Names are taken in
+    the NFKC form Python reads identifiers in, as the expression's are (``ｘ`` is ``x``)."""
+    shapes, values = _normal_names(shapes), _normal_names(values)
+    if not isinstance(requires_grad, bool):
+        wanted_names = [requires_grad] if isinstance(requires_grad, str) else list(requires_grad)
+        requires_grad = [check_name(name) for name in wanted_names]
     names = sorted(set(shapes) | set(values))
     wanted = _grad_names(requires_grad, names)
     out = {}
     for name in names:
-        check_name(name)
         shape = shapes.get(name)
         shape = None if shape is None else parse_shape(shape) if isinstance(shape, str) else as_shape(shape)
         if name in values:

@@ -578,3 +578,8 @@ def test_rounding_past_floats_range_is_refused_in_one_line(capsys):
         "symgrad: error: round(decimals=1000000): 10**1000000 is past float64's range, where torch's result is nan; "
         "give decimals within ±308\n",
     )
+
+
+def test_a_fullwidth_name_on_the_command_line_names_the_tensor_python_reads(capsys):
+    assert main(["derive", "ｘ.sum()", "--shape", "ｘ=2", "--wrt", "ｘ"]) == 0
+    assert "grad" in capsys.readouterr().out

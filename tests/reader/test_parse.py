@@ -514,3 +514,13 @@ def test_a_name_in_another_case_or_misspelt_gets_the_tensor_it_meant():
         parse("W.sum()", shapes={"W": (2, 3)}, requires_grad=["w"])
     with pytest.raises(UnknownNameError, match=r"^unknown name 'q'; known tensors: W$"):
         parse("q.sum()", shapes={"W": (2, 3)})
+
+
+def test_a_fullwidth_name_is_the_name_python_reads():
+    """Python reads ``ｘ`` in an expression as ``x`` (NFKC); a shape, values or requires_grad given as ``ｘ`` names
+    the same tensor, and two spellings of one name are refused."""
+    out = parse("ｘ.sum()", shapes={"ｘ": (2,)}, requires_grad=["ｘ"])
+    (leaf,) = out.leaves().values()
+    assert leaf.name == "x" and leaf.requires_grad
+    with pytest.raises(ParseError, match="are one name to Python"):
+        parse("x.sum()", shapes={"ｘ": (2,), "x": (2,)})
