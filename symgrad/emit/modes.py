@@ -98,13 +98,11 @@ def _renamed(text: str, names: set[str]) -> str:
             continue
         if after is not None and after.string == "=" and before is not None and before.string in ("(", ","):
             continue
-        replace[token.start] = eval_name(token.string)
+        replace[token.start] = token.string
     lines = text.splitlines(keepends=True)
-    for (row, column), new in sorted(replace.items(), reverse=True):
+    for (row, column), name in sorted(replace.items(), reverse=True):
         line = lines[row - 1]
-        old = line[column:]
-        name = old[: len(old) - len(old.lstrip("_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"))]
-        lines[row - 1] = line[:column] + new + line[column + len(name) :]
+        lines[row - 1] = line[:column] + eval_name(name) + line[column + len(name) :]
     return "".join(lines)
 
 

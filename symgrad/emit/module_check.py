@@ -139,15 +139,17 @@ def check_module(
     if hasattr(module, "apply") and lower is None:
         wrt_ids = {id(made[id(x)]) for x in wrt}
         trial = [a.detach().clone().requires_grad_(id(made[id(t)]) in wrt_ids) for a, t in zip(args, inputs)]
-        # Finite differences cost one forward per input entry: above a few hundred, gradcheck's fast mode
-        # checks random projections of the Jacobian instead.
-        fast = sum(t.numel() for t in trial if t.requires_grad) > GRADCHECK_FULL
-        gradcheck = bool(
-            torch.autograd.gradcheck(module.apply, trial, eps=1e-6, atol=1e-5, raise_exception=False, fast_mode=fast)
-        )
+        gradcheck = _gradcheck(torch, module.apply, trial)
     ok = forward_error <= forward_tolerance and vjp_error <= tolerance * 10 and gradcheck is not False
     dtype = str(computed.dtype).removeprefix("torch.")
     return ModuleCheck({str(k): v for k, v in sizes.items()}, forward_error, vjp_error, gradcheck, ok, dtype)
+
+
+def _gradcheck(torch: Any, function: Any, trial: list) -> bool:
+    """torch's gradcheck of ``function`` at ``trial``. Finite differences cost one forward per input entry: above a
+    few hundred, gradcheck's fast mode checks random projections of the Jacobian instead."""
+    fast = sum(t.numel() for t in trial if t.requires_grad) > GRADCHECK_FULL
+    return bool(torch.autograd.gradcheck(function, trial, eps=1e-6, atol=1e-5, raise_exception=False, fast_mode=fast))
 
 
 def _check_drawing_module(
@@ -176,12 +178,7 @@ def _check_drawing_module(
     )  # fmt: skip
     gradcheck = None
     if hasattr(module, "apply"):
-        fast = sum(t.numel() for t in trial if t.requires_grad) > GRADCHECK_FULL
-        gradcheck = bool(
-            torch.autograd.gradcheck(
-                lambda *a: seeded(module.apply, *a), trial, eps=1e-6, atol=1e-5, raise_exception=False, fast_mode=fast
-            )
-        )
+        gradcheck = _gradcheck(torch, lambda *a: seeded(module.apply, *a), trial)
     ok = forward_error <= tolerance and vjp_error <= tolerance * 10 and gradcheck is not False
     return ModuleCheck({str(k): v for k, v in sizes.items()}, forward_error, vjp_error, gradcheck, ok)
 

@@ -60,23 +60,7 @@ def shape_checks(inputs: Sequence[Tensor], guards: Sequence = ()) -> tuple[list[
             )
         source = size_source(d.xreplace({name: sympy.Symbol(sources[name]) for name in d.free_symbols}))
         checks.append((f"{here} != {source}", f"{t.name} has shape {{tuple({t.name}.shape)}}, expected {expected}"))
-    for guard in guards:
-        relation = guard.relation
-        unread = sorted(str(name) for name in relation.free_symbols if name not in sources)
-        if unread:
-            raise SymgradError(f"the traced code decides on the size {unread[0]}, which no input has")
-        here = {name: sympy.Symbol(sources[name]) for name in relation.free_symbols}
-        left, right = (size_source(side.xreplace(here)) for side in (relation.lhs, relation.rhs))
-        shapes = ", ".join(f"{{tuple({t.name}.shape)}}" for t in inputs if relation.free_symbols & set(dims_in(t)))
-        path, _, line = guard.site.partition(", line ")
-        site = f"{os.path.basename(path)}, line {line}" if line else guard.site  # no folders of this machine
-        why = docstring_safe(site).replace("{", "{{").replace("}", "}}").replace('"', "'")
-        checks.append(
-            (
-                f"not {left} {relation.rel_op} {right}",
-                f"shapes {shapes}: the traced code holds only where {relation} (it decides so at {why})",
-            )
-        )
+    checks += [_guard_check(guard, inputs, sources) for guard in guards]
     opening = "        raise ValueError("
     lines = [f"if {cond}:\n{opening}{message_literal(msg, opening)})" for cond, msg in checks]
     return lines, sources
@@ -172,18 +156,26 @@ def shape_table(inputs: Sequence[Tensor], guards: Sequence = ()) -> ShapeTable:
         actual.append(f"{t.name}.shape")
         expected.append(f"({', '.join(sizes)}{',' if len(sizes) == 1 else ''})")
         rows.append(f"({t.name!r}, {format_shape(t.shape)!r}, ({', '.join(spec)}{',' if len(spec) == 1 else ''}))")
+    opening = "        raise ValueError("
     guard_lines = []
-    for guard in guards:
-        relation = guard.relation
-        unread = sorted(str(name) for name in relation.free_symbols if name not in known)
-        if unread:
-            raise SymgradError(f"the traced code decides on the size {unread[0]}, which no input has")
-        left, right = (size_source(side) for side in (relation.lhs, relation.rhs))
-        shapes = ", ".join(f"{{tuple({t.name}.shape)}}" for t in inputs if relation.free_symbols & set(dims_in(t)))
-        path, _, line = guard.site.partition(", line ")
-        site = f"{os.path.basename(path)}, line {line}" if line else guard.site  # no folders of this machine
-        why = docstring_safe(site).replace("{", "{{").replace("}", "}}").replace('"', "'")
-        message = f"shapes {shapes}: the traced code holds only where {relation} (it decides so at {why})"
-        opening = "        raise ValueError("
-        guard_lines.append(f"if not {left} {relation.rel_op} {right}:\n{opening}{message_literal(message, opening)})")
+    for guard in guards:  # the sizes are bound by their own names
+        condition, message = _guard_check(guard, inputs, {d: str(d) for d in known})
+        guard_lines.append(f"if {condition}:\n{opening}{message_literal(message, opening)})")
     return ShapeTable(binds, actual, expected, rows, guard_lines)
+
+
+def _guard_check(guard, inputs: Sequence[Tensor], sources: dict) -> tuple[str, str]:
+    """The condition under which a traced decision on sizes fails, with each size read from ``sources``
+    (``x.shape[0]``, or a name the function binds), and its message naming the user's line."""
+    relation = guard.relation
+    unread = sorted(str(name) for name in relation.free_symbols if name not in sources)
+    if unread:
+        raise SymgradError(f"the traced code decides on the size {unread[0]}, which no input has")
+    here = {name: sympy.Symbol(sources[name]) for name in relation.free_symbols}
+    left, right = (size_source(side.xreplace(here)) for side in (relation.lhs, relation.rhs))
+    shapes = ", ".join(f"{{tuple({t.name}.shape)}}" for t in inputs if relation.free_symbols & set(dims_in(t)))
+    path, _, line = guard.site.partition(", line ")
+    site = f"{os.path.basename(path)}, line {line}" if line else guard.site  # no folders of this machine
+    why = docstring_safe(site).replace("{", "{{").replace("}", "}}").replace('"', "'")
+    message = f"shapes {shapes}: the traced code holds only where {relation} (it decides so at {why})"
+    return f"not {left} {relation.rel_op} {right}", message

@@ -43,13 +43,7 @@ def code_span(text: Any) -> str:
 
 
 def _environment(*, trim: bool, escape: bool = False, **delimiters: str) -> jinja2.Environment:
-    environment = _bare_environment(trim=trim, escape=escape, **delimiters)
-    environment.filters["code_span"] = code_span
-    return environment
-
-
-def _bare_environment(*, trim: bool, escape: bool = False, **delimiters: str) -> jinja2.Environment:
-    return jinja2.Environment(
+    environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(template_dir()),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -58,6 +52,8 @@ def _bare_environment(*, trim: bool, escape: bool = False, **delimiters: str) ->
         autoescape=escape,
         **delimiters,
     )
+    environment.filters["code_span"] = code_span
+    return environment
 
 
 @cache
