@@ -313,7 +313,7 @@ def codegen(
         buffers = {leaf.name: path for path, leaf in {**traced.buffers, **traced.attributes}.items()}
         style = style if style in STYLES else "autograd_function"
         guards, updates, modes = traced.guards, traced.updates, traced.modes
-        if modes and style == "autograd_function":
+        if modes and style == "autograd_function" and leaves:  # a drop-in to follow the model's mode is emitted
             variant, other_failure = _other_mode(traced, name)
         if traced.random_draws:
             raise SymgradError(

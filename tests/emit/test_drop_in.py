@@ -295,3 +295,20 @@ def test_mode_checks_cover_subclasses_of_torchs_modules():
     drop_in = sg.compile(traced, name="Sub").SubModule(model)
     x = torch.randn(4, 3, dtype=F64)
     torch.testing.assert_close(drop_in.eval()(x), model.eval()(x), rtol=1e-12, atol=1e-14)
+
+
+def test_a_model_without_parameters_whose_mode_may_matter_compiles():
+    """Code whose class cannot be read (defined where inspect finds no source) may depend on its mode; with no
+    parameters or buffers there is no drop-in to follow it, and the module is emitted as for a function."""
+    namespace: dict = {}
+    exec(  # a class inspect.getsource cannot read, as one typed at the REPL
+        "import torch\nclass Square(torch.nn.Module):\n    def forward(self, x):\n        return x.square().sum()\n",
+        namespace,
+    )
+    model = namespace["Square"]()
+    traced = sg.trace(model, torch.randn(3, 2, dtype=F64), dynamic_shapes={"x": {0: "m"}})
+    assert traced.modes == {"": True}
+    module = sg.compile(traced, name="Square")
+    x = torch.randn(4, 2, dtype=F64, requires_grad=True)
+    module.apply(x).backward()
+    torch.testing.assert_close(x.grad, 2 * x.detach(), rtol=1e-15, atol=0)
