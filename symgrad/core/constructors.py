@@ -68,6 +68,20 @@ def tensor(
     return out
 
 
+def deferred_tensor(
+    shape: Sequence[int], values: Callable[[], np.ndarray], *, name: str, dtype: str, requires_grad: bool = False
+) -> Tensor:
+    """A leaf of a floating ``dtype`` whose float64 numbers ``values()`` makes when they are first asked for: a
+    traced model's parameters, whose laws and emitted code never read them.
+
+    >>> w = deferred_tensor((2,), lambda: np.array([1.0, 2.0]), name="w", dtype="float32")
+    >>> w.sympy(), w.tolist()
+    ([w_0, w_1], [1.0, 2.0])
+    """
+    out = Tensor(shape=tuple(int(n) for n in shape), name=name, values=values, dtype=dtype)
+    return out.requires_grad_(True) if requires_grad else out
+
+
 def _as_float(value: Any) -> float:
     """A number given as a tensor's value, as a float64 (SymPy's nan and infinities included)."""
     if isinstance(value, sympy.Basic):

@@ -109,7 +109,7 @@ class Tensor(TensorMethods):
         inputs: tuple[Tensor, ...] = (),
         attrs: dict | None = None,
         requires_grad: bool = False,
-        values: np.ndarray | None = None,
+        values: np.ndarray | Callable[[], np.ndarray] | None = None,
         entries: np.ndarray | Callable[[], np.ndarray] | None = None,
         sources: tuple[Tensor, ...] = (),
         dtype: str = "float32",
@@ -138,7 +138,7 @@ class Tensor(TensorMethods):
         # names itself, or that have no name yet, own symbols no other tensor can have.
         self._distinct = distinct
         self._owner = next(_owners) if distinct or name is None else 0
-        if op is None and entries is None and values is not None and values.shape != tuple(shape):
+        if op is None and entries is None and isinstance(values, np.ndarray) and values.shape != tuple(shape):
             raise ShapeError(f"values of shape {format_shape(values.shape)} given for shape {format_shape(shape)}")
         self._kind = "op" if op is not None else ("formula" if entries is not None else "symbol")
         if name is not None and entries is None:
@@ -172,6 +172,12 @@ class Tensor(TensorMethods):
     @property
     def symbol_values(self) -> np.ndarray | None:
         """A symbol leaf's own values (None when it is symbolic, or not a leaf of symbols)."""
+        if callable(self._values):  # values made when first asked for (a traced parameter's float64 copy)
+            made = self._values()
+            if made.shape != tuple(self.shape):
+                raise InternalError(f"values of shape {format_shape(made.shape)} made for {self.name} of shape "
+                                    f"{format_shape(self.shape)} (a bug in symgrad: please report it)")  # fmt: skip
+            self._values = made
         return self._values
 
     @property
@@ -321,7 +327,10 @@ class Tensor(TensorMethods):
                     f"{self.name} has no values (it is symbolic); give it values to get numbers, "
                     "or use .sympy() for the formulas"
                 )
-            return self._values
+            return self.symbol_values
+        if self.fill_value is not None and self._kind == "formula" and self._numeric is None:
+            one = node_numbers(constant(self.fill_value, dtype=self.dtype), lambda t: t.numbers())
+            return np.full(self.shape, one.reshape(()), dtype=one.dtype)
         by = self.numbers_by if self.op is not None and in_lower_precision(self) else None
         if by is None and self.op is not None and self.op.has("kernel"):
             by = approximations_by()  # torch's value defines it, in any graph (when torch is at hand)
@@ -619,9 +628,12 @@ def constant(
         out.know_numbers(numbers)
         return out
     arr = as_object_array(numbers_only(value))
-    fill = arr.reshape(-1)[0] if arr.size == 1 and shape is not None else None
+    if shape is not None and arr.size == 1:  # one number repeated: entries made only if formulas ask for them
+        concrete = require_concrete(as_shape(shape), "a constant")
+        out = Tensor(shape=concrete, name=name, entries=lambda: np.broadcast_to(arr.reshape(()), concrete).copy(),
+                     dtype=dtype, is_python_scalar=python_scalar)  # fmt: skip
+        out.fill_value = arr.reshape(-1)[0]
+        return out
     if shape is not None:
         arr = np.broadcast_to(arr, require_concrete(as_shape(shape), "a constant")).copy()
-    out = Tensor(shape=arr.shape, name=name, entries=arr, dtype=dtype, is_python_scalar=python_scalar)
-    out.fill_value = fill
-    return out
+    return Tensor(shape=arr.shape, name=name, entries=arr, dtype=dtype, is_python_scalar=python_scalar)

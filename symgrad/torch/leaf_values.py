@@ -1,54 +1,101 @@
-"""The numbers a traced leaf stands for: a read-only float64 copy of a real tensor's values, made once and shared by
-every trace of the tensor while its bits are unchanged (the probe at other sizes, a model's other mode).
+"""The numbers a traced leaf stands for: a copy of a real tensor as the trace found it, made once and shared by every
+trace of the tensor while its bits are unchanged (the probe at other sizes, a model's other mode). The copy keeps
+the tensor's own dtype; its float64 values, which only entrywise work reads, are made from it when first asked for.
 
 >>> import torch
 >>> w = torch.ones(3)
->>> float64_values(w) is float64_values(w)
+>>> snapshot_of(w) is snapshot_of(w)
 True
 >>> _ = w.data.mul_(2)  # through .data: no version counter sees it
->>> float64_values(w).tolist()
+>>> snapshot_of(w).float64().tolist()
 [2.0, 2.0, 2.0]
 """
 
 from __future__ import annotations
 
+import contextlib
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
-# each traced tensor's float64 values, while a trace holds them: the same array for every trace of an unchanged
-# tensor (the probe at other sizes, the other mode's trace), where a model of 124M parameters took 1 GB each time.
-# By id, since a tensor's == compares entries: the tensor, and its values, held weakly.
-_VALUES: dict[int, tuple[weakref.ref, weakref.ref]] = {}
-_CHUNK = 1 << 20  # entries compared at a time, so that the comparison allocates little
+# each traced tensor's snapshot, while a trace holds it: the same for every trace of an unchanged tensor, where a
+# model of 124M parameters took 1 GB each time. By id, since a tensor's == compares entries; held weakly.
+_SNAPSHOTS: dict[int, tuple[weakref.ref, weakref.ref]] = {}
+_INTEGER_VIEW = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
+# ids of the snapshots known to hold their tensors' bits, while only symgrad runs (between the runs of one trace)
+_TRUSTED: set[int] | None = None
+
+
+class Snapshot:
+    """A real tensor's values as a trace found them: a detached CPU copy in its own dtype, and, on demand, the
+    read-only float64 array a leaf's numbers are."""
+
+    def __init__(self, real: Any) -> None:
+        self.copy = real.detach().to("cpu", copy=True)
+        self._float64: Any = None
+
+    def float64(self) -> Any:
+        if self._float64 is None:
+            values = self.copy.double().numpy()  # for a float64 copy, its own memory, which nothing writes
+            values.flags.writeable = False
+            self._float64 = values
+        return self._float64
+
+    def holds(self, real: Any) -> bool:
+        """Whether ``real`` still has these bits (a sign of zero and a nan's included); it may have changed
+        through ``.data``, which no version counter sees."""
+        import torch
+
+        current = real.detach()
+        if current.shape != self.copy.shape or current.dtype != self.copy.dtype:
+            return False
+        current = current.cpu()
+        if current.dtype.is_floating_point or current.dtype.is_complex:
+            bits = getattr(torch, _INTEGER_VIEW[current.element_size()], None)
+            if current.dtype.is_complex or bits is None:
+                return bool(torch.equal(current.view(torch.uint8), self.copy.view(torch.uint8)))
+            return bool(torch.equal(current.contiguous().view(bits), self.copy.contiguous().view(bits)))
+        return bool(torch.equal(current, self.copy))
+
+
+def snapshot_of(real: Any) -> Snapshot:
+    """``real``'s snapshot: one already made, where its bits are still ``real``'s."""
+    known = _SNAPSHOTS.get(id(real))
+    made = known[1]() if known is not None and known[0]() is real else None
+    if made is not None and ((_TRUSTED is not None and id(made) in _TRUSTED) or made.holds(real)):
+        trust(made)
+        return made
+    made = Snapshot(real)
+    key = id(real)
+    _SNAPSHOTS[key] = (weakref.ref(real, lambda _: _SNAPSHOTS.pop(key, None)), weakref.ref(made))
+    trust(made)
+    return made
+
+
+def trust(made: Snapshot) -> None:
+    """Take ``made`` as holding its tensor's bits until the user's code runs (see :func:`symgrad_alone`)."""
+    if _TRUSTED is not None:
+        _TRUSTED.add(id(made))
+
+
+def distrust() -> None:
+    """The user's code runs now: every snapshot is compared again before it is reused."""
+    if _TRUSTED is not None:
+        _TRUSTED.clear()
+
+
+@contextlib.contextmanager
+def symgrad_alone() -> Iterator[None]:
+    """Between the runs of one trace, only symgrad touches the model: a snapshot checked (or made) once is not
+    compared with its tensor again until :func:`distrust` says the user's code ran."""
+    global _TRUSTED
+    outer, _TRUSTED = _TRUSTED, set()
+    try:
+        yield
+    finally:
+        _TRUSTED = outer
 
 
 def float64_values(real: Any) -> Any:
-    """``real``'s values as a read-only float64 array: one already made, where its bits are still ``real``'s."""
-    known = _VALUES.get(id(real))
-    values = known[1]() if known is not None and known[0]() is real else None
-    if values is not None and same_bits(real, values):
-        return values
-    values = real.detach().cpu().double().numpy()
-    if str(real.dtype) == "torch.float64":  # .double() gave the tensor itself, whose memory the model writes
-        values = values.copy()
-    values.flags.writeable = False
-    if str(real.dtype) in ("torch.float32", "torch.float64") and real.is_contiguous():
-        key = id(real)
-        _VALUES[key] = (weakref.ref(real, lambda _: _VALUES.pop(key, None)), weakref.ref(values))
-    return values
-
-
-def same_bits(real: Any, values: Any) -> bool:
-    """Whether the float64 ``values`` made from ``real`` still hold its numbers bit for bit (a sign of zero and a
-    nan's included), compared a chunk at a time; the tensor may have changed through ``.data``, which no version
-    counter sees."""
-    flat = real.detach().cpu().reshape(-1).numpy()
-    copied = values.reshape(-1)
-    if flat.shape != copied.shape:
-        return False
-    bits = "<i4" if flat.dtype.itemsize == 4 else "<i8"
-    for start in range(0, flat.size, _CHUNK):
-        ours = copied[start : start + _CHUNK].astype(flat.dtype).view(bits)
-        if not (ours == flat[start : start + _CHUNK].view(bits)).all():
-            return False
-    return True
+    """``real``'s values as a read-only float64 array, from its snapshot."""
+    return snapshot_of(real).float64()

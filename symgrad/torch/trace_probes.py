@@ -4,6 +4,7 @@ sizes where Python gives no hook (``1.0 / x.size(-1)``) become expressions in th
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -11,6 +12,10 @@ from ..core.errors import SymgradError, UnsupportedError
 from ..core.tensor import Tensor
 from .size_numbers import confirmed, fitted, power_of, scalar_differences, with_expressions
 from .trace_runs import example_sizes, first_difference, flat, resized, state_kept, within
+
+# the CPU seconds a first run takes from which the probes run on fake tensors: their first use in a process costs
+# about a second, so that they pay only where the model's own numbers cost more
+_FAKE_WORTH = 1.0
 
 
 def probe(
@@ -74,6 +79,26 @@ def _numbers_of_sizes(
     first.output = with_expressions(first.output, nodes, expressions)
 
 
+def _without_numbers(
+    fn: Callable, model: Any, inputs: Sequence[Any], names: list[str], shapes: dict, first: Any, run: Callable
+) -> Any:
+    """The run at other sizes on torch's fake tensors, which compute shapes and no numbers: the same graph as the
+    first run's, or None where the code reads a number, makes a constant, or the graph differs (a real run then
+    decides, so that nothing fake ever refuses a trace). For GPT-2 small the real runs took half the trace."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    fake = FakeTensorMode(allow_non_fake_inputs=True)
+    try:
+        # only the inputs are fake: what they touch is, a constant made from numbers is not; the user's warnings were
+        # given by the first run, and torch warns of its own reads while it makes fakes
+        with state_kept(model), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            second = run(fn, model, [fake.from_tensor(x) for x in inputs], names, shapes)
+    except Exception:  # a number read, a constant made, or anything torch's fake tensors do not follow
+        return None
+    return second if first_difference(first.output, second.output, first.sites) is None else None
+
+
 def _refuse_changed(dim: str, other: int, sizes: dict[str, int], difference: str) -> NoReturn:
     raise UnsupportedError(
         f"the traced code makes other calls at {dim} = {other} than at {dim} = {sizes[dim]} "
@@ -104,14 +129,18 @@ def _probe_dim(
         if other[dim] < 1 or not within(first.guards.items, other):
             continue
         inputs = [resized(x, shapes.get(n, {}), other) for n, x in zip(names, example_inputs, strict=False)]
-        try:
-            with state_kept(model):
-                second = run(fn, model, inputs, names, shapes)
-        except SymgradError:
-            raise
-        except Exception as error:  # the code itself rejects this size: try the other one
-            failures.append(f"at {dim} = {other[dim]}: {type(error).__name__}: {' '.join(str(error).split())}")
-            continue
+        second = None
+        if first.seconds >= _FAKE_WORTH:
+            second = _without_numbers(fn, model, inputs, names, shapes, first, run)
+        if second is None:  # the code reads numbers (or the graph differs): a real run decides
+            try:
+                with state_kept(model):
+                    second = run(fn, model, inputs, names, shapes)
+            except SymgradError:
+                raise
+            except Exception as error:  # the code itself rejects this size: try the other one
+                failures.append(f"at {dim} = {other[dim]}: {type(error).__name__}: {' '.join(str(error).split())}")
+                continue
         difference = first_difference(first.output, second.output, first.sites)
         if difference is not None:
             changed = scalar_differences(first.output, second.output) if numbers is not None else None

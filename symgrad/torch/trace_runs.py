@@ -10,20 +10,11 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from ..core.errors import SymgradError
 from ..core.graph import topological_all
 from ..core.tensor import Tensor
-from .leaf_values import float64_values, same_bits
+from .leaf_values import snapshot_of, trust
 from .sizes import Guard
-
-
-def _kept_values(tensor: Any) -> Any:
-    """What :func:`state_kept` restores ``tensor`` from: its float64 values (exact for float32) or a clone."""
-    if str(tensor.dtype) in ("torch.float32", "torch.float64") and tensor.device.type == "cpu":
-        return float64_values(tensor)
-    return tensor.detach().clone()
 
 
 @contextlib.contextmanager
@@ -35,9 +26,9 @@ def state_kept(model: Any) -> Iterator[None]:
 
     modules = list(model.modules()) if isinstance(model, torch.nn.Module) else []
     attributes = [(m, dict(m.__dict__), dict(m._buffers), dict(m._parameters)) for m in modules]
-    # a float32 or float64 tensor's values are kept as the float64 copy its leaf reads (made once, shared: a model
-    # of 124M parameters is not copied twice), any other's as a clone
-    tensors = {id(t): (t, _kept_values(t), t.grad) for m in modules for t in (*m._buffers.values(),
+    # a tensor's values are kept as the snapshot its leaf reads (made once, shared: a model of 124M parameters is
+    # not copied twice)
+    tensors = {id(t): (t, snapshot_of(t), t.grad) for m in modules for t in (*m._buffers.values(),
                *m._parameters.values()) if t is not None}  # fmt: skip
     random_state = torch.random.get_rng_state()
     try:
@@ -52,15 +43,22 @@ def state_kept(model: Any) -> Iterator[None]:
             module._parameters.clear()
             module._parameters.update(parameters)
         for tensor, values, grad in tensors.values():
-            changed = (
-                not same_bits(tensor, values) if isinstance(values, np.ndarray) else not torch.equal(tensor, values)
-            )
-            if changed:
+            if not values.holds(tensor):
                 # through .data, which has a version counter of its own: the values are the ones a graph of the
                 # user's saved before the trace, and that graph can still go backward
-                tensor.data.copy_(torch.from_numpy(np.array(values)) if isinstance(values, np.ndarray) else values)
+                tensor.data.copy_(values.copy)
+            trust(values)
             if tensor.grad is not grad:
                 tensor.grad = grad
+
+
+def made_from_numbers(func: Any, args: tuple, kwargs: dict) -> Any:
+    """``func(*args, **kwargs)`` for a call given no tensor (``torch.arange(0, 64)``): real numbers even in a run
+    on fake tensors (the probe at other sizes), since the graph holds them as a constant."""
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    with unset_fake_temporarily():
+        return func(*args, **kwargs)
 
 
 def example_sizes(example_inputs: Sequence[Any], names: list[str], shapes: dict) -> dict[str, int]:

@@ -22,13 +22,14 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import torch as symbolic_torch
 from ..core.assignment import assigned
-from ..core.constructors import symbols, tensor
+from ..core.constructors import deferred_tensor, symbols, tensor
 from ..core.dims import dims
 from ..core.errors import (
     InternalError,
@@ -44,7 +45,7 @@ from ..core.graph import dims_of
 from ..core.tensor import Tensor
 from ..core.tensor import method as tensor_method
 from .builtin_arguments import as_functional
-from .leaf_values import float64_values
+from .leaf_values import distrust, snapshot_of, symgrad_alone
 from .masked_selection import COUNTS, assigned_selection, carried, count_refusal, mask_of, selection
 from .nn.modules.module import leaf_name
 from .nn.normalization import running_statistics
@@ -75,7 +76,7 @@ from .trace_lookup import (
 )
 from .trace_owners import holder, owners, tensor_attributes
 from .trace_probes import probe
-from .trace_runs import flat, rebuilt, state_kept
+from .trace_runs import flat, made_from_numbers, rebuilt, state_kept
 
 
 @dataclass
@@ -283,7 +284,7 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
         if result is None:  # a plain answer (x.is_complex()): the real answer is the answer
             return real
     else:
-        real = func(*args, **kwargs)
+        real = func(*args, **kwargs) if holds_tensor((args, kwargs)) else made_from_numbers(func, args, kwargs)
         if target is assigned:  # __setitem__ returns None; the tensor it changed is the one that now stands for x
             real = destination
         if kind in ("attribute", "method") and not holds_tensor(real) and (target in PLAIN or real is not None):
@@ -505,8 +506,11 @@ def _bare_leaf(
             for axis, size in enumerate(real.shape)
         )
         return symbols(name, shape, requires_grad=requires_grad, dtype=dtype)
-    values = float64_values(real)
-    return tensor(values, name=name, requires_grad=requires_grad and real.dtype.is_floating_point, dtype=dtype)
+    if real.dtype.is_floating_point:  # numbers made only if entrywise work asks for them
+        return deferred_tensor(
+            real.shape, snapshot_of(real).float64, name=name, dtype=dtype, requires_grad=requires_grad
+        )
+    return tensor(snapshot_of(real).float64(), name=name, dtype=dtype)
 
 
 def trace(
@@ -559,11 +563,14 @@ def trace(
         raise SymgradError(f"dynamic_shapes names {unknown[0]!r}, which is not an input of the traced function")
     roots = owners(fn, modules)
     model = holder(roots) if roots else None
-    with state_kept(model):
-        first = _run(fn, model, example_inputs, names, shapes, symbolic_values)
-    first.guards.check_symbolic()
-    if any(shapes.values()):
-        probe(fn, model, example_inputs, names, shapes, first, _run)
+    with symgrad_alone():
+        started = time.process_time()
+        with state_kept(model):
+            first = _run(fn, model, example_inputs, names, shapes, symbolic_values)
+        first.seconds = time.process_time() - started
+        first.guards.check_symbolic()
+        if any(shapes.values()):
+            probe(fn, model, example_inputs, names, shapes, first, _run)
     return Trace(
         output=first.output,
         inputs=first.inputs,
@@ -597,6 +604,7 @@ class _Run:
     random_draws: list[str]
     decomposed: bool = False
     attributes: dict[str, Tensor] = field(default_factory=dict)
+    seconds: float = 0.0  # the CPU time the run took
 
 
 def _input_name(name: str, names: Sequence[str]) -> str:
@@ -648,6 +656,7 @@ def _run(
             attributes[name] = _leaf(real, leaf_name(name), None, requires_grad=False)
             recorder.bind(real, attributes[name])
     guards = Guards(site=user_line)
+    distrust()  # the user's code may change a parameter through .data: its snapshot is compared again
     try:
         with guards.recording(), _mode(recorder):
             real_output = fn(*example_inputs)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import importlib
 
 import numpy as np
 import pytest
@@ -180,3 +181,25 @@ def test_equality_operators_are_comparisons_of_the_traced_tensor():
     value, (grad,) = emitted.forward_and_vjp(other.detach(), torch.tensor(1.0, dtype=torch.float64))
     (expected,) = torch.autograd.grad(fn(other), other)
     assert value.item() == fn(other).item() and grad.tolist() == expected.tolist()
+
+
+def test_a_traced_parameter_keeps_the_values_it_had_and_its_float64_copy_is_made_only_when_read():
+    """A leaf stands for its tensor as the trace found it, even after the model trains on (through .data too);
+    the law and the emitted module never read its numbers, so no float64 copy of a model is made for them."""
+    leaf_values = importlib.import_module("symgrad.torch.leaf_values")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)).double()
+    x = torch.randn(5, 3, dtype=torch.float64)
+    traced = sg.trace(lambda x: model(x).square().mean(), x, dynamic_shapes={"x": {0: "b"}}, modules={"m": model})
+    weight = model[0].weight
+    before = weight.detach().clone()
+    sg.law(traced.output, list(traced.parameters.values()))
+    sg.codegen(traced, name="Net")
+    assert leaf_values.snapshot_of(weight)._float64 is None
+    weight.data.mul_(2)  # no version counter sees this
+    with torch.no_grad():
+        model[2].bias.add_(1)
+    leaf = traced.parameters["m.0.weight"]
+    np.testing.assert_array_equal(np.array(leaf.tolist()), before.numpy())
+    assert leaf_values.snapshot_of(weight).float64().tolist() == weight.tolist()  # a new snapshot: the new values
+    assert traced.parameters["m.2.bias"].tolist() == (model[2].bias - 1).tolist()

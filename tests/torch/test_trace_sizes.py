@@ -3,6 +3,7 @@ kept as guards that emitted modules check; and tracing leaves the model and torc
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import pytest
@@ -11,6 +12,43 @@ import symgrad as sg
 
 torch = pytest.importorskip("torch")
 F64 = torch.float64
+PROBES = importlib.import_module("symgrad.torch.trace_probes")
+
+
+@pytest.fixture(autouse=True, params=["real", "fake"])
+def probes(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with the probes at other sizes on real tensors (a small model's) and on torch's fake tensors
+    (a large model's, from a second of CPU time): each decides the same, refusals in the same words."""
+    if request.param == "fake":
+        monkeypatch.setattr(PROBES, "_FAKE_WORTH", 0.0)
+    return request.param
+
+
+def test_a_fake_probe_follows_a_model_that_reads_no_numbers_and_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fake probe really runs (it is no fallback every time), and the trace it checks equals the real one's."""
+    outcomes = []
+    fake_run = PROBES._without_numbers
+
+    def counted(*args: object) -> object:
+        second = fake_run(*args)
+        outcomes.append(second is not None)
+        return second
+
+    monkeypatch.setattr(PROBES, "_without_numbers", counted)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4), torch.nn.GELU(), torch.nn.Linear(4, 2))
+
+    def loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.cross_entropy(model(x) + torch.arange(2.0), y)
+
+    x, y = torch.randn(5, 3, dtype=F64), torch.tensor([0, 1, 1, 0, 1])
+    model.double()
+    dynamic = {"x": {0: "b"}, "y": {0: "b"}}
+    monkeypatch.setattr(PROBES, "_FAKE_WORTH", 0.0)
+    fake = sg.codegen(sg.trace(loss, x, y, dynamic_shapes=dynamic, modules={"model": model}), name="Loss")
+    assert outcomes and all(outcomes)
+    monkeypatch.setattr(PROBES, "_FAKE_WORTH", math.inf)
+    assert sg.codegen(sg.trace(loss, x, y, dynamic_shapes=dynamic, modules={"model": model}), name="Loss") == fake
 
 
 class Unrolled(torch.nn.Module):
