@@ -69,6 +69,7 @@ from .layout import (
     unpacked,
 )
 from .modes import drop_in_arguments, merged, renamed_names
+from .outlining import outlined
 from .recompute import remade
 from .runtime_dtypes import drifts
 from .shape_checks import dim_lines, message_literal, shape_checks, shape_table
@@ -353,7 +354,7 @@ def codegen(
         buffers = {names.inputs.get(k, k): v for k, v in (buffers or {}).items()}
         buffer_names = {path: names.inputs.get(n, n) for path, n in buffer_names.items()}
         optional = [names.inputs.get(n, n) for n in optional]
-    p = plan(output, list(wrt), inputs, guards, updates, buffer_names)
+    p, blocks = outlined(plan(output, list(wrt), inputs, guards, updates, buffer_names))
     # each optional gradient, by its input's position: what the backward's wanted flags (needs_input_grad) say
     wanted = {f"grad_{t.name}": k for k, t in enumerate(inputs) if t.name in optional and any(t is x for x in wrt)}
     shapes = ", ".join(f"{t.name}: {format_shape(t.shape)}" for t in inputs)
@@ -395,6 +396,7 @@ def codegen(
         "other_failure": other_failure,
         "data_inputs": [t.name for t in inputs if t.name not in owned],
         "plan": p,
+        "blocks": blocks,
         "name": name,
         "style": style,
         "expression": docstring_safe(expression),
