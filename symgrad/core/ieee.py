@@ -190,3 +190,16 @@ def as_sympy_number(value: float, *, integer: bool = False) -> sympy.Expr:
     if value == 0 and math.copysign(1.0, value) < 0:
         return -0.0  # SymPy has no negative zero; the float keeps its sign for 1 / x and atan2 further on
     return sympy.Float(value)
+
+
+def rounded_to(values: np.ndarray, dtype: str) -> np.ndarray:
+    """float64 numbers rounded to ``dtype``'s precision (to nearest, ties to even), as a cast rounds them; numbers
+    stay float64 otherwise (symgrad computes in float64 whatever the label)."""
+    if dtype in ("float32", "float16"):
+        return values.astype(dtype).astype(float)
+    if dtype == "bfloat16":  # float32's upper 16 bits, rounded to nearest even (nan and inf pass)
+        bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        out = rounded.astype(np.uint32).view(np.float32).astype(float)
+        return np.where(np.isfinite(values), out, values)
+    return values

@@ -24,7 +24,7 @@ import sympy
 from .arrays import object_array
 from .dtypes import is_floating
 from .graph import topological
-from .ieee import as_sympy_number, float64_values
+from .ieee import as_sympy_number, float64_values, rounded_to
 from .symbols import value_symbols
 
 if TYPE_CHECKING:
@@ -111,7 +111,16 @@ def as_entries(numbers: np.ndarray) -> np.ndarray:
 
 
 def node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
-    """The numbers of a formula or op node, given ``numbers_of`` for the tensors it reads (numeric arrays)."""
+    """The numbers of a formula or op node, given ``numbers_of`` for the tensors it reads (numeric arrays); a node
+    of a 16-bit float dtype rounds them to it, as torch's kernels round what they compute in float32 (the sum of a
+    float16 tensor is a float16)."""
+    numbers = _node_numbers(node, numbers_of)
+    if node.op is not None and node.dtype in ("float16", "bfloat16"):
+        return rounded_to(numbers, node.dtype)
+    return numbers
+
+
+def _node_numbers(node: Tensor, numbers_of: NumbersOf) -> np.ndarray:
     if node.kind == "formula":
         if node.numeric_source is not None:  # a gradient: the numbers of the backward graph that computed it
             return np.asarray(numbers_of(node.numeric_source))

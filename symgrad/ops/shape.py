@@ -32,6 +32,7 @@ from ..core.dims import (
 )
 from ..core.dtypes import is_floating
 from ..core.errors import ShapeError, UnsupportedError
+from ..core.ieee import rounded_to
 from ..core.indexing import apply_index, index_grad_fn, index_shape
 from ..core.registry import Op, register
 from ..core.tensor import Tensor, apply
@@ -595,19 +596,6 @@ def _as_number(entry: Any) -> Any:
     if entry in (sympy.false, False):
         return sympy.S.Zero
     return entry
-
-
-def rounded_to(values: np.ndarray, dtype: str) -> np.ndarray:
-    """float64 numbers rounded to ``dtype``'s precision (to nearest, ties to even), as a cast rounds them; numbers
-    stay float64 otherwise (symgrad computes in float64 whatever the label)."""
-    if dtype in ("float32", "float16"):
-        return values.astype(dtype).astype(float)
-    if dtype == "bfloat16":  # float32's upper 16 bits, rounded to nearest even (nan and inf pass)
-        bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-        out = rounded.astype(np.uint32).view(np.float32).astype(float)
-        return np.where(np.isfinite(values), out, values)
-    return values
 
 
 def _to_integer(entry: Any, dtype: str) -> Any:

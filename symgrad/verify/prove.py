@@ -26,7 +26,7 @@ import numpy as np
 from ..core.budget import tick
 from ..core.budget import time_limit as bounded_time
 from ..core.errors import CheckError, SymgradError, UnsupportedError, ValuesUnknownError, WorkBudgetError
-from ..core.graph import dims_of, topological, topological_all
+from ..core.graph import dims_of, topological
 from ..core.tensor import Tensor, constant
 from ..derive.entrywise import as_grad_tensor, vjp_entries
 from ..derive.reverse import law
@@ -34,7 +34,7 @@ from .instances import Sizes, above_floors, instantiate, size_assignments, size_
 from .rewrites import check_rewrites, rewrites_of
 from .rules import chain_equals, check_rules, rule_nodes
 from .stand_ins import described
-from .torch_eval import evaluate_graph, mixed_dtypes
+from .torch_eval import ROUNDING_TOLERANCE, evaluate_graph, mixed_dtypes, narrowest_rounding
 from .zeros import differ_by
 
 DEFAULT_PROOF_SECONDS = 120.0  # sg.prove's time limit unless given
@@ -249,7 +249,7 @@ def check_numerically(
             raise SymgradError(f"law has shape {tuple(ours.shape)}, torch's gradient {tuple(theirs.shape)}")
         worst = max(worst, float((ours - theirs).abs().max()) if ours.numel() else 0.0)
     scale = max(float(leaf.grad.abs().max()) if leaf.grad is not None and leaf.grad.numel() else 0.0 for leaf in leaves)
-    narrowest = _narrowest_rounding([made[id(r)] for r in roots], leaves=mixed)
+    narrowest = narrowest_rounding([made[id(r)] for r in roots], leaves=mixed)
     out = {
         "sizes": {str(k): v for k, v in sizes.items()},
         "held": worst <= ROUNDING_TOLERANCE[narrowest] * max(1.0, scale),
@@ -258,22 +258,3 @@ def check_numerically(
     if narrowest != "float64":  # the graph rounds through a narrower dtype, as torch's does, in its own order
         out["rounding"] = narrowest
     return out
-
-
-# the numeric check's tolerance, relative to the largest gradient entry, by the narrowest dtype the graph rounds
-# through (``x.float()`` in a float64 model): a thousand times its machine epsilon, where float64 keeps 1e-9
-ROUNDING_TOLERANCE = {"float64": 1e-9, "float32": 1e3 * 2.0**-23, "bfloat16": 1e3 * 2.0**-7, "float16": 1e3 * 2.0**-10}
-
-
-def _narrowest_rounding(roots: list[Tensor], leaves: bool = False) -> str:
-    """The narrowest floating dtype a conversion in the graph rounds to (``float64`` when none does); with
-    ``leaves``, a leaf's dtype counts too (leaves of mixed dtypes keep theirs in the torch check)."""
-    order = ["float64", "float32", "float16", "bfloat16"]
-    narrowest = 0
-    for node in topological_all(roots):
-        if leaves and node.kind == "symbol" and node.dtype in order:
-            narrowest = max(narrowest, order.index(node.dtype))
-        wanted = node.attrs.get("dtype") if node.op is not None else None
-        if isinstance(wanted, str) and wanted in order:
-            narrowest = max(narrowest, order.index(wanted))
-    return order[narrowest]

@@ -54,6 +54,31 @@ def mixed_dtypes(roots: Sequence[Tensor]) -> bool:
     return len({n.dtype for n in topological_all(roots) if n.kind == "symbol" and is_floating(n.dtype)}) > 1
 
 
+# the numeric check's tolerance, relative to the largest gradient entry, by the narrowest dtype the graph rounds
+# through (``x.float()`` in a float64 model): a thousand times its machine epsilon, where float64 keeps 1e-9
+ROUNDING_TOLERANCE = {"float64": 1e-9, "float32": 1e3 * 2.0**-23, "bfloat16": 1e3 * 2.0**-7, "float16": 1e3 * 2.0**-10}
+
+
+def narrowest_rounding(roots: list[Tensor], leaves: bool = False) -> str:
+    """The narrowest floating dtype a conversion in the graph rounds to (``float64`` when none does); with
+    ``leaves``, a leaf's dtype counts too (leaves of mixed dtypes keep theirs in the torch check)."""
+    order = ["float64", "float32", "float16", "bfloat16"]
+    narrowest = 0
+    for node in topological_all(roots):
+        if leaves and node.kind == "symbol" and node.dtype in order:
+            narrowest = max(narrowest, order.index(node.dtype))
+        wanted = node.attrs.get("dtype") if node.op is not None else None
+        if isinstance(wanted, str) and wanted in order:
+            narrowest = max(narrowest, order.index(wanted))
+    return order[narrowest]
+
+
+def casts(roots: Sequence[Tensor]) -> bool:
+    """Whether the graph computes in more than one floating dtype (``x.half()``, ``x.double()`` on a float32 leaf,
+    leaves of two dtypes): then torch's check keeps each leaf's dtype, as the user's torch code would."""
+    return len({n.dtype for n in topological_all(roots) if is_floating(n.dtype)}) > 1
+
+
 def evaluate_graph(
     torch: Any,
     outputs: Sequence[Tensor],

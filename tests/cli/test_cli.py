@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import symgrad as sg
 from symgrad.cli import catalogue, main
 from symgrad.emit.module_check import ModuleCheck
 
@@ -583,3 +584,38 @@ def test_rounding_past_floats_range_is_refused_in_one_line(capsys):
 def test_a_fullwidth_name_on_the_command_line_names_the_tensor_python_reads(capsys):
     assert main(["derive", "ｘ.sum()", "--shape", "ｘ=2", "--wrt", "ｘ"]) == 0
     assert "grad" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("expression", "rounding"),
+    [
+        ("x.half().sum()", "float16"),
+        ("(x.bfloat16() * 3).exp().sum()", "bfloat16"),
+        ("torch.softmax(x.half(), 0)[0]", "float16"),
+        ("(x.double() * 3).exp().sum()", "float32"),
+    ],
+)
+def test_an_expression_that_casts_is_checked_against_torch_in_its_dtypes(capsys, expression, rounding):
+    """A cast to a narrower dtype, or from the float32 input to float64, is checked against torch computing as the
+    user's code would (each input in its dtype, a float16 sum rounded to float16), to that dtype's rounding: valid
+    input exits 0, where it was reported as disagreeing with torch."""
+    assert main(["derive", expression, "--shape", "x=4", "--wrt", "x"]) == 0
+    out = capsys.readouterr().out
+    assert f"cross-check (each input in its dtype, to {rounding}'s rounding): OK" in out
+
+
+def test_a_float16_sum_is_torchs_float16_sum():
+    """The numbers of a float16 node are rounded to float16, as torch's kernels round what they add in float32."""
+    values = [0.1, 0.2, 0.3, 1000.7]
+    ours = sg.tensor(values, dtype="float64").half().sum()
+    theirs = torch.tensor(values, dtype=torch.float64).half().sum()
+    assert ours.tolist() == theirs.item() != sum(float(torch.tensor(v).half()) for v in values)
+
+
+def test_torchs_own_overflow_near_floats_range_is_no_disagreement(capsys):
+    """At entries of 1e154, torch's backward of det overflows to inf in its intermediate values where the formula
+    (the adjugate) stays in range: those entries are left out and said so, and the check holds (exit 0)."""
+    code = main(["derive", "torch.det(x)", "--value", "x=[[1e154, 2e154], [3e154, 5e154]]", "--wrt", "x"])
+    out = capsys.readouterr().out
+    assert code == 0 and "torch's own arithmetic overflows at 2: left out" in out
+    assert "x.grad[0,0] = x_1_1 = 5e+154" in out
