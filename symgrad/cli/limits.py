@@ -37,3 +37,21 @@ def time_limit_of(args: argparse.Namespace) -> float:
         except argparse.ArgumentTypeError as error:
             raise SymgradError(f"SYMGRAD_TIME_LIMIT: {error}") from None
     return DEFAULT_TIME_LIMIT
+
+
+def way_out(args: argparse.Namespace) -> str:
+    """What a refusal at the time limit suggests, in the terms the request was made in: the command line's options,
+    or the playground's form, which has a box that skips the proofs and no time limit. Symbolic sizes are suggested
+    only where a size is a number.
+
+    >>> way_out(argparse.Namespace(verb="explain", shape=["W=k,n"], in_playground=True))
+    "tick 'skip the proofs and checks' (the formulas stay)"
+    """
+    numbers = any(any(d.strip().isdigit() for d in s.partition("=")[2].split(",")) for s in getattr(args, "shape", []))
+    sizes = "smaller sizes (or symbolic ones, for the law instead of the entries) take less" if numbers else ""
+    if getattr(args, "in_playground", False):
+        return ", or ".join(part for part in ("tick 'skip the proofs and checks' (the formulas stay)", sizes) if part)
+    skip = "--no-check skips the proofs and checks" if args.verb not in ("graph", "verify") else ""
+    if args.verb == "verify":
+        skip = "--order 1 skips the second order"
+    return ", ".join(part for part in (skip, sizes, "--time-limit SECONDS allows more") if part)

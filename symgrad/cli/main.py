@@ -56,7 +56,7 @@ from . import verify as verification
 from .catalogue import strict_json
 from .errors import EXIT_MISMATCH, EXIT_USAGE, one_line, report_error, say
 from .grad_tensors import default_grad_tensor, grad_tensor_option, parsed_grad_tensor, symbolic_grad_tensor
-from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of
+from .limits import DEFAULT_TIME_LIMIT, seconds, time_limit_of, way_out
 from .models import Model, load_model, option_pairs, parse_input, wrt_option
 from .outputs import document_format, put_result, saved, write_page
 from .pictures import picture_name
@@ -185,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--lang", choices=["en", "zh"], default="en", help="English or Chinese (default: en)")
     explain.add_argument("-o", "--output", default=None, help="write the document here (required for pdf)")
     explain.add_argument("--no-check", action="store_true", help="skip the checks against torch and the proofs")
+    explain.add_argument("--in-playground", action="store_true", help=argparse.SUPPRESS)  # refusals name the form
     explain.add_argument(
         "--no-graph",
         action="store_true",
@@ -616,20 +617,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.verb == "serve":
         return serve.run_serve(args, main)
     seconds = time_limit_of(args)
-    skip = " --no-check skips the proofs and checks," if args.verb not in ("graph", "verify") else ""
-    if args.verb == "verify":
-        skip = " --order 1 skips the second order,"
-    way_out = (
-        f"{skip} smaller sizes (or symbolic ones, for the law instead of the entries) take less, and "
-        f"--time-limit SECONDS allows more"
-    ).strip()
     if args.verb == "verify" and verification.names_a_path(args.function):  # a limit for each Function in it
         args.each_limit = (
             seconds,
             "order = 1 in its spec skips the second order, and --time-limit SECONDS allows more",
         )
         seconds = None
-    with time_limit(seconds, f"symgrad {args.verb}", way_out):
+    with time_limit(seconds, f"symgrad {args.verb}", way_out(args)):
         return _run_verb(args)
 
 

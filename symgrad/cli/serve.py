@@ -12,8 +12,8 @@ passed as ``--option=VALUE`` and the expression after ``--``, so nothing the use
 
 Starlette routes the requests and uvicorn serves them (well-kept, small, pure-Python ASGI libraries).
 
->>> explain_argv({"expr": ["x.sum()"], "shape": ["x=n"], "wrt": ["x"]}, time_limit=30)
-['explain', '--format=html', '--lang=en', '--time-limit=30', '--shape=x=n', '--wrt=x', '--', 'x.sum()']
+>>> explain_argv({"expr": ["x.sum()"], "shape": ["x=n"], "wrt": ["x"]}, time_limit=30)[3:]
+['--time-limit=30', '--in-playground', '--shape=x=n', '--wrt=x', '--', 'x.sum()']
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ PLAYGROUND_WORDS = {
         "order": "order",
         "first": "first (the gradient)",
         "second": "second (the Hessian)",
+        "skip": "skip the proofs and checks",
         "go": "Explain",
         "cancel": "Cancel",
         "working": "working…",
@@ -88,6 +89,7 @@ PLAYGROUND_WORDS = {
         "order": "阶",
         "first": "一阶（梯度）",
         "second": "二阶（Hessian）",
+        "skip": "跳过证明与核对",
         "go": "推导",
         "cancel": "取消",
         "working": "计算中…",
@@ -124,9 +126,11 @@ def add_parser(verbs: Any) -> None:
 
 def explain_argv(query: Mapping[str, Sequence[str]], *, time_limit: float) -> list[str]:
     """The command line a query stands for; refuses (one line) what the command line would not be asked."""
-    unknown = sorted(set(query) - {"expr", "lang", "order", *QUERY_OPTIONS})
+    unknown = sorted(set(query) - {"expr", "lang", "order", "check", *QUERY_OPTIONS})
     if unknown:
-        raise SymgradError(f"unknown query name {unknown[0]!r}: use expr, {', '.join(QUERY_OPTIONS)}, lang or order")
+        raise SymgradError(
+            f"unknown query name {unknown[0]!r}: use expr, {', '.join(QUERY_OPTIONS)}, lang, order or check"
+        )
     if sum(len(v) for values in query.values() for v in values) > MAX_QUERY_CHARS:
         raise SymgradError(f"the query is longer than {MAX_QUERY_CHARS} characters")
     expression = _one(query, "expr", "").strip()
@@ -138,7 +142,12 @@ def explain_argv(query: Mapping[str, Sequence[str]], *, time_limit: float) -> li
     order = _one(query, "order", "1")
     if order not in ("1", "2"):
         raise SymgradError(f"order is 1 or 2, not {order!r}")
-    argv = ["explain", "--format=html", f"--lang={lang}", f"--time-limit={time_limit:g}"]
+    check = _one(query, "check", "yes")
+    if check not in ("yes", "no"):
+        raise SymgradError(f"check is yes or no, not {check!r}")
+    argv = ["explain", "--format=html", f"--lang={lang}", f"--time-limit={time_limit:g}", "--in-playground"]
+    if check == "no":
+        argv.append("--no-check")
     for name, option in QUERY_OPTIONS.items():
         values = [v.strip() for v in query.get(name, []) if v.strip()]
         if name in ("wrt", "grad_tensor") and len(values) > 1:
@@ -322,6 +331,7 @@ def playground(query: Mapping[str, Sequence[str]], autorun: bool = False) -> str
         "wrt": ",".join(query.get("wrt", [])),
         "grad_tensor": " ".join(query.get("grad_tensor", [])),
         "order": " ".join(query.get("order", ["1"])),
+        "check": " ".join(query.get("check", ["yes"])),
     }
     template = page_environment().get_template("playground.html.j2")
     form = template.render(words=words, fields=fields, lang=lang, autorun=autorun)

@@ -74,6 +74,16 @@ def symbols_of(expr: sympy.Basic) -> list[sympy.Symbol]:
     return sorted((node for node in _postorder(sympy.sympify(expr)) if node.is_Symbol), key=str)
 
 
+def atoms_of(expr: sympy.Basic, *types: type) -> set[sympy.Basic]:
+    """``expr.atoms(*types)``, each distinct subexpression visited once (see :func:`symbols_of`)."""
+    return {node for node in _postorder(sympy.sympify(expr)) if isinstance(node, types)}
+
+
+def has_any(expr: sympy.Basic, *types: type) -> bool:
+    """``expr.has(*types)`` for classes, each distinct subexpression visited once (see :func:`symbols_of`)."""
+    return any(isinstance(node, types) for node in _postorder(sympy.sympify(expr)))
+
+
 def _truth(value: Any) -> bool:
     if isinstance(value, bool):
         return value

@@ -22,7 +22,7 @@ import sympy
 
 from ..ops import functions
 from ..ops.nn import detached
-from .evaluate import NotExact, symbols_of, to_fraction, to_mpmath
+from .evaluate import NotExact, atoms_of, has_any, symbols_of, to_fraction, to_mpmath
 
 CASE_SPLITS = (
     sympy.Piecewise,
@@ -93,7 +93,7 @@ def zero_by(expr: sympy.Expr, sides: tuple | None = None, symbolic: bool = True)
     (see :class:`EntryRun`).
     """
     expr = sympy.sympify(expr)
-    if expr.has(detached):  # a value that only derivatives treat as a constant: as a value, itself
+    if has_any(expr, detached):  # a value that only derivatives treat as a constant: as a value, itself
         expr = expr.replace(detached, lambda value: value)
     if expr == 0:
         return "symbolic"
@@ -104,9 +104,9 @@ def zero_by(expr: sympy.Expr, sides: tuple | None = None, symbolic: bool = True)
     plain = _with_independent_functions(expr)
     budget = SYMBOLIC_BUDGET if symbolic else -1
     if plain is not None:
-        splits = plain.has(*CASE_SPLITS)
+        splits = has_any(plain, *CASE_SPLITS)
         # folding large case splits takes minutes: cases multiply (a sum of 50 clamps has 2^50 of them)
-        foldable = len(plain.atoms(*CASE_SPLITS)) <= FOLDED_SPLITS
+        foldable = len(atoms_of(plain, *CASE_SPLITS)) <= FOLDED_SPLITS
         if splits and foldable and sympy.count_ops(plain) <= budget:
             try:
                 folded = sympy.piecewise_fold(plain.rewrite(sympy.Piecewise))
@@ -183,7 +183,9 @@ def _within_last_digits(a: sympy.Expr, b: sympy.Expr, tries: int = 3) -> bool:
     less than one unit of its k-th digit away (rounded or cut off there). ``a - b`` is accepted when moving its
     constants within those bounds makes it 0 at random points, to first order (the difference is linear in a
     constant's rounding)."""
-    written = {r: w for r in (a.atoms(sympy.Rational) | b.atoms(sympy.Rational)) if (w := _written(r)) is not None}
+    written = {
+        r: w for r in atoms_of(a, sympy.Rational) | atoms_of(b, sympy.Rational) if (w := _written(r)) is not None
+    }
     if not written or len(written) > 12:
         return False
     standing = {r: sympy.Dummy(f"c{k}") for k, r in enumerate(written)}
@@ -237,7 +239,7 @@ def _slope(expr: sympy.Expr, point: dict, constant: sympy.Symbol) -> float:
 
 def _rounding_only(expr: sympy.Expr, tries: int = 4) -> bool:
     """Whether ``expr`` has decimal constants and is below 10⁻¹³ of the sum of its terms' sizes at random points."""
-    if not expr.atoms(sympy.Float) and not any(_from_binary(r) for r in expr.atoms(sympy.Rational)):
+    if not has_any(expr, sympy.Float) and not any(_from_binary(r) for r in atoms_of(expr, sympy.Rational)):
         return False
     rng = random.Random(4)
     symbols = symbols_of(expr)
@@ -296,11 +298,11 @@ def _with_independent_functions(expr: sympy.Expr) -> sympy.Expr | None:
     relations between the values). Rational-function arithmetic on it is fast,
     where expanding exponentials of sums (softmax, attention) is not.
     """
-    applications = [a for a in expr.atoms(sympy.Function) if not isinstance(a, CASE_SPLITS)]
+    applications = [a for a in atoms_of(expr, sympy.Function) if not isinstance(a, CASE_SPLITS)]
     applications.sort(key=sympy.default_sort_key)
     values = {a: sympy.Dummy(f"f{i}") for i, a in enumerate(applications)}
     plain = expr.xreplace(values)
-    leftover = [a for a in plain.atoms(sympy.Function) if not isinstance(a, CASE_SPLITS)]
+    leftover = [a for a in atoms_of(plain, sympy.Function) if not isinstance(a, CASE_SPLITS)]
     return None if leftover else plain
 
 
@@ -341,7 +343,7 @@ BRANCHING = (*CASE_SPLITS, sympy.floor, sympy.ceiling, functions.floor, function
 def point_kinds(expr: sympy.Expr) -> tuple[str, ...]:
     """The kinds of points ``expr`` is evaluated at: an analytic difference that is 0 on an open set of positive
     points is 0 everywhere it is defined; one with case splits must be evaluated in each branch too."""
-    return (POSITIVE, SIGNED, BESIDE_THRESHOLDS) if expr.has(*BRANCHING) else (POSITIVE,)
+    return (POSITIVE, SIGNED, BESIDE_THRESHOLDS) if has_any(expr, *BRANCHING) else (POSITIVE,)
 
 
 def thresholds(expr: sympy.Expr) -> list[Fraction]:
@@ -352,7 +354,7 @@ def thresholds(expr: sympy.Expr) -> list[Fraction]:
     [Fraction(-3, 1), Fraction(0, 1)]
     """
     found = {Fraction(0)}
-    for relation in expr.atoms(sympy.Rel):
+    for relation in sorted(atoms_of(expr, sympy.Rel), key=sympy.default_sort_key):
         difference = relation.lhs - relation.rhs
         variables = difference.free_symbols
         if len(variables) == 1 and difference.is_polynomial(*variables):

@@ -155,6 +155,7 @@ def test_long_work_shows_progress_and_can_be_cancelled(server: str) -> None:
         ({"expr": ["  "]}, "type an expression"),
         ({"expr": ["x.sum()"], "lang": ["fr"]}, "lang is en or zh"),
         ({"expr": ["x.sum()"], "wrt": ["x", "y"]}, "wrt is given once"),
+        ({"expr": ["x.sum()"], "check": ["maybe"]}, "check is yes or no"),
     ],
 )
 def test_a_query_names_only_what_the_command_line_takes(query: dict, refusal: str) -> None:
@@ -165,6 +166,38 @@ def test_a_query_names_only_what_the_command_line_takes(query: dict, refusal: st
 def test_nothing_typed_becomes_an_option() -> None:
     argv = explain_argv({"expr": ["--verify=model.py:f"], "shape": ["--module=m.py:N"]}, time_limit=5)
     assert argv[-2:] == ["--", "--verify=model.py:f"] and "--shape=--module=m.py:N" in argv
+
+
+def test_the_time_limit_names_what_the_form_has(capsys) -> None:
+    """Stopped at its time limit, a playground derivation suggests the form's box that skips the proofs (and symbolic
+    sizes only where a size is a number), never a command-line option the form does not have."""
+    argv = explain_argv({"expr": ["(A @ B).tanh().sum()"], "shape": ["A=12,12", "B=12,12"], "wrt": ["A"]}, time_limit=1)
+    assert main(argv) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "tick 'skip the proofs and checks'" in line and "symbolic ones" in line
+    assert "--" not in line
+    symbolic = {"expr": ["F.cross_entropy(torch.tanh(X @ W1) @ W2, y)"], "order": ["2"], "wrt": ["W1"],
+                "shape": ["X=m,d", "W1=d,h", "W2=h,c", "y=m"]}  # fmt: skip
+    assert main(explain_argv(symbolic, time_limit=0.5)) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.endswith("tick 'skip the proofs and checks' (the formulas stay)"), line
+
+
+def test_the_form_skips_the_proofs_by_a_box() -> None:
+    argv = explain_argv({"expr": ["x.sum()"], "shape": ["x=n"], "check": ["no"]}, time_limit=30)
+    assert "--no-check" in argv and argv[-2:] == ["--", "x.sum()"]
+    assert "--no-check" not in explain_argv({"expr": ["x.sum()"], "check": ["yes"]}, time_limit=30)
+    assert 'id="skip" name="skip" checked' in serve.playground({"expr": ["x.sum()"], "check": ["no"]})
+
+
+@pytest.mark.slow
+def test_a_second_order_law_of_a_two_layer_net_fits_the_playgrounds_time_limit(capsys) -> None:
+    """The Hessian of a two-layer network's cross-entropy at symbolic sizes, proofs included, within the
+    playground's default limit of CPU time (it took 45 s)."""
+    symbolic = {"expr": ["F.cross_entropy(torch.tanh(X @ W1) @ W2, y)"], "order": ["2"], "wrt": ["W1"],
+                "shape": ["X=m,d", "W1=d,h", "W2=h,c", "y=m"]}  # fmt: skip
+    assert main(explain_argv(symbolic, time_limit=30)) == 0
+    assert "proved the Hessian law" in capsys.readouterr().out
 
 
 def test_second_order_and_chinese_by_query(server: str) -> None:
