@@ -447,6 +447,45 @@ class _SecurityHeaders:
         await self.app(scope, receive, sending)
 
 
+HEADERS_WITHIN = 5.0  # seconds a connection has to finish a request's headers (uvicorn's own keep-alive timeout)
+
+
+def _headers_in_time_protocol() -> type:
+    """uvicorn's h11 protocol with a deadline for each request's headers: a connection that starts a request and
+    does not finish its headers in :data:`HEADERS_WITHIN` seconds is closed (uvicorn times out idle connections
+    between requests only, and one that sent half its headers held its place for good)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeadersInTime(H11Protocol):
+        deadline: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self.deadline = self.loop.call_later(HEADERS_WITHIN, self.headers_late)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            waiting = self.conn.their_state is h11.IDLE  # no request's headers complete yet
+            if not waiting and self.deadline is not None:
+                self.deadline.cancel()
+                self.deadline = None
+            elif waiting and self.deadline is None:
+                self.deadline = self.loop.call_later(HEADERS_WITHIN, self.headers_late)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.deadline is not None:
+                self.deadline.cancel()
+            super().connection_lost(exc)
+
+        def headers_late(self) -> None:
+            self.deadline = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+    return HeadersInTime
+
+
 def run_serve(args: argparse.Namespace, run: Callable[[list[str]], int]) -> int:
     """Serve until interrupted (Ctrl-C), then end every derivation still running; ``run`` is the command line's
     ``main``, which each derivation calls. ``--port 0`` takes a free port, named in the first line."""
@@ -477,6 +516,8 @@ def run_serve(args: argparse.Namespace, run: Callable[[list[str]], int]) -> int:
             f"symgrad: warning: --host {args.host} lets anyone who reaches this machine run derivations here; "
             f"requests are answered when addressed to {', '.join(hosts)} (add a name with --allow-host)"
         )
-    config = uvicorn.Config(application(args.time_limit, run, hosts=hosts), log_level="warning")
+    config = uvicorn.Config(
+        application(args.time_limit, run, hosts=hosts), log_level="warning", http=_headers_in_time_protocol()
+    )
     uvicorn.Server(config).run(sockets=[listener])
     return 0

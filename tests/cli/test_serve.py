@@ -8,6 +8,7 @@ import ctypes
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -98,6 +99,31 @@ def test_a_shared_url_renders_its_law_on_load(server: str, browser) -> None:  # 
     assert seen["svgs"] == 1 and seen["wide"] == [], seen
     assert "grad_W = torch.outer(1 - torch.tanh(W @ x) ** 2, x)" in seen["text"]
     assert opened.script_errors == []
+
+
+def test_a_page_of_another_origin_that_frames_the_playground_starts_no_job(server: str, browser) -> None:  # noqa: F811
+    """A page of another origin holding the playground's URL in a hidden frame: Chromium refuses to show the frame
+    (frame-ancestors 'none'), so no script of the playground's runs there and no derivation starts; a link to the
+    same URL opened from that page fills the form and waits for its Run button."""
+    query = urllib.parse.urlencode({"expr": "torch.det(A)", "shape": "A=7,7"})
+    elsewhere = "http://elsewhere.test/"
+    framing = f'<html><body><iframe src="{server}/?{query}" style="display:none"></iframe>'
+    framing += f'<a id="link" href="{server}/?{query}">shared</a></body></html>'
+    opened = Opened(browser)
+    try:
+        opened.page.route(elsewhere, lambda route: route.fulfill(status=200, content_type="text/html", body=framing))
+        opened.page.goto(elsewhere)
+        opened.page.wait_for_timeout(3000)  # as long as a framed page would take to post its query
+        (frame,) = opened.page.frames[1:]
+        assert frame.url.startswith("chrome-error://")  # refused: the playground's page never loaded there
+        opened.page.click("#link")
+        opened.page.wait_for_selector("#expr")
+        assert opened.page.input_value("#expr") == "torch.det(A)"
+        opened.page.wait_for_timeout(2000)
+        assert opened.page.inner_text("#result") == ""
+    finally:
+        opened.close()
+    assert not [url for url in opened.requests if "/jobs" in url], opened.requests
 
 
 def test_a_query_typed_into_the_form_shows_its_law_and_its_url(server: str, browser) -> None:  # noqa: F811
@@ -198,6 +224,20 @@ def test_a_second_order_law_of_a_two_layer_net_fits_the_playgrounds_time_limit(c
                 "shape": ["X=m,d", "W1=d,h", "W2=h,c", "y=m"]}  # fmt: skip
     assert main(explain_argv(symbolic, time_limit=30)) == 0
     assert "proved the Hessian law" in capsys.readouterr().out
+
+
+def test_a_connection_that_never_finishes_its_headers_is_closed(server: str) -> None:
+    """Half a request's headers, then silence: the playground closes the connection after its deadline (it kept
+    such a connection open for good), and answers the next request as before."""
+    host, port = urllib.parse.urlsplit(server).netloc.split(":")
+    with socket.create_connection((host, int(port))) as connection:
+        connection.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        connection.settimeout(serve.HEADERS_WITHIN + 10)
+        started = time.monotonic()
+        assert connection.recv(100) == b""  # closed, with nothing said
+        assert serve.HEADERS_WITHIN - 1 <= time.monotonic() - started <= serve.HEADERS_WITHIN + 5
+    with urllib.request.urlopen(server + "/", timeout=10) as answer:
+        assert answer.status == 200
 
 
 def test_second_order_and_chinese_by_query(server: str) -> None:
