@@ -1,5 +1,5 @@
 """``python -m symgrad`` is the ``symgrad`` command."""
 
-from .cli import main
+from .cli.command import command
 
-raise SystemExit(main())
+command()

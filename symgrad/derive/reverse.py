@@ -136,7 +136,7 @@ def law(
                 seen.add(id(node))
                 order.append(node)
     for node in reversed(order):
-        tick("deriving the law")
+        tick("deriving the backward")
         g = cotangents.get(id(node))
         if g is None or node.op is None or id(node) not in needed:
             continue

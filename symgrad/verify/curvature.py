@@ -28,7 +28,7 @@ from ..derive.reverse import law
 from ..derive.second_order import hessian_law, jacobian_law
 from .instances import Sizes, instantiate, size_assignments
 from .prove import Proof
-from .torch_eval import evaluate_graph
+from .torch_eval import evaluate_graph, imported_torch
 from .zeros import differ_by
 
 
@@ -93,7 +93,7 @@ def _prove(y: Tensor, x: Tensor, rule: Tensor, *, order: int, sizes, torch_sizes
 
 def _check_with_torch(y: Tensor, x: Tensor, rule: Tensor, order: int, sizes: Sizes, seed: int = 0) -> dict[str, Any]:
     """The law evaluated with torch against torch's own Jacobian (order 1) or Hessian (order 2)."""
-    import torch
+    torch = imported_torch()
 
     rng = random.Random(seed)
     made = instantiate([y, x, rule], sizes, rng=rng)

@@ -34,7 +34,7 @@ from .instances import Sizes, above_floors, instantiate, size_assignments, size_
 from .rewrites import check_rewrites, rewrites_of
 from .rules import chain_equals, check_rules, rule_nodes
 from .stand_ins import described
-from .torch_eval import ROUNDING_TOLERANCE, evaluate_graph, mixed_dtypes, narrowest_rounding
+from .torch_eval import ROUNDING_TOLERANCE, evaluate_graph, imported_torch, mixed_dtypes, narrowest_rounding
 from .zeros import differ_by
 
 DEFAULT_PROOF_SECONDS = 120.0  # sg.prove's time limit unless given
@@ -211,7 +211,7 @@ def check_numerically(
     outs: list[Tensor], targets: list[Tensor], vs: list[Tensor | None], laws: list[Tensor], sizes: Sizes, seed: int = 0
 ) -> dict[str, Any]:
     """Evaluate the laws with torch and compare with torch.autograd.backward at ``sizes``."""
-    import torch
+    torch = imported_torch()
 
     rng = random.Random(seed)
     roots = outs + [v for v in vs if v is not None] + laws

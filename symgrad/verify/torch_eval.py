@@ -14,15 +14,27 @@ torch is passed in by the caller (imported only when a check runs).
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ..core.budget import tick
 from ..core.dtypes import is_floating
 from ..core.graph import topological_all
 from ..core.ieee import float64_values
 from ..core.tensor import Tensor
+
+
+def imported_torch() -> Any:
+    """torch, for a check: the progress line says so while it is imported (a second, where it read "deriving the
+    law")."""
+    if "torch" not in sys.modules:
+        tick("importing torch for the check")
+    import torch
+
+    return torch
 
 
 def leaf_assignment(

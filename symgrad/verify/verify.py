@@ -25,7 +25,15 @@ from ..core.errors import CheckError, SymgradError
 from ..core.numbers import numbers_at
 from ..core.tensor import Tensor, constant
 from ..derive.entrywise import as_grad_tensor, backward_graphs, vjp_entries
-from .torch_eval import ROUNDING_TOLERANCE, casts, evaluate_graph, leaf_assignment, narrowest_rounding, substitute
+from .torch_eval import (
+    ROUNDING_TOLERANCE,
+    casts,
+    evaluate_graph,
+    imported_torch,
+    leaf_assignment,
+    narrowest_rounding,
+    substitute,
+)
 
 
 @dataclass
@@ -126,7 +134,7 @@ def check(
     every leaf when none does). Raises :class:`CheckError` on a mismatch. ``formulas`` (by ``id`` of
     the input) are gradient formulas already derived, so that they are not derived again.
     """
-    import torch
+    torch = imported_torch()
 
     outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     if grad_tensors is None:

@@ -3,6 +3,8 @@ answer, in English and Chinese."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -83,3 +85,19 @@ def test_a_graph_torch_computes_in_float32_is_written_and_gives_torchs_numbers(c
     (theirs,) = torch.autograd.grad(expected, x, v)
     (mine,) = torch.autograd.grad(module.apply(x), x, v)
     torch.testing.assert_close(mine, theirs, rtol=1e-12, atol=0)
+
+
+def test_the_progress_line_names_torchs_import_while_a_check_waits_for_it():
+    """The check's import of torch (a second) is said in the progress line, where the last step's words stood
+    ("deriving the law" at fixed sizes, where no law was derived); in a fresh process, where torch is not loaded."""
+    script = (
+        "import symgrad.core.budget as budget\n"
+        "budget.PROGRESS_AFTER = budget.PROGRESS_EVERY = 0.0\n"
+        "from symgrad.verify.torch_eval import imported_torch\n"
+        "lines = []\n"
+        "with budget.time_limit(60, 'symgrad derive', 'no way out', report=lines.append):\n"
+        "    imported_torch()\n"
+        "print(lines)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert "importing torch for the check" in done.stdout, done.stdout
