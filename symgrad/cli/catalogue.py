@@ -99,22 +99,24 @@ def _graph(item: Item) -> tuple[Tensor, list[Tensor]]:
     return output, [leaves[name] for name in item.wrt] if item.wrt else list(leaves.values())
 
 
-def explain_picture(item: Item) -> Graph:
-    """The graph an explanation shows, with the grad_tensor its document uses (u, not v, is the grad_tensor one
-    order up, so a second-order document's graph shows torch's implicit 1)."""
+def explain_picture(item: Item, lang: str) -> Graph:
+    """The graph an explanation in ``lang`` shows, with the grad_tensor its document uses (u, not v, is the
+    grad_tensor one order up, so a second-order document's graph shows torch's implicit 1)."""
     output, wrt = _graph(item)
     concrete = all(is_concrete(t.shape) for t in [output, *output.leaves().values()])
     grad_tensor = item.grad_tensor or default_grad_tensor(output, symbolic=not concrete)
-    return graph(output, wrt, grad_tensor=None if item.create_graph else grad_tensor)
+    return graph(output, wrt, grad_tensor=None if item.create_graph else grad_tensor, lang=lang)
 
 
 def render_explain_item(item: Item) -> dict[str, str]:
-    """The documents in every language, .md and .tex, each showing the picture of the graph drawn beside it from
-    the DOT source (``STEM-graph.dot``, which the drift check compares; the drawings are not compared)."""
+    """The documents in every language, .md and .tex, each showing the picture of the graph in its language drawn
+    beside it from the DOT source (``STEM_LANG-graph.dot``, which the drift check compares; the drawings are not
+    compared)."""
     output, wrt = _graph(item)
-    picture = Path(f"{item.stem}.md")
-    files = {picture_name(picture, "dot"): explain_picture(item).source}
+    files = {}
     for lang in LANGUAGES:
+        picture = Path(f"{item.stem}_{lang}.md")  # each language's picture, in its words
+        files[picture_name(picture, "dot")] = explain_picture(item, lang).source
         result = explain(
             output,
             wrt,
@@ -140,9 +142,10 @@ def drawings() -> dict[str, Graph]:
     """File name of each drawing → the graph it draws."""
     out = {}
     for item in EXPLAIN_ITEMS:
-        picture = explain_picture(item)
-        for kind in DRAWN:
-            out[picture_name(Path(f"{item.stem}.md"), kind)] = picture
+        for lang in LANGUAGES:
+            picture = explain_picture(item, lang)
+            for kind in DRAWN:
+                out[picture_name(Path(f"{item.stem}_{lang}.md"), kind)] = picture
     return out
 
 

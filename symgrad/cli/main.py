@@ -414,7 +414,9 @@ def run_explain(args: argparse.Namespace) -> int:
     pictures: dict[str, bytes] = {}
     if target is not None and not args.no_graph:
         kind = "svg" if args.format == "md" else "pdf"
-        drawing = _graph_drawing(output, wrt, None if args.create_graph else grad_tensor, kind)  # u is x's shape
+        drawing = _graph_drawing(
+            output, wrt, None if args.create_graph else grad_tensor, kind, args.lang
+        )  # u: x's shape
         if drawing is not None:
             name = "graph.pdf" if args.format == "pdf" else picture_name(target, kind)
             pictures[name] = drawing
@@ -441,13 +443,13 @@ def _explained(result: Any) -> int:
 
 def _page_graph(output: Tensor, wrt: list[Tensor], grad_tensor: Any, args: argparse.Namespace) -> Any:
     """The graph an HTML page draws inside itself (u, not v, is the grad_tensor one order up)."""
-    return graph(output, wrt or None, grad_tensor=None if args.create_graph else grad_tensor)
+    return graph(output, wrt or None, grad_tensor=None if args.create_graph else grad_tensor, lang=args.lang)
 
 
-def _graph_drawing(output: Tensor, wrt: list[Tensor], grad_tensor: Any, kind: str) -> bytes | None:
+def _graph_drawing(output: Tensor, wrt: list[Tensor], grad_tensor: Any, kind: str, lang: str) -> bytes | None:
     """The graph drawn by dot for the document, or None with a one-line note (no dot, or a graph it can't draw)."""
     try:
-        return graph(output, wrt or None, grad_tensor=grad_tensor).draw(kind)
+        return graph(output, wrt or None, grad_tensor=grad_tensor, lang=lang).draw(kind)
     except SymgradError as error:
         if isinstance(error, WorkBudgetError):
             raise

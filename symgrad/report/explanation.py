@@ -471,7 +471,7 @@ def explain(
             if len(output.shape) == 1
             else "out.flatten()[i].backward(v.flatten()[i], retain_graph=True)"
         ),
-        graph=lambda: graph(output, targets, grad_tensor=pictured),
+        graph=lambda: graph(output, targets, grad_tensor=pictured, lang=lang),
     )
 
 

@@ -242,8 +242,23 @@ def _width(text: str) -> int:
     return sum(not unicodedata.combining(c) for c in text)
 
 
-def graph(t: Tensor, wrt: Tensor | Sequence[Tensor | str] | None = None, *, grad_tensor: Any = None) -> Graph:
-    """The computation graph below ``t``, with each edge's VJP rule; see the module docstring.
+# the graph's own words, by language (its formulas are torch code in every language)
+WORDS = {
+    "en": {"requires grad": "requires grad", "wrt": "wrt", "implicit": "grad_tensor (implicit)",
+           "constant": "constant", "no gradient": "no gradient", "no gradient rule": "no gradient rule",
+           "no derivative in torch": "no derivative in torch", "no rule here": "no gradient rule here",
+           "to": "{} to {}"},
+    "zh": {"requires grad": "需要梯度", "wrt": "求导对象", "implicit": "grad_tensor（隐式）", "constant": "常量",
+           "no gradient": "无梯度", "no gradient rule": "无梯度规则", "no derivative in torch": "torch 中无导数",
+           "no rule here": "此处无梯度规则", "to": "{1}：{0}"},
+}  # fmt: skip
+
+
+def graph(
+    t: Tensor, wrt: Tensor | Sequence[Tensor | str] | None = None, *, grad_tensor: Any = None, lang: str = "en"
+) -> Graph:
+    """The computation graph below ``t``, with each edge's VJP rule; see the module docstring. ``lang``: the
+    language of its words (``"en"`` or ``"zh"``).
 
     ``wrt``: tensors (or leaf names) to mark besides those that require grad; edges backward does not
     need for them are grey. ``grad_tensor``: what the ``v`` node shows: None (torch's implicit 1 for a
@@ -251,6 +266,9 @@ def graph(t: Tensor, wrt: Tensor | Sequence[Tensor | str] | None = None, *, grad
     """
     if not isinstance(t, Tensor):
         raise SymgradError(f"graph expects a symgrad tensor, not {type(t).__name__}")
+    if lang not in WORDS:
+        raise SymgradError(f"unknown language {lang!r}: choose one of {', '.join(WORDS)}")
+    words = WORDS[lang]
     order = [node for node in topological(t) if node is t or not _inline(node)]
     chosen = _chosen(t, order, wrt)
     targets = chosen or [n for n in order if n.op is None and n.requires_grad]  # what backward computes
@@ -265,22 +283,22 @@ def graph(t: Tensor, wrt: Tensor | Sequence[Tensor | str] | None = None, *, grad
     nodes, edges = [], []
     for node in order:
         if node.op is None:
-            nodes.append(_leaf(node, keys[id(node)], names, id(node) in marked, node is t))
+            nodes.append(_leaf(node, keys[id(node)], names, id(node) in marked, node is t, words))
             continue
         out, parts, local = _stand_ins(node, names)
         definition = TorchPrinter(ChainMap(local, names)).doprint(out)
         label = (f"{node.op.name}  {format_shape(node.shape)}", f"{names[id(node)]} = {definition}")
         nodes.append(GraphNode(keys[id(node)], names[id(node)], "op", label, node.shape, output=node is t))
-        for part, (kind, rule) in zip(node.inputs, _rules(node, out, parts, ChainMap(local, names))):
+        for part, (kind, rule) in zip(node.inputs, _rules(node, out, parts, ChainMap(local, names), words)):
             if id(part) not in keys:
                 continue  # a number, printed inside the rules
             if kind == "none":  # no gradient flows, or the op has no rule here
-                text = f"{rule} to {names[id(part)]}"
+                text = words["to"].format(rule, names[id(part)])
             else:
                 text = f"{bar(names[id(part)])} {'+=' if uses[id(part)] > 1 else '='} {rule}"
             flows = id(part) in needed and (part.op is None or part.op.differentiable)
             edges.append(GraphEdge(keys[id(part)], keys[id(node)], text, kind, flows))
-    v_name, v_label = _grad_tensor(t, grad_tensor, set(names.values()))
+    v_name, v_label = _grad_tensor(t, grad_tensor, set(names.values()), words)
     nodes.append(GraphNode(f"n{len(order)}", v_name, "grad_tensor", v_label, t.shape))
     edges.append(GraphEdge(keys[id(t)], f"n{len(order)}", f"{bar(names[id(t)])} = {v_name}", "grad_tensor"))
     return Graph(nodes, edges, t.name)
@@ -333,10 +351,12 @@ def _names(t: Tensor, order: list[Tensor]) -> dict[int, str]:
     return names
 
 
-def _leaf(node: Tensor, key: str, names: dict[int, str], marked: bool, output: bool) -> GraphNode:
+def _leaf(
+    node: Tensor, key: str, names: dict[int, str], marked: bool, output: bool, words: dict[str, str]
+) -> GraphNode:
     name, shape = names[id(node)], format_shape(node.shape)
-    extra = ("requires grad" if node.requires_grad else "wrt",) if marked else ()
-    leaf = node.name if node.kind != "formula" or node.given_name is not None else f"{name} = constant"
+    extra = (words["requires grad"] if node.requires_grad else words["wrt"],) if marked else ()
+    leaf = node.name if node.kind != "formula" or node.given_name is not None else f"{name} = {words['constant']}"
     return GraphNode(key, name, "leaf", (f"{leaf}  {shape}", *extra), node.shape, marked, output)
 
 
@@ -358,13 +378,15 @@ def _stand_ins(node: Tensor, names: dict[int, str]) -> tuple[Tensor, list[Tensor
     return apply(node.op.name, *parts, **node.attrs), parts, local
 
 
-def _rules(node: Tensor, out: Tensor, parts: list[Tensor], names: ChainMap[int, str]) -> list[tuple[str, str]]:
+def _rules(
+    node: Tensor, out: Tensor, parts: list[Tensor], names: ChainMap[int, str], words: dict[str, str]
+) -> list[tuple[str, str]]:
     """The op's VJP rule for each input, applied to the stand-ins (``out`` and ``parts``), printed in torch
     spelling (simplified where that reads shorter): ``("rule", text)``, or ``("none", why)`` where no
     gradient flows or the op has no rule."""
     assert node.op is not None
     if node.op.vjp is None:
-        return [("none", "no gradient rule" if node.op.differentiable else "no gradient")] * len(parts)
+        return [("none", words["no gradient rule" if node.op.differentiable else "no gradient"])] * len(parts)
     dtype = node.dtype if is_floating(node.dtype) else "float32"
     g = Tensor(shape=node.shape, name=fresh_name("grad_output", out.leaves()), dtype=dtype, distinct=True)
     printer = TorchPrinter(names.new_child({id(out): names[id(node)], id(g): bar(names[id(node)])}))
@@ -373,14 +395,14 @@ def _rules(node: Tensor, out: Tensor, parts: list[Tensor], names: ChainMap[int, 
     except SymgradError as error:
         if isinstance(error, WorkBudgetError):  # out of time is not "no rule"
             raise
-        return [("none", f"no gradient rule here ({error})")] * len(parts)
+        return [("none", f"{words['no rule here']} ({error})")] * len(parts)
     texts = []
     for piece in pieces + [None] * (len(parts) - len(pieces)):
         if piece is None:
-            texts.append(("none", "no gradient"))
+            texts.append(("none", words["no gradient"]))
             continue
         if isinstance(piece, NoDerivative):
-            texts.append(("none", "no derivative in torch"))
+            texts.append(("none", words["no derivative in torch"]))
             continue
         text = printer.doprint(piece)
         try:
@@ -391,7 +413,7 @@ def _rules(node: Tensor, out: Tensor, parts: list[Tensor], names: ChainMap[int, 
     return texts
 
 
-def _grad_tensor(t: Tensor, grad_tensor: Any, taken: set[str]) -> tuple[str, tuple[str, ...]]:
+def _grad_tensor(t: Tensor, grad_tensor: Any, taken: set[str], words: dict[str, str]) -> tuple[str, tuple[str, ...]]:
     """The grad_tensor node's name and label: v, a name, ones, a tensor or values."""
     shape = format_shape(t.shape)
     name = fresh_name("v", taken)
@@ -402,7 +424,7 @@ def _grad_tensor(t: Tensor, grad_tensor: Any, taken: set[str]) -> tuple[str, tup
             return name, (f"{name} = {grad_tensor.name}", "grad_tensor")
         grad_tensor = grad_tensor.name
     if grad_tensor is None and all(d == 1 for d in t.shape):
-        return name, (f"{name} = 1", "grad_tensor (implicit)")
+        return name, (f"{name} = 1", words["implicit"])
     if grad_tensor is None:
         return name, (f"{name}  {shape}", "grad_tensor")
     if grad_tensor == "ones":

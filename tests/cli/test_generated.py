@@ -34,12 +34,18 @@ def test_no_stray_files_in_generated():
 def test_explanations_show_their_graph_whose_dot_source_is_checked():
     files = rendered()
     for item in catalogue.EXPLAIN_ITEMS:
-        dot = f"{item.stem}-graph.dot"
-        assert files[dot].startswith("// symgrad graph of") and f"{item.stem}-graph.svg" in catalogue.drawings()
-        for lang in ("en", "zh"):
-            assert f"]({item.stem}-graph.svg)" in files[f"{item.stem}_{lang}.md"]
-            assert f"\\includegraphics{{{item.stem}-graph.pdf}}" in files[f"{item.stem}_{lang}.tex"]
-    assert "v = ones  1×2" in files["explain_seed-graph.dot"] and "V  k×m" in files["explain_mlp_layer-graph.dot"]
+        for lang in ("en", "zh"):  # each language's document shows the graph in its own words
+            stem = f"{item.stem}_{lang}"
+            assert files[f"{stem}-graph.dot"].startswith("// symgrad graph of")
+            assert f"{stem}-graph.svg" in catalogue.drawings()
+            assert f"]({stem}-graph.svg)" in files[f"{stem}.md"]
+            assert f"\\includegraphics{{{stem}-graph.pdf}}" in files[f"{stem}.tex"]
+    assert "v = ones  1×2" in files["explain_seed_en-graph.dot"] and "V  k×m" in files["explain_mlp_layer_en-graph.dot"]
+    assert (
+        "requires grad" in files["explain_seed_en-graph.dot"]
+        and "requires grad" not in files["explain_seed_zh-graph.dot"]
+    )
+    assert "需要梯度" in files["explain_seed_zh-graph.dot"]
 
 
 def test_the_drift_check_compares_the_dot_source_not_the_drawing(tmp_path):
@@ -52,8 +58,8 @@ def test_the_drift_check_compares_the_dot_source_not_the_drawing(tmp_path):
     for name in svgs:  # as another Graphviz version draws it: not compared
         (folder / name).write_text("<svg>drawn by another dot</svg>", encoding="utf-8")
     assert catalogue.stale(folder) == []
-    (folder / "explain_seed-graph.dot").write_text("digraph {}", encoding="utf-8")
-    assert catalogue.stale(folder) == ["explain_seed-graph.dot"]
+    (folder / "explain_seed_zh-graph.dot").write_text("digraph {}", encoding="utf-8")
+    assert catalogue.stale(folder) == ["explain_seed_zh-graph.dot"]
 
 
 def test_output_is_identical_under_any_hash_seed():

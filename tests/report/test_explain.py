@@ -200,7 +200,7 @@ def test_each_explanation_compiles_to_pdf_without_latex_errors(documents, key, l
 def test_the_generated_tex_files_are_the_catalogue_and_compile():
     require_engine("en")
     files = render_explain_item(EXPLAIN_ITEMS[0])
-    picture = {"explain_seed-graph.pdf": drawings()["explain_seed-graph.pdf"].draw("pdf")}
+    picture = {"explain_seed_en-graph.pdf": drawings()["explain_seed_en-graph.pdf"].draw("pdf")}
     pdf = compile_pdf(files["explain_seed_en.tex"], "en", files=picture)
     assert pdf.startswith(b"%PDF")
     assert_inside(pdf, files["explain_seed_en.tex"])

@@ -160,7 +160,7 @@ def test_the_generated_files_are_the_catalogues(symbolic):
     for lang in LANGS:
         md = files[f"explain_logistic_regression_second_order_{lang}.md"]
         assert md == (ROOT / "generated" / f"explain_logistic_regression_second_order_{lang}.md").read_text("utf-8")
-        assert md.endswith(render_explanation(replace(symbolic[lang], picture=f"{item.stem}-graph.svg"), "md"))
+        assert md.endswith(render_explanation(replace(symbolic[lang], picture=f"{item.stem}_{lang}-graph.svg"), "md"))
 
 
 def _load(stem: str):
