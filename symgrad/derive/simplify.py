@@ -120,6 +120,9 @@ def _rewrite(
     if name == "div":
         if consts[1] == 1 and _same_shape(inputs[0].shape, shape):
             return inputs[0]
+        mean = None if exact or inputs[1].shape else _mean_of(inputs[0], consts[1])
+        if mean is not None:
+            return mean
         x = inputs[0]
         divisor = consts[1]
         finite_divisor = divisor is not None and divisor.is_zero is False and divisor.is_finite is True
@@ -396,6 +399,9 @@ def _simplify_sum(x: Tensor, attrs: dict, shape: tuple, exact: bool) -> Tensor |
     """``(M * v[None, :]).sum(1)`` → ``M @ v`` and ``(M * u[:, None]).sum(0)`` → ``u @ M``."""
     if not attrs["dim"]:
         return x
+    value = uniform_constant(x)
+    if value is not None and value.is_finite is True:  # n copies of c add up to n c (an empty sum is 0 as well)
+        return _fill(value * _count(x.shape, attrs["dim"]), shape)
     picked = None if exact else _sum_of_diagonal(x, attrs)  # the identity's zeros times an infinity are nan
     if picked is not None:
         return picked
@@ -419,6 +425,21 @@ def _simplify_sum(x: Tensor, attrs: dict, shape: tuple, exact: bool) -> Tensor |
         if axis == 0 and v.attrs["index"] == (slice(None), None) and same_dim(vector.shape[0], m.shape[0]):
             return apply("matmul", vector, m)
     return None
+
+
+def _count(shape: tuple, dims: Sequence[int]) -> sympy.Expr:
+    """How many entries a reduction over ``dims`` of a tensor of ``shape`` adds up."""
+    return sympy.Mul(*(sympy.sympify(shape[d]) for d in dims))
+
+
+def _mean_of(x: Tensor, divisor: sympy.Expr | None) -> Tensor | None:
+    """``x.sum(dims) / n`` as ``x.mean(dims)``, where ``n`` is the number of entries the sum adds (what a person
+    writes, and what torch's mean computes)."""
+    if divisor is None or x.op is None or x.op.name != "sum" or not x.attrs["dim"]:
+        return None
+    if not is_floating(x.inputs[0].dtype) or sympy.simplify(divisor - _count(x.inputs[0].shape, x.attrs["dim"])) != 0:
+        return None
+    return apply("mean", x.inputs[0], dim=x.attrs["dim"], keepdim=x.attrs["keepdim"])
 
 
 def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple, exact: bool, identities: bool) -> Tensor | None:
@@ -509,11 +530,28 @@ def _simplify_layout(name: str, x: Tensor, order: tuple[int, ...], exact: bool =
     if x.op is not None and x.op.name in ("transpose", "permute"):
         inner = _as_permutation(x.op.name, x.attrs, len(order))
         return _layout(x.inputs[0], tuple(inner[i] for i in order))
+    if not exact and x.op is not None and x.op.name in ("mul", "div") and not x.inputs[1].shape:
+        cancelled = _simplify_layout(name, x.inputs[0], order, exact) if _kept_sum_of_layout(x.inputs[0]) else None
+        if cancelled is not None:  # (Aᵀ.sum(1, keepdim=True) / n)ᵀ = A.sum(0, keepdim=True) / n
+            return apply(x.op.name, cancelled, x.inputs[1])
+    if x.op is not None and x.op.name in ("sum", "mean") and x.attrs["keepdim"]:
+        moved = x.inputs[0]
+        if moved.op is not None and moved.op.name in ("transpose", "permute"):
+            inner = _as_permutation(moved.op.name, moved.attrs, len(order))
+            if all(inner[order[j]] == j for j in range(len(order))):  # (Aᵀ summed, keeping dims)ᵀ: A summed
+                dims = tuple(sorted(inner[d] for d in x.attrs["dim"]))
+                return apply(x.op.name, moved.inputs[0], dim=dims, keepdim=True)
     if order == tuple(range(len(order))):
         return x
     if name == "permute" and sum(1 for i, d in enumerate(order) if d != i) == 2:
         return _layout(x, order)
     return None
+
+
+def _kept_sum_of_layout(x: Tensor) -> bool:
+    """Whether ``x`` sums (or averages) a transposed tensor, keeping its dims: a transpose of it may cancel."""
+    inner = x.inputs[0] if x.op is not None and x.op.name in ("sum", "mean") and x.attrs["keepdim"] else None
+    return inner is not None and inner.op is not None and inner.op.name in ("transpose", "permute")
 
 
 def _layout(x: Tensor, order: tuple[int, ...]) -> Tensor:

@@ -75,3 +75,21 @@ def test_backward_at_symbolic_sizes_leaves_the_law_in_grad(name):
     text = TorchPrinter().doprint(x.grad)
     got = eval(text, {"torch": torch, "math": math, "x": value.detach(), **SIZES})
     torch.testing.assert_close(got.expand_as(value), value.grad)
+
+
+def test_a_mean_loss_prints_its_gradients_as_a_person_writes_them():
+    """The bias of a mean is 1 (it printed ``torch.full((m, 1), 1/m).sum(dim=0)``), and the weight's is the mean of
+    the features over the batch (it printed ``(A.T.sum(dim=1, keepdim=True) / m).T``); each still runs in torch and
+    gives its gradient."""
+    d, h = sg.dims("d h")
+    X = sg.symbols("X", (m, d))
+    W1, b1 = sg.symbols("W1", (h, d)), sg.symbols("b1", (h,))
+    W2, b2 = sg.symbols("W2", (1, h), requires_grad=True), sg.symbols("b2", (1,), requires_grad=True)
+    loss = (storch.tanh(X @ W1.T + b1) @ W2.T + b2).mean()
+    grad_W2, grad_b2 = (TorchPrinter().doprint(g) for g in sg.law(loss, [W2, b2]))
+    assert (grad_W2, grad_b2) == ("torch.tanh(X @ W1.T + b1).mean(dim=0, keepdim=True)", "1")
+    torch.manual_seed(0)
+    values = {"X": torch.randn(3, 4), "W1": torch.randn(5, 4), "b1": torch.randn(5)}
+    w2 = torch.randn(1, 5, requires_grad=True)
+    (torch.tanh(values["X"] @ values["W1"].T + values["b1"]) @ w2.T).mean().backward()
+    torch.testing.assert_close(eval(grad_W2, {"torch": torch, **values}), w2.grad)
