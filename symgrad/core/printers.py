@@ -61,6 +61,11 @@ class Printer:
             return method(t)
         return self._print_template(t)
 
+    def _print_div(self, t: Tensor) -> tuple[str, int]:
+        """A sum divided by the number of entries it adds is written as the mean it is (``X.mean(dim=0)``)."""
+        mean = _as_mean(t)
+        return self._print(mean) if mean is not None else self._print_template(t)
+
     def _print_number(self, value: sympy.Expr) -> tuple[str, int]:
         if value in (sympy.nan, sympy.oo, -sympy.oo):
             text = {sympy.nan: "math.nan", sympy.oo: "math.inf"}.get(value, "-math.inf")
@@ -341,3 +346,18 @@ def size_source(value: sympy.Expr) -> str:
     if value.is_Pow:
         return f"{size_source(value.base)}**{size_source(value.exp)}"
     return sympy.pycode(value, fully_qualified_modules=True)
+
+
+def _as_mean(t: Tensor) -> Tensor | None:
+    """``x.sum(dims) / n`` as ``x.mean(dims)`` where ``n`` is the number of entries the sum adds, else None."""
+    total, divisor = t.inputs
+    if total.op is None or total.op.name != "sum" or not total.attrs["dim"] or divisor.shape:
+        return None
+    summed = total.inputs[0]
+    value = uniform_constant(divisor)
+    count = sympy.Mul(*(sympy.sympify(summed.shape[d]) for d in total.attrs["dim"]))
+    if value is None or not is_floating(summed.dtype) or sympy.simplify(value - count) != 0:
+        return None
+    from .tensor import apply  # printing runs once the tensors exist
+
+    return apply("mean", summed, dim=total.attrs["dim"], keepdim=total.attrs["keepdim"])

@@ -120,9 +120,6 @@ def _rewrite(
     if name == "div":
         if consts[1] == 1 and _same_shape(inputs[0].shape, shape):
             return inputs[0]
-        mean = None if exact or inputs[1].shape else _mean_of(inputs[0], consts[1])
-        if mean is not None:
-            return mean
         x = inputs[0]
         divisor = consts[1]
         finite_divisor = divisor is not None and divisor.is_zero is False and divisor.is_finite is True
@@ -430,16 +427,6 @@ def _simplify_sum(x: Tensor, attrs: dict, shape: tuple, exact: bool) -> Tensor |
 def _count(shape: tuple, dims: Sequence[int]) -> sympy.Expr:
     """How many entries a reduction over ``dims`` of a tensor of ``shape`` adds up."""
     return sympy.Mul(*(sympy.sympify(shape[d]) for d in dims))
-
-
-def _mean_of(x: Tensor, divisor: sympy.Expr | None) -> Tensor | None:
-    """``x.sum(dims) / n`` as ``x.mean(dims)``, where ``n`` is the number of entries the sum adds (what a person
-    writes, and what torch's mean computes)."""
-    if divisor is None or x.op is None or x.op.name != "sum" or not x.attrs["dim"]:
-        return None
-    if not is_floating(x.inputs[0].dtype) or sympy.simplify(divisor - _count(x.inputs[0].shape, x.attrs["dim"])) != 0:
-        return None
-    return apply("mean", x.inputs[0], dim=x.attrs["dim"], keepdim=x.attrs["keepdim"])
 
 
 def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple, exact: bool, identities: bool) -> Tensor | None:
