@@ -358,6 +358,4 @@ def _as_mean(t: Tensor) -> Tensor | None:
     count = sympy.Mul(*(sympy.sympify(summed.shape[d]) for d in total.attrs["dim"]))
     if value is None or not is_floating(summed.dtype) or sympy.simplify(value - count) != 0:
         return None
-    from .tensor import apply  # printing runs once the tensors exist
-
-    return apply("mean", summed, dim=total.attrs["dim"], keepdim=total.attrs["keepdim"])
+    return summed.mean(dim=tuple(total.attrs["dim"]), keepdim=total.attrs["keepdim"])
