@@ -137,11 +137,13 @@ def expression_text(t: Tensor) -> str:
             return f"tensor({to_python(arr)})"
         # a detached tensor keeps its formulas: a constant of the graph, though not of numbers
         return f"<{'constant' if numbers else 'formulas'} {'×'.join(map(str, arr.shape))}>"
-    if _tree_size(t, MAX_EXPRESSION_TEXT // 2) <= MAX_EXPRESSION_TEXT // 2:  # else its text is surely too long
+    shape = f" ({'×'.join(map(str, t.shape))})" if t.shape else ""
+    if _tree_size(t, MAX_EXPRESSION_TEXT) <= MAX_EXPRESSION_TEXT:  # else printing it may never end
         text = TorchPrinter().doprint(t)
         if len(text) <= MAX_EXPRESSION_TEXT:
             return text
-    return f"<{t.op.name} result {'×'.join(map(str, t.shape))}>" if t.shape else f"<{t.op.name} result>"
+        return f"{text[: MAX_EXPRESSION_TEXT - 1].rstrip()}…{shape}"  # its start, said to be cut
+    return f"<{t.op.name} result{shape}>"
 
 
 def _tree_size(t: Tensor, limit: int) -> int:

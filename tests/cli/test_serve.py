@@ -113,13 +113,13 @@ def test_a_page_of_another_origin_that_frames_the_playground_starts_no_job(serve
     try:
         opened.page.route(elsewhere, lambda route: route.fulfill(status=200, content_type="text/html", body=framing))
         opened.page.goto(elsewhere)
-        opened.page.wait_for_timeout(3000)  # as long as a framed page would take to post its query
+        opened.page.wait_for_timeout(1500)  # longer than a framed page would take to post its query
         (frame,) = opened.page.frames[1:]
         assert frame.url.startswith("chrome-error://")  # refused: the playground's page never loaded there
         opened.page.click("#link")
         opened.page.wait_for_selector("#expr")
         assert opened.page.input_value("#expr") == "torch.det(A)"
-        opened.page.wait_for_timeout(2000)
+        opened.page.wait_for_timeout(1000)
         assert opened.page.inner_text("#result") == ""
     finally:
         opened.close()

@@ -9,6 +9,7 @@ import pytest
 
 import symgrad as sg
 import symgrad.ops
+import symgrad.torch as storch
 from symgrad.core import OPS, Op, SymgradError, engine, lookup, register, symbols, topological
 from symgrad.core.registry import TAGS
 
@@ -103,3 +104,13 @@ def test_a_long_law_shows_whole_in_its_repr_with_shared_parts_named_once():
     law = sg.vjp(storch.nn.functional.cross_entropy(Z @ W, y), W, g)  # nothing shared: one line, however long
     expected = "Z.T @ ((torch.softmax(Z @ W, dim=1) - torch.nn.functional.one_hot(y, c)) * (g / m))"
     assert repr(law) == f"tensor(<symbolic n×c>, grad_fn=<MmBackward0>) named {expected}"
+
+
+def test_a_long_unnamed_result_is_called_by_the_start_of_its_expression():
+    """A Hessian law's name was a placeholder ('<mul result n×c×n×c>'): it is its expression's start, cut where
+    it says so, with its shape."""
+    n, c = sg.dims("n c")
+    z = sg.symbols("z", (n, c), requires_grad=True)
+    y = sg.symbols("y", (n,), dtype="int64")
+    hessian = sg.hessian_law(storch.nn.functional.cross_entropy(z, y), z)
+    assert hessian.name.startswith("torch.softmax(z, dim=1) * (") and hessian.name.endswith("… (n×c×n×c)")
