@@ -240,3 +240,15 @@ def takes_script(text: str, script: str) -> bool:
     if tail is None:
         return False
     return not tail if script == "_" else "^" not in tail
+
+
+def bar_latex(name: str) -> str:
+    r"""The cotangent of the tensor ``name`` in LaTeX: a bar over one letter (``\bar{W}``, ``\bar{\alpha}``), a line
+    over a longer name (``\overline{\mathrm{fc1\_weight}}``), where a bar sat as a short dash over its middle.
+
+    >>> bar_latex("W"), bar_latex("fc1")
+    ('\\bar{W}', '\\overline{\\mathrm{fc1}}')
+    """
+    text = latex_name(name)
+    one_symbol = len(name) == 1 or re.fullmatch(r"\\[A-Za-z]+", text) is not None
+    return rf"\bar{{{text}}}" if one_symbol else rf"\overline{{{text}}}"

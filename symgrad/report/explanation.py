@@ -32,7 +32,7 @@ from ..core.dims import is_concrete
 from ..core.display import formula_states_value, to_number
 from ..core.errors import NoDerivativeError, SymgradError, ValuesUnknownError
 from ..core.graph import topological
-from ..core.latex import ELIDE_AFTER, elided, latex_name, shape_latex, text_latex
+from ..core.latex import ELIDE_AFTER, bar_latex, elided, latex_name, shape_latex, text_latex
 from ..core.listing import listing
 from ..core.printers import LatexPrinter, TorchPrinter
 from ..core.tensor import Tensor
@@ -317,7 +317,7 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
         forward.append(Step(names[id(node)], inner.doprint(node)))
 
     def bar(node: Tensor) -> str:
-        return bars.get(id(node)) or rf"\bar{{{latex_name(node.name)}}}"
+        return bars.get(id(node)) or bar_latex(node.name)
 
     contributions: dict[int, list[str]] = {}
     backward = [Step(bar(output), latex_name(v.name) if v is not None else "1")]
@@ -350,7 +350,7 @@ def _law(output: Tensor, wrt: list[Tensor], run_proof: bool, concrete: bool, v_n
     named = [(f"grad_{x.name}", g) for x, g in zip(wrt, laws)]
     latex_listing = listing(named, forward=[("out", output)], printer=LatexPrinter)
     torch_listing = listing(named, forward=[("out", output)], printer=TorchPrinter)
-    results = [Step(rf"\bar{{{latex_name(x.name)}}}", body) for x, (_, body) in zip(wrt, latex_listing.results)]
+    results = [Step(bar_latex(x.name), body) for x, (_, body) in zip(wrt, latex_listing.results)]
     forward, backward = _chain(output, wrt, v)
     sum_agrees = None
     proof_lines: list[dict[str, Any]] = []

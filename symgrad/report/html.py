@@ -25,7 +25,7 @@ from markdown_it.token import Token
 from markupsafe import Markup
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
-from ..core.latex import group_end, latex_name
+from ..core.latex import bar_latex, group_end
 from ..emit.templates import page_environment, template_dir
 from .formats import MarkdownFormat, Step
 from .graph import Graph
@@ -101,7 +101,7 @@ def step_links(explanation: Any, picture: Graph) -> dict[str, str]:
             links[_bar(step.lhs)] = node.key
     for node in picture.nodes:
         if node.kind == "leaf":
-            links.setdefault(rf"\bar{{{latex_name(node.name)}}}", node.key)
+            links.setdefault(bar_latex(node.name), node.key)
     return links
 
 

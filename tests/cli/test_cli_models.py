@@ -223,7 +223,7 @@ def test_explain_a_model_from_a_file(capsys, model_file, tmp_path):
     # the page leads with the law, and a parameter's values, drawn at initialisation, are not printed: the law holds
     # for any
     assert text.index("laws that hold for every size") < text.index("## The tensors")
-    assert r"\bar{\mathrm{fc1\_weight}} &=" in text.split("## The tensors")[0]
+    assert r"\overline{\mathrm{fc1\_weight}} &=" in text.split("## The tensors")[0]
     tensors = text.split("## The tensors")[1][:600]
     assert "values given (the law below holds for any)" in tensors and "pmatrix" not in tensors
 
