@@ -43,8 +43,8 @@ def _numbers(y: Tensor, x: Tensor, y_shape: tuple, x_shape: tuple) -> Tensor | N
     return constant(object_array(flat, y_shape + x_shape), dtype=x.dtype)
 
 
-def jacobian_tensor(y: Tensor, x: Tensor) -> Tensor:
-    """d y / d x as a tensor of shape ``y.shape + x.shape`` (x must be a leaf)."""
+def jacobian_tensor(y: Tensor, x: Tensor, name: str | None = None) -> Tensor:
+    """d y / d x as a tensor of shape ``y.shape + x.shape`` (x must be a leaf), labelled ``name`` if given."""
     if x.kind != "symbol":
         raise UnsupportedError(f"a Jacobian is taken with respect to a leaf tensor; {x.name} is computed")
     y_shape = require_concrete(y.shape, "a Jacobian")
@@ -55,7 +55,11 @@ def jacobian_tensor(y: Tensor, x: Tensor) -> Tensor:
         flat[o * n_in + i] = derivative
     entries = object_array(flat, y_shape + x_shape)
     return formula(
-        entries, sources=[y], name=f"d{y.name}/d{x.name}", dtype=x.dtype, numeric=_numbers(y, x, y_shape, x_shape)
+        entries,
+        sources=[y],
+        name=name or f"d{y.name}/d{x.name}",
+        dtype=x.dtype,
+        numeric=_numbers(y, x, y_shape, x_shape),
     )
 
 

@@ -104,8 +104,29 @@ jacfwd = jacrev  # the same Jacobian: symgrad derives its entries, whichever mod
 
 
 def hessian(func: Callable, argnums: int | tuple[int, ...] = 0) -> Callable:
-    """A function returning the Hessian of a one-element ``func``: the Jacobian of its gradient."""
-    return jacrev(grad(func, argnums), argnums)
+    """A function returning the Hessian of a one-element ``func``: the Jacobian of its gradient, labelled by what it
+    is (``d²(torch.sin(x).sum())/dx²``), not by the gradient's graph."""
+    both = grad_and_value(func, argnums)
+
+    def transformed(*args: Any) -> Any:
+        grads, value = both(*args)
+        xs = _selected(args, argnums)
+        f = value.name if len(value.name) <= 40 else "f"
+        rows = [
+            _layout([jacobian_tensor(g, x, name=_second_derivative(f, row, x)) for x in xs], argnums)
+            for g, row in zip(as_tensors(grads, "the gradients"), xs)
+        ]
+        return _layout(rows, argnums)
+
+    return transformed
+
+
+def _second_derivative(f: str, first: Tensor, second: Tensor) -> str:
+    """``d²f/dx²``, or ``d²f/dx dy`` for two inputs: how a Hessian block is labelled."""
+    f = f if f.isidentifier() else f"({f})"
+    if first is second:
+        return f"d²{f}/d{first.name}²"
+    return f"d²{f}/d{first.name} d{second.name}"
 
 
 __all__ = ["grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import symgrad as sg
 import symgrad.torch as st
 
 torch = pytest.importorskip("torch")
@@ -98,3 +99,23 @@ def test_autograd_functional(name):
             ours_fn(lambda x: _loss(s, x, w), x, s.tensor(U)),
             theirs_fn(lambda x: _loss(t, x, wt), xt, torch.tensor(U, dtype=F64)),
         )
+
+
+def test_a_hessian_is_labelled_by_what_it_is():
+    """torch.func.hessian's blocks read d²f/dx² and d²f/dx dy, where the label was the gradient's graph with its
+    cotangent's internal name (``d1[None].expand(2) * torch.cos(x)/dx``); their entries are torch's."""
+    x, y = sg.symbols("x", (2,), requires_grad=True), sg.symbols("y", (2,), requires_grad=True)
+    single = st.func.hessian(lambda x: st.sin(x).sum())(x)
+    assert single.name == "d²(torch.sin(x).sum())/dx²"
+    blocks = st.func.hessian(lambda x, y: (st.sin(x) * y).sum(), argnums=(0, 1))(x, y)
+    names = [[block.name.split("/")[1] for block in row] for row in blocks]
+    assert names == [["dx²", "dx dy"], ["dy dx", "dy²"]]
+    point = {"x": [0.3, -1.2], "y": [0.7, 2.0]}
+    theirs = torch.func.hessian(lambda x, y: (torch.sin(x) * y).sum(), argnums=(0, 1))(
+        *(torch.tensor(point[n], dtype=torch.float64) for n in "xy")
+    )
+    for row_ours, row_theirs in zip(blocks, theirs, strict=True):
+        for ours, expected in zip(row_ours, row_theirs, strict=True):
+            values = {s: v for n in "xy" for s, v in zip(sg.symbols(n, (2,)).sympy(), point[n])}
+            got = [[float(e.subs(values)) for e in r] for r in ours.sympy().tolist()]
+            torch.testing.assert_close(torch.tensor(got, dtype=torch.float64), expected)
