@@ -30,7 +30,7 @@ from ..core.dtypes import is_floating
 from ..core.errors import SymgradError, WorkBudgetError
 from ..core.graph import dims_of, topological, uniform_constant
 from ..core.listing import listing
-from ..core.printers import LatexPrinter, size_source
+from ..core.printers import LatexPrinter, size_source, tuple_text
 from ..core.tensor import Tensor, apply
 from ..derive.forward import jvp
 from ..derive.reverse import law
@@ -388,9 +388,9 @@ def codegen(
         "step_grads": step_grads(steps or [], len(wrt)),
         "step_arguments": step_arguments(steps or [], module_args),
         "modes": modes,
-        "mode_paths": _tuple_text([repr(path) for path in modes]),
-        "traced_modes": _tuple_text([str(t) for t in modes.values()]),
-        "other_modes": _tuple_text([str(not t) for t in modes.values()]),
+        "mode_paths": tuple_text([repr(path) for path in modes]),
+        "traced_modes": tuple_text([str(t) for t in modes.values()]),
+        "other_modes": tuple_text([str(not t) for t in modes.values()]),
         "other_arguments": other_arguments,
         "other_same": False,
         "other_failure": other_failure,
@@ -532,10 +532,6 @@ def _step_parameters(
         return None
     paths = [_attribute_path("self.model", owned[x.name]) if x.name in owned else x.name for x in wrt]
     return [(path, k) for k, (path, x) in enumerate(zip(paths, wrt)) if id(x) in reached] or None
-
-
-def _tuple_text(parts: list[str]) -> str:
-    return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
 
 
 def _split_context(pieces: Sequence[Tensor], sources: dict) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.printers import tuple_text
 from ..core.tensor import Tensor
 
 
@@ -46,7 +47,7 @@ def step_grads(steps: list[tuple[str, int]], count: int) -> str:
     positions = [index for _, index in steps]
     if positions == list(range(count)):
         return "grads"
-    return f"[grads[i] for i in ({', '.join(map(str, positions))}{',' if len(positions) == 1 else ''})]"
+    return f"[grads[i] for i in {tuple_text([str(i) for i in positions])}]"
 
 
 def step_arguments(steps: list[tuple[str, int]], module_args: list[str]) -> str:
@@ -59,7 +60,7 @@ def step_arguments(steps: list[tuple[str, int]], module_args: list[str]) -> str:
         return f"arguments[{start}:]"
     if positions == list(range(start, positions[-1] + 1)):
         return f"arguments[{start}:{positions[-1] + 1}]"
-    return f"[arguments[i] for i in ({', '.join(map(str, positions))}{',' if len(positions) == 1 else ''})]"
+    return f"[arguments[i] for i in {tuple_text([str(i) for i in positions])}]"
 
 
 def layout(p: Plan, needed: list[tuple[str, str]]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import sympy
 
 from ..core.dims import format_shape
 from ..core.errors import SymgradError
-from ..core.printers import size_source
+from ..core.printers import size_source, tuple_text
 from ..core.tensor import Tensor
 from .code_text import docstring_safe
 
@@ -154,8 +154,8 @@ def shape_table(inputs: Sequence[Tensor], guards: Sequence = ()) -> ShapeTable:
         sizes = [str(d) if isinstance(d, int) else size_source(d) for d in t.shape]
         spec = [str(d) if isinstance(d, int) else repr(str(d)) for d in t.shape]
         actual.append(f"{t.name}.shape")
-        expected.append(f"({', '.join(sizes)}{',' if len(sizes) == 1 else ''})")
-        rows.append(f"({t.name!r}, {format_shape(t.shape)!r}, ({', '.join(spec)}{',' if len(spec) == 1 else ''}))")
+        expected.append(tuple_text(sizes))
+        rows.append(f"({t.name!r}, {format_shape(t.shape)!r}, {tuple_text(spec)})")
     opening = "        raise ValueError("
     guard_lines = []
     for guard in guards:  # the sizes are bound by their own names
