@@ -46,11 +46,7 @@ def tensor(
     if isinstance(data, np.ndarray) and data.dtype.kind == "f" and (dtype is None or is_floating(dtype_name(dtype))):
         # numbers given as an array stay an array (a model's parameters, which may be millions)
         kind = dtype_name(dtype) or "float32"
-        # a read-only float64 array is taken as it is (a traced parameter's, shared by every trace of it); any
-        # other is copied, so that changing it later changes no tensor
-        shared = data.dtype == np.float64 and not data.flags.writeable
-        values = data if shared else data.astype(np.float64)
-        out = Tensor(shape=data.shape, name=name, values=values, dtype=kind, distinct=distinct)
+        out = Tensor(shape=data.shape, name=name, values=data.astype(np.float64), dtype=kind, distinct=distinct)
         return out.requires_grad_(True) if requires_grad else out
     raw = np.array(numbers_only(data), dtype=object)  # before SymPy, which has no -0.0
     kind = dtype_name(dtype) or _infer_dtype(raw, None)

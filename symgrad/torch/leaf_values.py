@@ -49,13 +49,12 @@ class Snapshot:
         current = real.detach()
         if current.shape != self.copy.shape or current.dtype != self.copy.dtype:
             return False
-        current = current.cpu()
-        if current.dtype.is_floating_point or current.dtype.is_complex:
-            bits = getattr(torch, _INTEGER_VIEW[current.element_size()], None)
-            if current.dtype.is_complex or bits is None:
-                return bool(torch.equal(current.view(torch.uint8), self.copy.view(torch.uint8)))
-            return bool(torch.equal(current.contiguous().view(bits), self.copy.contiguous().view(bits)))
-        return bool(torch.equal(current, self.copy))
+        if not (current.dtype.is_floating_point or current.dtype.is_complex):
+            return bool(torch.equal(current.cpu(), self.copy))
+        # compared as integers of the same width: == would take -0.0 for 0.0 and a nan for no nan
+        bits = getattr(torch, _INTEGER_VIEW.get(current.element_size(), "uint8"))
+        ours, theirs = (t.cpu().reshape(-1).contiguous().view(bits) for t in (current, self.copy))
+        return bool(torch.equal(ours, theirs))
 
 
 def snapshot_of(real: Any) -> Snapshot:
@@ -94,8 +93,3 @@ def symgrad_alone() -> Iterator[None]:
         yield
     finally:
         _TRUSTED = outer
-
-
-def float64_values(real: Any) -> Any:
-    """``real``'s values as a read-only float64 array, from its snapshot."""
-    return snapshot_of(real).float64()
