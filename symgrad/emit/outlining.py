@@ -30,7 +30,7 @@ import tokenize
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
-from .layout import Plan
+from .layout import Plan, draws
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
@@ -59,7 +59,7 @@ def _shape(label: str, body: str, variables: Collection[str]) -> _Shape:
             reads.append(text)
         else:
             template.append(text)
-    labels = tuple(part for part in label.split(", "))
+    labels = tuple(label.split(", "))
     shape_of_label = tuple("\0" if part != "_" else "_" for part in labels)
     return _Shape((*shape_of_label, "=", *template), labels, tuple(reads))
 
@@ -78,7 +78,7 @@ def _renaming(shapes: Sequence[_Shape], start: int, other: int, length: int) -> 
     return forward
 
 
-def _candidates(shapes: Sequence[_Shape], min_period: int) -> list[tuple[int, int, int]]:
+def _candidates(shapes: Sequence[_Shape], min_period: int) -> list[tuple[int, int, int, int]]:
     """(saving, start, period, repeats) of the runs of windows whose statements have the same templates, best first."""
     ids: dict[tuple[str, ...], int] = {}
     signature = [ids.setdefault(s.template, len(ids)) for s in shapes]
@@ -136,16 +136,10 @@ def _outlined_once(
             renamings.append(renaming)
         if len(renamings) < 2 or (len(renamings) - 1) * period < min_saving:
             continue
-        if any(_draws_or_updates(body) for _, body in lines[start : start + len(renamings) * period]):
-            continue
+        if any(draws(body) for _, body in lines[start : start + len(renamings) * period]):
+            continue  # the layout finds a draw by its text: it stays where it is
         return _written(lines, shapes, start, period, renamings, outside, name)
     return None
-
-
-def _draws_or_updates(body: str) -> bool:
-    """A statement that draws random numbers or updates a buffer stays where it is (the emitted module finds
-    those by their text)."""
-    return bool(re.search(r"\.\w+_\(|torch\.bernoulli\(", body))
 
 
 def _written(
@@ -168,9 +162,9 @@ def _written(
     end = start + len(renamings) * period
     later = " ".join(body for _, body in lines[end:]) + " " + " ".join(outside)
     later_names = set(_NAME.findall(later))
+    backs = [{mine: theirs for theirs, mine in renaming.items()} for renaming in renamings]  # the first's: {}
     returned: list[str] = []
-    for k, renaming in enumerate(renamings):
-        back = {mine: theirs for theirs, mine in renaming.items()} if k else {n: n for n in defined}
+    for k, back in enumerate(backs):
         after = set(later_names)
         for _, body in lines[start + (k + 1) * period : end]:
             after.update(_NAME.findall(body))
@@ -183,8 +177,7 @@ def _written(
     note = f'    """Statements repeated {len(renamings)} times (once per layer), with the first repeat\'s names."""'
     source = "\n".join([f"def {name}({', '.join(arguments)}):", note, *body, f"    return {result}"])
     calls = []
-    for k, renaming in enumerate(renamings):
-        back = {mine: theirs for theirs, mine in renaming.items()} if k else {}
+    for back in backs:
         targets = ", ".join(back.get(n, n) for n in returned) or "_"
         calls.append((targets, f"{name}({', '.join(back.get(a, a) for a in arguments)})"))
     return source, [*lines[:start], *calls, *lines[end:]]
@@ -196,12 +189,10 @@ def outlined(p: Plan) -> tuple[Plan, list[str]]:
     variables = {*p.inputs, *p.saved_intermediates, *p.results, "grad_output", "output_tangent", *p.tangents}
     variables |= {f"tangent_{x}" for x in p.tangents}
     variables |= {label for label, _ in [*p.forward_dims, *p.backward_dims, *p.jvp_dims]}
-    kept = set(p.stateless)  # a statement that updates a buffer stays where the layout looks for it
     forward_reads = " ".join([p.forward_result, *p.updates, *p.saved_intermediates])
-    movable = [line for line in p.forward if line[0] not in kept]
     blocks: list[str] = []
     forward = p.forward
-    if len(movable) == len(p.forward):
+    if not p.stateless:  # a forward that updates buffers is left whole: the layout finds those statements by label
         made, forward = outline(p.forward, variables, set(_NAME.findall(forward_reads)), "_forward_block")
         blocks += made
     made, backward = outline(p.backward, variables, set(p.results), "_backward_block")
