@@ -414,9 +414,8 @@ def run_explain(args: argparse.Namespace) -> int:
     pictures: dict[str, bytes] = {}
     if target is not None and not args.no_graph:
         kind = "svg" if args.format == "md" else "pdf"
-        drawing = _graph_drawing(
-            output, wrt, None if args.create_graph else grad_tensor, kind, args.lang
-        )  # u: x's shape
+        pictured = None if args.create_graph else grad_tensor  # u is x's shape: the picture shows the 1
+        drawing = _graph_drawing(output, wrt, pictured, kind, args.lang)
         if drawing is not None:
             name = "graph.pdf" if args.format == "pdf" else picture_name(target, kind)
             pictures[name] = drawing

@@ -265,9 +265,8 @@ def explain_second_order(
         tangent_kind=kind,
         concrete=concrete,
         flattened=len(x.shape) > 1,
-        graph=lambda: graph(
-            output, [x], lang=lang
-        ),  # u, not v, is the grad_tensor one order up: the picture shows the 1
+        # u, not v, is the grad_tensor one order up: the picture shows the 1
+        graph=lambda: graph(output, [x], lang=lang),
     )
     small_f, small_x = output, x
     if not concrete:

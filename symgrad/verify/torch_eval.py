@@ -61,9 +61,13 @@ def substitute(entries: np.ndarray, subs: dict) -> np.ndarray:
 NARROWER = ("float32", "float16", "bfloat16")
 
 
+def _floating_dtypes(roots: Sequence[Tensor], leaves_only: bool) -> set[str]:
+    return {n.dtype for n in topological_all(roots) if (n.kind == "symbol" or not leaves_only) and is_floating(n.dtype)}
+
+
 def mixed_dtypes(roots: Sequence[Tensor]) -> bool:
     """Whether the symbol leaves of ``roots`` (inputs, parameters) are of more than one floating dtype."""
-    return len({n.dtype for n in topological_all(roots) if n.kind == "symbol" and is_floating(n.dtype)}) > 1
+    return len(_floating_dtypes(roots, leaves_only=True)) > 1
 
 
 # the numeric check's tolerance, relative to the largest gradient entry, by the narrowest dtype the graph rounds
@@ -88,7 +92,7 @@ def narrowest_rounding(roots: list[Tensor], leaves: bool = False) -> str:
 def casts(roots: Sequence[Tensor]) -> bool:
     """Whether the graph computes in more than one floating dtype (``x.half()``, ``x.double()`` on a float32 leaf,
     leaves of two dtypes): then torch's check keeps each leaf's dtype, as the user's torch code would."""
-    return len({n.dtype for n in topological_all(roots) if is_floating(n.dtype)}) > 1
+    return len(_floating_dtypes(roots, leaves_only=False)) > 1
 
 
 def evaluate_graph(
