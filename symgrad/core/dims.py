@@ -253,6 +253,15 @@ def reshape_runs(source: tuple[int, ...], target: tuple[int, ...]) -> list[tuple
     return runs
 
 
+def count(shape: Shape, dim: Sequence[int]) -> Dim:
+    """How many entries a reduction over ``dim`` adds up (an int or a SymPy product of dims)."""
+    total = sympy.Integer(1)
+    for axis in dim:
+        if axis < len(shape):  # torch lets a 0-d tensor be reduced over dim 0
+            total *= shape[axis]
+    return int(total) if total.is_Integer else total
+
+
 def prod(values: Iterable[int]) -> int:
     return math.prod(values)
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 import sympy
 
+from .dims import count
 from .dtypes import is_floating
 from .graph import topological, uniform_constant
 from .indexing import index_shape
@@ -355,7 +356,7 @@ def _as_mean(t: Tensor) -> Tensor | None:
         return None
     summed = total.inputs[0]
     value = uniform_constant(divisor)
-    count = sympy.Mul(*(sympy.sympify(summed.shape[d]) for d in total.attrs["dim"]))
-    if value is None or not is_floating(summed.dtype) or sympy.simplify(value - count) != 0:
+    added = count(summed.shape, total.attrs["dim"])
+    if value is None or not is_floating(summed.dtype) or sympy.simplify(value - added) != 0:
         return None
     return summed.mean(dim=tuple(total.attrs["dim"]), keepdim=total.attrs["keepdim"])

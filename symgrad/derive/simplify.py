@@ -21,7 +21,7 @@ import numpy as np
 import sympy
 
 from ..core.budget import tick
-from ..core.dims import broadcast_shapes, same_dim
+from ..core.dims import broadcast_shapes, count, same_dim
 from ..core.dtypes import is_floating
 from ..core.graph import is_matrix_transpose, is_size, topological, uniform_constant
 from ..core.registry import lookup
@@ -398,7 +398,7 @@ def _simplify_sum(x: Tensor, attrs: dict, shape: tuple, exact: bool) -> Tensor |
         return x
     value = uniform_constant(x)
     if value is not None and value.is_finite is True:  # n copies of c add up to n c (an empty sum is 0 as well)
-        return _fill(value * _count(x.shape, attrs["dim"]), shape)
+        return _fill(value * count(x.shape, attrs["dim"]), shape)
     picked = None if exact else _sum_of_diagonal(x, attrs)  # the identity's zeros times an infinity are nan
     if picked is not None:
         return picked
@@ -422,11 +422,6 @@ def _simplify_sum(x: Tensor, attrs: dict, shape: tuple, exact: bool) -> Tensor |
         if axis == 0 and v.attrs["index"] == (slice(None), None) and same_dim(vector.shape[0], m.shape[0]):
             return apply("matmul", vector, m)
     return None
-
-
-def _count(shape: tuple, dims: Sequence[int]) -> sympy.Expr:
-    """How many entries a reduction over ``dims`` of a tensor of ``shape`` adds up."""
-    return sympy.Mul(*(sympy.sympify(shape[d]) for d in dims))
 
 
 def _simplify_matmul(inputs: list[Tensor], consts: list, shape: tuple, exact: bool, identities: bool) -> Tensor | None:

@@ -59,15 +59,6 @@ def zero_gradient(x: Tensor) -> Tensor:
     return apply("full", shape=x.shape, value=0)
 
 
-def count(shape: Shape, dim: tuple[int, ...]):
-    """How many entries a reduction over ``dim`` adds up (an int or a SymPy product of dims)."""
-    total = sympy.Integer(1)
-    for axis in dim:
-        if axis < len(shape):  # torch lets a 0-d tensor be reduced over dim 0
-            total *= shape[axis]
-    return int(total) if total.is_Integer else total
-
-
 def _function_ops() -> dict:
     table = {op.scalar: name for name, op in OPS.items() if isinstance(op.scalar, type)}
     table.setdefault(sympy.sign, "sign")  # SymPy's own sign (from Abs') is the sign op, whose gradient is torch's 0

@@ -16,11 +16,11 @@ import numpy as np
 import sympy
 
 from ..core.arrays import elementwise, groups, object_array, reduce_sum
-from ..core.dims import Shape
+from ..core.dims import Shape, count
 from ..core.registry import Op, register
 from ..core.tensor import apply
 from . import functions
-from .calculus import count, expand_back
+from .calculus import expand_back
 
 
 # ── reductions ─────────────────────────────────────────────────────────────
