@@ -14,6 +14,8 @@ so the algebra of scalars holds for them unchanged.
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Sequence
 
 import sympy
@@ -67,6 +69,14 @@ def fuse(results: Sequence[Tensor], log: list[Rewrite] | None = None) -> list[Te
     return [done[id(r)] for r in results]
 
 
+@functools.lru_cache(maxsize=4096)
+def _shortest_form(expr: sympy.Expr) -> sympy.Expr:
+    """The shortest of ``expr``, its factored and its cancelled form. Cached: a model's repeated layers give
+    regions of one expression (their atoms are numbered in the order they are met), and factoring is the costly
+    part of fusing."""
+    return min([_positive_factors(sympy.factor(expr)), sympy.cancel(expr), expr], key=sympy.count_ops)
+
+
 class _Region:
     """A region root with the arithmetic nodes below it, its atoms already rebuilt in ``done``."""
 
@@ -80,8 +90,7 @@ class _Region:
     def shortest(self, log: list[Rewrite] | None = None) -> Tensor:
         expr = self.expression(self.root)
         if self.size >= 2 and len(self.atoms) <= MAX_ATOMS and sympy.count_ops(expr) <= MAX_OPS:
-            candidates = [_positive_factors(sympy.factor(expr)), sympy.cancel(expr), expr]
-            best = min(candidates, key=sympy.count_ops)
+            best = _shortest_form(expr)
             if sympy.count_ops(best) < self.size:
                 replacement = self.rebuild(best)
                 if _same_shape(replacement.shape, self.root.shape):  # else a cancelled term carried a broadcast

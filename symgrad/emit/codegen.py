@@ -36,6 +36,7 @@ from ..derive.forward import jvp
 from ..derive.reverse import law
 from ..derive.simplify import simplify
 from ..torch.trace_effects import BatchNormUpdate
+from ..torch.trace_runs import flat, same_graphs
 from ..torch.tracing import Trace
 from ..version import __version__
 from .buffer_updates import buffer_statements, folded_update, running_fields
@@ -376,7 +377,11 @@ def codegen(
             expression = "the expression at the top of this module"
     reached = {id(node) for node in topological(output)}
     steps = _step_parameters(output, wrt, owned, reached)
+    other_same = variant == SAME_IN_EVERY_MODE
+    variant = None if other_same else variant
     other_arguments = drop_in_arguments(variant, name) if variant else []
+    if other_same:
+        other_arguments = [ast.unparse(ast.parse(argument)) for argument in module_args]
     autocast_input = next((t.name for t in inputs if is_floating(t.dtype)), None)
     context = {
         "module_args": module_args if owned and style == "autograd_function" else [],
@@ -392,7 +397,7 @@ def codegen(
         "traced_modes": tuple_text([str(t) for t in modes.values()]),
         "other_modes": tuple_text([str(not t) for t in modes.values()]),
         "other_arguments": other_arguments,
-        "other_same": False,
+        "other_same": other_same,
         "other_failure": other_failure,
         "data_inputs": [t.name for t in inputs if t.name not in owned],
         "plan": p,
@@ -457,7 +462,7 @@ def codegen(
     same_arguments = other_arguments == [ast.unparse(ast.parse(argument)) for argument in module_args]
     if variant and same_arguments and "apply" not in renamed_names(source, variant, drop):
         source = _rendered({**context, "other_same": True})
-    elif other_arguments:
+    elif other_arguments and not other_same:
         heading = (
             "The model in the other modes ("
             + ", ".join(f"{p or 'the model'} in {'eval' if t else 'training'} mode" for p, t in modes.items())
@@ -487,9 +492,30 @@ def _other_mode(traced: Trace, name: str) -> tuple[str | None, str]:
         return None, "its trace cannot be run again"
     try:
         other = traced.in_modes({path: not training for path, training in traced.modes.items()})
+        if _computes_the_same(traced, other):
+            return SAME_IN_EVERY_MODE, ""
         return codegen(dataclasses.replace(other, modes={}), name=name, style="autograd_function"), ""
     except SymgradError as error:
         return None, f"symgrad refuses it there: {error}"
+
+
+SAME_IN_EVERY_MODE = "same in every mode"  # what _other_mode gives for a model whose modes compute the same
+
+
+def _computes_the_same(traced: Trace, other: Trace) -> bool:
+    """Whether two traces of one model compute the same (a dropout of probability 0 is the same in both modes):
+    the same output and buffer updates, under the same guards."""
+    def described(t: Trace) -> tuple[list[str], list[Tensor]]:
+        words = [str(g) for g in t.guards]
+        tensors = list(flat(t.output))
+        for update in t.updates:  # an Assign or a BatchNormUpdate: its tensor, and the rest as words
+            fields = {f.name: getattr(update, f.name) for f in dataclasses.fields(update)}
+            words.append(repr(sorted((k, str(v)) for k, v in fields.items() if not isinstance(v, Tensor))))
+            tensors += [v for v in fields.values() if isinstance(v, Tensor)]
+        return words, tensors
+
+    (words, tensors), (other_words, other_tensors) = described(traced), described(other)
+    return words == other_words and same_graphs(tensors, other_tensors)
 
 
 def _one_output(output: Any) -> tuple[Tensor, list[Tensor]]:

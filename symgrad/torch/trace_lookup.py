@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import linecache
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -28,32 +30,39 @@ PLAIN = {
 _HERE = Path(__file__).resolve().parents[1]
 
 
-def user_line() -> str:
-    """Where in the user's code the current torch call was made."""
+@functools.lru_cache(maxsize=None)
+def _not_users(filename: str) -> bool:
+    """Whether a frame of ``filename`` is symgrad's or torch's (or Python's frozen modules'), not the user's code."""
     import torch
 
-    torch_root = Path(torch.__file__).resolve().parent
-    for frame in reversed(traceback.extract_stack()):
-        path = Path(frame.filename).resolve()
-        if _HERE in path.parents or torch_root in path.parents or frame.filename.startswith("<frozen"):
-            continue
-        code = (frame.line or "").strip()
-        return f"{frame.filename}, line {frame.lineno}" + (f": {code}" if code else "")
+    if filename.startswith("<frozen"):
+        return True
+    path = Path(filename).resolve()
+    return _HERE in path.parents or Path(torch.__file__).resolve().parent in path.parents
+
+
+def _where(filename: str, lineno: int) -> str:
+    code = linecache.getline(filename, lineno).strip()
+    return f"{filename}, line {lineno}" + (f": {code}" if code else "")
+
+
+def user_line() -> str:
+    """Where in the user's code the current torch call was made (run for every traced call: it walks the frames
+    and reads one source line, where ``traceback.extract_stack`` read every frame's)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if not _not_users(frame.f_code.co_filename):
+            return _where(frame.f_code.co_filename, frame.f_lineno)
+        frame = frame.f_back
     return "an unknown place"
 
 
 def failing_line(error: BaseException) -> str:
     """Where in the user's code ``error`` was raised (the innermost frame outside symgrad and torch)."""
-    import torch
-
-    torch_root = Path(torch.__file__).resolve().parent
     found = "an unknown place"
-    for frame in traceback.extract_tb(error.__traceback__):
-        path = Path(frame.filename).resolve()
-        if _HERE in path.parents or torch_root in path.parents or frame.filename.startswith("<frozen"):
-            continue
-        code = (frame.line or "").strip()
-        found = f"{frame.filename}, line {frame.lineno}" + (f": {code}" if code else "")
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        if not _not_users(frame.f_code.co_filename):
+            found = _where(frame.f_code.co_filename, lineno)
     return found
 
 

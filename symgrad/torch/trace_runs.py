@@ -127,6 +127,23 @@ def graph_signature(output: Any) -> list[tuple[tuple, Tensor]]:
     return keys
 
 
+_LARGEST_COMPARED_CONSTANT = 4096  # entries: a larger constant makes two graphs count as different, unread
+
+
+def same_graphs(a: Any, b: Any) -> bool:
+    """Whether the graphs below ``a`` and ``b`` (tensors, or tuples and lists of them) compute the same: the same
+    ops on the same leaves and constants, in the same order. False where a constant is too large to compare."""
+    roots = [[t for t in flat(x) if isinstance(t, Tensor)] for x in (a, b)]
+    if len(roots[0]) != len(roots[1]):
+        return False
+    for graph in roots:
+        if any(n.op is None and n.kind != "symbol" and n.numel() > _LARGEST_COMPARED_CONSTANT
+               for n in topological_all(graph)):  # fmt: skip
+            return False
+    keys = [[key for key, _ in graph_signature(graph)] for graph in roots]
+    return keys[0] == keys[1]
+
+
 def rebuilt(value: tuple | list, items: Any) -> Any:
     """A list, tuple, named tuple or torch result type (``torch.return_types.max``) like ``value``, of ``items``.
 
