@@ -12,7 +12,7 @@ recursion limit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,14 +29,18 @@ def topological(root: Tensor) -> list[Tensor]:
 
 def topological_all(roots: Iterable[Tensor]) -> list[Tensor]:
     """The nodes below all ``roots``, each once, in dependency order."""
-    order: list[Tensor] = []
+    return list(in_dependency_order(roots))
+
+
+def in_dependency_order(roots: Iterable[Tensor]) -> Iterator[Tensor]:
+    """:func:`topological_all`'s nodes one at a time, for a search that stops at the first it wants."""
     seen: set[int] = set()
     for root in roots:
         stack: list[tuple[Tensor, bool]] = [(root, False)]
         while stack:
             node, expanded = stack.pop()
             if expanded:
-                order.append(node)
+                yield node
                 continue
             if id(node) in seen:
                 continue
@@ -45,7 +49,6 @@ def topological_all(roots: Iterable[Tensor]) -> list[Tensor]:
             for part in reversed(node.inputs):
                 if id(part) not in seen:
                     stack.append((part, False))
-    return order
 
 
 def dims_of(roots: Sequence[Tensor]) -> list[sympy.Symbol]:

@@ -25,7 +25,7 @@ import sympy
 
 from .dims import count
 from .dtypes import is_floating
-from .graph import topological, uniform_constant
+from .graph import in_dependency_order, uniform_constant
 from .indexing import index_shape
 from .latex import latex_name, takes_script
 from .spelling import describe
@@ -267,7 +267,7 @@ def scatter_text(grad: str, shape: tuple, index: tuple, size, like: str | None =
 def first_float_input(t: Tensor, names: dict[int, str] | None = None) -> str | None:
     """How the printer names the first floating-point input ``t`` reads (a tensor whose dtype new tensors can
     take): its name in ``names`` if it has one there, else its own."""
-    for node in topological(t):
+    for node in in_dependency_order([t]):
         if node.op is None and is_floating(node.dtype) and uniform_constant(node) is None:
             name = (names or {}).get(id(node), node.name)
             if unicodedata.normalize("NFKC", name).isidentifier():

@@ -15,7 +15,6 @@ so the algebra of scalars holds for them unchanged.
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Sequence
 
 import sympy

@@ -28,7 +28,7 @@ from ..core.constructors import symbols_like
 from ..core.dims import format_shape
 from ..core.dtypes import is_floating
 from ..core.errors import SymgradError, WorkBudgetError
-from ..core.graph import dims_of, topological, uniform_constant
+from ..core.graph import dims_of, topological, topological_all, uniform_constant
 from ..core.listing import listing
 from ..core.printers import LatexPrinter, size_source, tuple_text
 from ..core.tensor import Tensor, apply
@@ -110,10 +110,7 @@ def plan(
     readable = simplify(derived, context=[output])  # for the docstring: the law as a person writes it
     output, laws = split_cross_entropy(output, laws)
     laws = tiled_slice_gradients(masks_of_relu_outputs(output, laws))
-    law_nodes: dict[int, Tensor] = {}
-    for g in laws:
-        for node in topological(g):
-            law_nodes.setdefault(id(node), node)
+    law_nodes = {id(node): node for node in topological_all(laws)}
     forward_nodes, groups = _with_companions(
         {id(n): n for n in topological(output)}, [*topological(output), *law_nodes.values()]
     )

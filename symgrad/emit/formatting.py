@@ -12,6 +12,7 @@ import ast
 import shutil
 import subprocess
 import textwrap
+from collections import Counter
 from functools import lru_cache
 
 from ..core.errors import SymgradError
@@ -80,27 +81,40 @@ def without_dead_statements(source: str, *, keep: frozenset[str] = frozenset()) 
     """``source`` with each ``name = expression`` that its function never reads removed, until none is left.
     Statements whose text contains one of ``keep`` (a random draw, whose removal would change the stream of
     random numbers) stay."""
+    lines = source.split("\n")
+    dead: list[tuple[int, int]] = []
+    for function in ast.walk(ast.parse(source)):
+        if isinstance(function, ast.FunctionDef):
+            dead += _dead_statements(function, lines, keep)
+    for first, last in sorted(dead, reverse=True):
+        del lines[first - 1 : last]
+    return "\n".join(lines)
+
+
+def _dead_statements(function: ast.FunctionDef, lines: list[str], keep: frozenset[str]) -> list[tuple[int, int]]:
+    """The line spans of ``function``'s assignments whose name nothing left in it reads: each removal takes its
+    own reads away, which may leave another assignment unread, until none is."""
+    reads = Counter(_loads(function))
+    removable = []
+    for statement in function.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            text = "\n".join(lines[statement.lineno - 1 : statement.end_lineno])
+            if isinstance(target, ast.Name) and not any(word in text for word in keep):
+                removable.append((target.id, statement))
+    dead: list[tuple[int, int]] = []
     while True:
-        lines = source.split("\n")
-        dead: list[tuple[int, int]] = []
-        for function in ast.walk(ast.parse(source)):
-            if not isinstance(function, ast.FunctionDef):
-                continue
-            read = {n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-            for statement in function.body:
-                if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
-                    continue
-                target = statement.targets[0]
-                if not isinstance(target, ast.Name) or target.id in read:
-                    continue
-                text = "\n".join(lines[statement.lineno - 1 : statement.end_lineno])
-                if not any(word in text for word in keep):
-                    dead.append((statement.lineno, statement.end_lineno or statement.lineno))
-        if not dead:
-            return source
-        for first, last in sorted(dead, reverse=True):
-            del lines[first - 1 : last]
-        source = "\n".join(lines)
+        unread = [(name, s) for name, s in removable if reads[name] == 0]
+        if not unread:
+            return dead
+        for _, statement in unread:
+            reads.subtract(_loads(statement))
+            dead.append((statement.lineno, statement.end_lineno or statement.lineno))
+        removable = [(name, s) for name, s in removable if reads[name] != 0]
+
+
+def _loads(node: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
 
 
 def ruff_format(source: str) -> str:

@@ -30,7 +30,7 @@ PLAIN = {
 _HERE = Path(__file__).resolve().parents[1]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _not_users(filename: str) -> bool:
     """Whether a frame of ``filename`` is symgrad's or torch's (or Python's frozen modules'), not the user's code."""
     import torch
