@@ -502,6 +502,7 @@ SAME_IN_EVERY_MODE = "same in every mode"  # what _other_mode gives for a model 
 def _computes_the_same(traced: Trace, other: Trace) -> bool:
     """Whether two traces of one model compute the same (a dropout of probability 0 is the same in both modes):
     the same output and buffer updates, under the same guards."""
+
     def described(t: Trace) -> tuple[list[str], list[Tensor]]:
         words = [str(g) for g in t.guards]
         tensors = list(flat(t.output))
