@@ -72,8 +72,9 @@ def _forward(Q, K, V):
     r"""out, and the intermediates the backward reads."""
     if torch.is_autocast_enabled(Q.device.type):
         raise RuntimeError(
-            "symgrad's emitted AttentionScores does not follow torch.autocast's precisions (its backward would mix "
-            f"dtypes): call it outside the autocast region, or under torch.autocast({Q.device.type!r}, enabled=False)"
+            "symgrad's emitted AttentionScores was traced without torch.autocast and computes at its inputs' "
+            "precisions: trace the model under the autocast it runs in (with torch.autocast(...): "
+            "symgrad.trace(...)), or call it outside the autocast region"
         )
     d = Q.shape[1]
     t_1 = torch.softmax((Q @ K.T) * _size_ratio(1, math.sqrt(d)), dim=1)

@@ -54,8 +54,9 @@ def _forward(W, X, b):
     r"""out."""
     if torch.is_autocast_enabled(W.device.type):
         raise RuntimeError(
-            "symgrad's emitted LinearLayer does not follow torch.autocast's precisions (its backward would mix "
-            f"dtypes): call it outside the autocast region, or under torch.autocast({W.device.type!r}, enabled=False)"
+            "symgrad's emitted LinearLayer was traced without torch.autocast and computes at its inputs' precisions: "
+            "trace the model under the autocast it runs in (with torch.autocast(...): symgrad.trace(...)), or call it "
+            "outside the autocast region"
         )
     return W @ X + b
 

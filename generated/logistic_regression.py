@@ -51,8 +51,9 @@ def _forward(X, w, y):
     r"""out, and the intermediates the backward reads."""
     if torch.is_autocast_enabled(X.device.type):
         raise RuntimeError(
-            "symgrad's emitted LogisticRegression does not follow torch.autocast's precisions (its backward would mix "
-            f"dtypes): call it outside the autocast region, or under torch.autocast({X.device.type!r}, enabled=False)"
+            "symgrad's emitted LogisticRegression was traced without torch.autocast and computes at its inputs' "
+            "precisions: trace the model under the autocast it runs in (with torch.autocast(...): "
+            "symgrad.trace(...)), or call it outside the autocast region"
         )
     t_1 = X @ w
     return torch.nn.functional.binary_cross_entropy_with_logits(t_1, y), t_1

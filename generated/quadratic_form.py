@@ -53,8 +53,9 @@ def _forward(x, A):
     r"""out, and the intermediates the backward reads."""
     if torch.is_autocast_enabled(x.device.type):
         raise RuntimeError(
-            "symgrad's emitted QuadraticForm does not follow torch.autocast's precisions (its backward would mix "
-            f"dtypes): call it outside the autocast region, or under torch.autocast({x.device.type!r}, enabled=False)"
+            "symgrad's emitted QuadraticForm was traced without torch.autocast and computes at its inputs' "
+            "precisions: trace the model under the autocast it runs in (with torch.autocast(...): "
+            "symgrad.trace(...)), or call it outside the autocast region"
         )
     t_1 = x.T @ A
     return t_1 @ x, t_1

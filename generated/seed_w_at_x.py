@@ -49,8 +49,9 @@ def _forward(w, x):
     r"""out."""
     if torch.is_autocast_enabled(w.device.type):
         raise RuntimeError(
-            "symgrad's emitted SeedWAtX does not follow torch.autocast's precisions (its backward would mix dtypes): "
-            f"call it outside the autocast region, or under torch.autocast({w.device.type!r}, enabled=False)"
+            "symgrad's emitted SeedWAtX was traced without torch.autocast and computes at its inputs' precisions: "
+            "trace the model under the autocast it runs in (with torch.autocast(...): symgrad.trace(...)), or call it "
+            "outside the autocast region"
         )
     return w @ x
 

@@ -81,9 +81,9 @@ def _forward(X, W, y):
     r"""out, and the intermediates the backward reads."""
     if torch.is_autocast_enabled(X.device.type):
         raise RuntimeError(
-            "symgrad's emitted SoftmaxCrossEntropy does not follow torch.autocast's precisions (its backward would "
-            f"mix dtypes): call it outside the autocast region, or under torch.autocast({X.device.type!r}, "
-            "enabled=False)"
+            "symgrad's emitted SoftmaxCrossEntropy was traced without torch.autocast and computes at its inputs' "
+            "precisions: trace the model under the autocast it runs in (with torch.autocast(...): "
+            "symgrad.trace(...)), or call it outside the autocast region"
         )
     t_1 = torch.log_softmax(X @ W, dim=1)
     t_2, t_3 = torch.ops.aten.nll_loss_forward(t_1, y, None, 1, -100)

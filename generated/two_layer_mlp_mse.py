@@ -85,8 +85,9 @@ def _forward(W1, b1, W2, b2, X, Y):
     r"""out, and the intermediates the backward reads."""
     if torch.is_autocast_enabled(W1.device.type):
         raise RuntimeError(
-            "symgrad's emitted TwoLayerMlpMse does not follow torch.autocast's precisions (its backward would mix "
-            f"dtypes): call it outside the autocast region, or under torch.autocast({W1.device.type!r}, enabled=False)"
+            "symgrad's emitted TwoLayerMlpMse was traced without torch.autocast and computes at its inputs' "
+            "precisions: trace the model under the autocast it runs in (with torch.autocast(...): "
+            "symgrad.trace(...)), or call it outside the autocast region"
         )
     t_1 = torch.tanh(W1 @ X + b1)
     t_2 = W2 @ t_1 + b2 - Y

@@ -124,6 +124,8 @@ def result_dtype(op: Op, operands: Sequence[Operand]) -> str:
     tensors = [o for o in operands if not o.python_scalar] or list(operands)
     if not tensors:
         return DEFAULT_FLOAT
+    if op.has("input_dtype") and tensors[0].dtype in ("bfloat16", "float16"):
+        return tensors[0].dtype
     if any(is_floating(o.dtype) for o in operands):
         return floating_result_type(operands)
     if op.float_result:

@@ -7,8 +7,8 @@ autograd engine of :mod:`symgrad.derive` registers itself in :data:`ENGINES`, so
 ``Tensor.backward`` reaches it without the core importing the layers above.
 
 >>> sorted(TAGS)  # doctest: +NORMALIZE_WHITESPACE
-['bilinear', 'broadcasting', 'comparison', 'creation', 'kernel', 'layout', 'linear', 'one_dtype', 'positions',
- 'random']
+['bilinear', 'broadcasting', 'comparison', 'creation', 'input_dtype', 'kernel', 'layout', 'linear', 'one_dtype',
+ 'positions', 'random']
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ TAGS = frozenset(
         "broadcasting",
         "comparison",
         "creation",
+        "input_dtype",
         "kernel",
         "layout",
         "linear",
@@ -45,7 +46,9 @@ operands of one dtype (a matrix product, einsum, a convolution): where torch ref
 dtypes, its row's ``mixed_dtypes`` says how; where torch accepts them (``outer``, an einsum that sums nothing), they
 are converted to the result's dtype first, so that its backward's products see one dtype too. A ``positions`` op's
 attributes name positions along its input's dims (a slice's bounds, a start, a diagonal's offset, positions to take):
-a proof checks it at stand-in sizes only where its output's shape follows them (see :mod:`symgrad.verify.stand_ins`)."""
+a proof checks it at stand-in sizes only where its output's shape follows them (see :mod:`symgrad.verify.stand_ins`).
+An ``input_dtype`` op is one of torch's mixed-precision kernels: a bfloat16 or float16 first input with float32
+parameters gives the first input's dtype (a layer norm of a bfloat16 activation, as autocast runs it)."""
 
 
 @dataclass(frozen=True)

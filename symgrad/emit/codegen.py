@@ -296,6 +296,7 @@ def codegen(
     updates: list = []
     modes: dict[str, bool] = {}
     variant, other_failure = None, ""  # the module emitted in the model's other modes, or why there is none
+    autocast: tuple[tuple[str, str], ...] = ()  # the torch.autocast a trace ran under
     buffer_names: dict[str, str] = {}
     pieces: list[Tensor] = []  # a traced tuple's outputs, computed as one flat tensor
     if isinstance(output, Trace):
@@ -311,7 +312,7 @@ def codegen(
         parameters = {leaf.name: path for path, leaf in traced.parameters.items()}
         buffers = {leaf.name: path for path, leaf in {**traced.buffers, **traced.attributes}.items()}
         style = style if style in STYLES else "autograd_function"
-        guards, updates, modes = traced.guards, traced.updates, traced.modes
+        guards, updates, modes, autocast = traced.guards, traced.updates, traced.modes, traced.autocast
         if modes and style == "autograd_function" and leaves:  # a drop-in to follow the model's mode is emitted
             variant, other_failure = _other_mode(traced, name)
         if traced.random_draws:
@@ -440,14 +441,9 @@ def codegen(
         or "torch." in " ".join(body for _, body in [*p.forward, ("", p.forward_result), *p.backward]),
         "table": shape_table(inputs, guards) if p.checks else None,
         "args": ", ".join(p.inputs),
-        # autocast would run the forward's ops at other precisions than the backward reads: refused where it is on
+        # the module computes at the precisions of the autocast it was traced under (none, or its explicit casts)
         "autocast_input": autocast_input,
-        "autocast_message": message_literal(
-            f"symgrad's emitted {name} does not follow torch.autocast's precisions (its backward would mix dtypes): "
-            f"call it outside the autocast region, or under torch.autocast({{{autocast_input}.device.type!r}}, "
-            "enabled=False)",
-            "        raise RuntimeError(",
-        ),
+        **_autocast_guard(autocast_input, name, autocast),
         **shared,
         "tangent_of": {x: f"tangent_{x}" for x in p.tangents},
         "backward_returns": gradients_by_input([next((k for k, x in enumerate(wrt) if x is t), None) for t in inputs]),
@@ -467,6 +463,32 @@ def codegen(
         )
         source = formatted(merged(source, variant, drop=drop, heading=heading), keep=DRAWS)
     return source
+
+
+def _autocast_guard(first: str | None, name: str, state: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """The emitted forward's test that torch.autocast is as it was traced under (off, or a device type and dtype
+    whose casts the graph holds), and its message."""
+    if not state:
+        return {
+            "autocast_check": f"torch.is_autocast_enabled({first}.device.type)",
+            "autocast_message": message_literal(
+                f"symgrad's emitted {name} was traced without torch.autocast and computes at its inputs' precisions: "
+                "trace the model under the autocast it runs in (with torch.autocast(...): symgrad.trace(...)), or "
+                "call it outside the autocast region",
+                "        raise RuntimeError(",
+            ),
+        }
+    device, dtype = ("cpu", dict(state)["cpu"]) if "cpu" in dict(state) else state[0]
+    return {
+        "autocast_check": f"not torch.is_autocast_enabled({device!r}) or torch.get_autocast_dtype({device!r}) != "
+        f"torch.{dtype} or {first}.device.type != {device!r}",
+        "autocast_message": message_literal(
+            f"symgrad's emitted {name} was traced under torch.autocast({device!r}, dtype=torch.{dtype}) and computes "
+            "at its precisions: call it under that autocast, or trace the model outside autocast for a module that "
+            "runs there",
+            "        raise RuntimeError(",
+        ),
+    }
 
 
 def _rendered(context: dict[str, Any]) -> str:

@@ -32,13 +32,12 @@ def unbroadcast(g: Tensor, shape: Shape) -> Tensor:
     lead = len(g.shape) - len(shape)
     if lead == 0 and all(same_dim(a, b) for a, b in zip(g.shape, shape)):
         return g
-    out = g
     kept = tuple(lead + i for i, d in enumerate(shape) if d == 1 and not (g.shape[lead + i] == 1))
+    if kept and lead > 0:  # one sum, as torch's sum_to_size: in low precision, two would round twice
+        return g.sum(dim=(*range(lead), *kept), keepdim=True).sum(dim=tuple(range(lead)))
     if kept:
-        out = out.sum(dim=kept, keepdim=True)
-    if lead > 0:
-        out = out.sum(dim=tuple(range(lead)))
-    return out
+        return g.sum(dim=kept, keepdim=True)
+    return g.sum(dim=tuple(range(lead))) if lead > 0 else g
 
 
 def expand_back(g: Tensor, shape: Shape, dim: tuple[int, ...], keepdim: bool) -> Tensor:

@@ -81,6 +81,22 @@ class Assign:
     value: Tensor = field(repr=False)
 
 
+_BATCH_NORM = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
+
+
+def batch_norm_arguments(args: tuple, kwargs: dict) -> dict[str, Any]:
+    """An F.batch_norm call's arguments by name, with torch's defaults."""
+    bound = dict(zip(_BATCH_NORM, args))
+    bound.update(kwargs)
+    return {"weight": None, "bias": None, "training": False, "momentum": 0.1, "eps": 1e-5, **bound}
+
+
+def batch_norm_updates(args: tuple, kwargs: dict) -> bool:
+    """Whether an F.batch_norm call updates running statistics (training mode, with statistics to update)."""
+    given = batch_norm_arguments(args, kwargs)
+    return bool(given["training"]) and (given["running_mean"] is not None or given["running_var"] is not None)
+
+
 def out_of_place(kind: str, name: str) -> str | None:
     """The out-of-place spelling of an in-place method or function (``add_`` → ``add``), else None."""
     if name in _OPERATORS:

@@ -51,12 +51,15 @@ from .nn.modules.module import leaf_name
 from .nn.normalization import running_statistics
 from .sizes import Guard, Guards, SizeFloat, SizeInt, holds_size, sizes_answer
 from .torch_numbers import TORCH_NUMBERS, constant_of
+from .trace_autocast import again_in_autocast_state, as_autocast_computes, autocast_state
 from .trace_decomposed import decomposed
 from .trace_draws import attention_call, attention_draws, draws_noise, dropout_call, random_call
 from .trace_effects import (
     VALUE_READS,
     Assign,
     BatchNormUpdate,
+    batch_norm_arguments,
+    batch_norm_updates,
     check_update,
     check_value_read,
     draws_random,
@@ -95,6 +98,7 @@ class Trace:
     # the training flag, at trace time, of each submodule whose computation depends on it (BatchNorm, Dropout, …)
     modes: dict[str, bool] = field(default_factory=dict)
     updated_inputs: list[str] = field(default_factory=list)  # inputs the traced code changed in place
+    autocast: tuple[tuple[str, str], ...] = ()  # the torch.autocast it ran under: (device type, dtype) pairs
     random_draws: list[str] = field(default_factory=list)  # random numbers drawn (not dropout's): where
     # the nn.Module whose parameter and buffer paths are the names above: the traced model, or one holding the
     # modules a loss function closes over (``model`` for ``model.fc1.weight``); an emitted drop-in takes it
@@ -134,6 +138,7 @@ class _Recorder:
         # the calls (name, torch function) whose decompositions are running, outermost first
         self.decomposing: list[tuple[str, Any]] = []
         self.decomposed = False  # whether a decomposition ran (deciding on plain sizes, which the probe checks)
+        self.autocast = autocast_state()  # torch.autocast's devices and dtypes: the graph holds its casts
 
     def differentiable(self, real: Any) -> bool:
         """Whether the tensor's symbolic value depends on an input or a parameter (torch.func's view: every input
@@ -153,6 +158,9 @@ class _Recorder:
     def bind(self, real: Any, symbolic: Tensor) -> None:
         self.symbolic[id(real)] = symbolic
         self.kept.append(real)
+
+    def symbolic_call_args(self, args: tuple, kwargs: dict) -> tuple[Any, dict]:
+        return self.to_symbolic(args), {k: self.to_symbolic(v) for k, v in kwargs.items()}
 
     def to_symbolic(self, value: Any) -> Any:
         import torch
@@ -244,7 +252,7 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
     # the arguments as torch.nn.functional takes them (torch.batch_norm takes them in another order); the real
     # call keeps torch's own
     named = as_functional(name, args, kwargs) if kind == "function" and not inspect.isfunction(func) else (args, kwargs)
-    if kind == "function" and name == "batch_norm" and _batch_norm_updates(*named):
+    if kind == "function" and name == "batch_norm" and batch_norm_updates(*named):
         return _batch_norm(recorder, functools.partial(func, *args, **kwargs), *named)
     if kind == "function" and name == "dropout" and draws_noise(*named):
         return dropout_call(recorder, functools.partial(func, *args, **kwargs), *named)
@@ -295,7 +303,13 @@ def _call(recorder: _Recorder, func: Callable, args: tuple, kwargs: dict) -> Any
                 return real  # made from numbers alone (torch.zeros(2, 3)): a constant when it is used
             if isinstance(real, torch.Tensor) and "dtype" not in kwargs:  # torch's default dtype, whatever it is
                 named = (named[0], {**named[1], "dtype": real.dtype})
-        result = _symbolic_call(recorder, func, kind, target, *named, symbolic, returns_indices(func, name))
+        call = functools.partial(
+            _symbolic_call, recorder, func, kind, target, *named, indices=returns_indices(func, name)
+        )
+        if recorder.autocast:  # the precision torch's autocast chose for the call, read off its real result
+            result = as_autocast_computes(name, user_line, real, symbolic or recorder.symbolic_call_args(*named), call)
+        else:
+            result = call(symbolic)
     recorder.note_views(real)
     if destination is not None and isinstance(result, Tensor):
         result = _as_dtype(result, str(destination.dtype).replace("torch.", ""))  # x += y keeps x's dtype
@@ -373,10 +387,7 @@ def _symbolic_call(
     """The call on the symbolic tensors (``symbolic``: the arguments, converted before an in-place call ran;
     ``indices``: torch's function returns a pooling's indices, whatever its ``return_indices`` says)."""
     try:
-        sym_args, sym_kwargs = symbolic or (
-            recorder.to_symbolic(args),
-            {k: recorder.to_symbolic(v) for k, v in kwargs.items()},
-        )
+        sym_args, sym_kwargs = symbolic or recorder.symbolic_call_args(args, kwargs)
         if indices and target is not None:
             bound = inspect.signature(target).bind_partial(*sym_args, **sym_kwargs)
             bound.arguments["return_indices"] = True
@@ -446,26 +457,11 @@ def _symbolic_cause(error: Exception) -> str | None:
     return next((cause for text, cause in _SYMBOLIC_CAUSES.items() if text in str(error)), None)
 
 
-_BATCH_NORM = ("input", "running_mean", "running_var", "weight", "bias", "training", "momentum", "eps")
-
-
-def _batch_norm_arguments(args: tuple, kwargs: dict) -> dict[str, Any]:
-    bound = dict(zip(_BATCH_NORM, args))
-    bound.update(kwargs)
-    return {"weight": None, "bias": None, "training": False, "momentum": 0.1, "eps": 1e-5, **bound}
-
-
-def _batch_norm_updates(args: tuple, kwargs: dict) -> bool:
-    """Whether an F.batch_norm call updates running statistics (training mode, with statistics to update)."""
-    given = _batch_norm_arguments(args, kwargs)
-    return bool(given["training"]) and (given["running_mean"] is not None or given["running_var"] is not None)
-
-
 def _batch_norm(recorder: _Recorder, call: Callable[[], Any], args: tuple, kwargs: dict) -> Any:
     """F.batch_norm in training mode: the output from the batch's statistics, and the running statistics'
     update, recorded for emitted code (torch's own kernel does it there) and followed by the buffers.
     ``call`` makes the real call; ``args`` and ``kwargs`` are F.batch_norm's."""
-    given = _batch_norm_arguments(args, kwargs)
+    given = batch_norm_arguments(args, kwargs)
     sym = {key: recorder.to_symbolic(value) for key, value in given.items()}
     real = call()
     plain = {**sym, "running_mean": None, "running_var": None}
@@ -582,9 +578,19 @@ def trace(
         modes=modes_that_matter(model),
         updated_inputs=first.updated_inputs,
         random_draws=first.random_draws,
+        autocast=autocast_state(),
         model=model,
         again=functools.partial(
-            trace, fn, *example_inputs, dynamic_shapes=dynamic_shapes, modules=modules, symbolic_values=symbolic_values
+            again_in_autocast_state,
+            autocast_state(),
+            functools.partial(
+                trace,
+                fn,
+                *example_inputs,
+                dynamic_shapes=dynamic_shapes,
+                modules=modules,
+                symbolic_values=symbolic_values,
+            ),
         ),
     )
 

@@ -16,13 +16,36 @@ from __future__ import annotations
 import functools
 import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
 from ...core.dims import broadcast_shapes, is_concrete, normalize_dim, same_dim
+from ...core.dtypes import is_floating
 from ...core.errors import ShapeError, TorchIndexError, TorchRuntimeError, TorchValueError, UnsupportedError
 from ...core.tensor import Tensor, apply
 
-_FLOAT_EPS = {"float64": 2.220446049250313e-16, "float32": 1.1920928955078125e-07}  # torch.finfo(dtype).eps
+_FLOAT_EPS = {  # torch.finfo(dtype).eps
+    "float64": 2.220446049250313e-16,
+    "float32": 1.1920928955078125e-07,
+    "bfloat16": 0.0078125,
+    "float16": 0.0009765625,
+}
+_LOW_PRECISION = ("bfloat16", "float16")
+
+
+def _at_parameters_precision(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """torch's mixed-precision normalisations: a bfloat16 or float16 input with parameters (or running
+    statistics) of another floating dtype is normalised at theirs, and the result given in the input's dtype,
+    rounded once (the kernel computes in float32 and writes the input's dtype)."""
+
+    @functools.wraps(fn)
+    def normalised(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        wider = [a.dtype for a in (*args, *kwargs.values()) if isinstance(a, Tensor) and a.dtype != input.dtype]
+        if isinstance(input, Tensor) and input.dtype in _LOW_PRECISION and wider and is_floating(wider[0]):
+            return fn(input.to(wider[0]), *args, **kwargs).to(input.dtype)
+        return fn(input, *args, **kwargs)
+
+    return normalised
 
 
 def _listed(shape: Any) -> str:
@@ -77,6 +100,8 @@ def rms_norm(input: Tensor, normalized_shape: Any, weight: Any = None, eps: floa
     _affine_parameter(weight, shape, "weight")
     if eps is None:
         eps = _FLOAT_EPS.get(input.dtype, _FLOAT_EPS["float32"])
+    if input.dtype in _LOW_PRECISION and weight is not None and weight.dtype != input.dtype:  # as torch's kernel
+        return rms_norm(input.to(weight.dtype), normalized_shape, weight, eps).to(input.dtype)
     out = input * apply("rsqrt", (input * input).mean(dim=dims, keepdim=True) + eps)
     return _affine(out, weight, None)
 
@@ -91,6 +116,7 @@ def _check_channels(parameter: Any, channels: Any, name: str) -> None:
         raise ShapeError(f"{name} should contain {channels} elements not {parameter.shape[0] if parameter.ndim else 1}")
 
 
+@_at_parameters_precision
 def batch_norm(
     input: Tensor,
     running_mean: Any,
@@ -188,6 +214,7 @@ def _running_values(running_mean: Any, running_var: Any, mean: Tensor, variance:
     return new_mean, new_var
 
 
+@_at_parameters_precision
 def group_norm(input: Tensor, num_groups: int, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Tensor:
     """Normalise each sample over groups of ``C / num_groups`` channels (and all spatial dims), then
     ``· weight + bias`` per channel."""
