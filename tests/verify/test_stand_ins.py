@@ -127,6 +127,7 @@ def test_a_wrong_rule_of_an_indexed_op_is_caught_with_drawn_indices(monkeypatch)
     assert not proof.held
 
 
+@pytest.mark.slow  # 7-8 s: CI runs this file's smaller stand-in proofs; SYMGRAD_FULL=1 runs it
 def test_a_gpt_with_a_large_vocabulary_and_a_sliced_causal_mask_is_proved_at_stand_ins():
     """nanoGPT's shape at a small width: the logits' vocabulary, the causal mask sliced from its block-size buffer,
     the heads split from the width and cross-entropy's one-hot targets all go to stand-ins, the masks and targets
@@ -153,6 +154,7 @@ def test_a_gpt_with_a_large_vocabulary_and_a_sliced_causal_mask_is_proved_at_sta
     assert time.process_time() - start < 60
 
 
+@pytest.mark.slow  # 7-8 s: CI runs this file's smaller stand-in proofs; SYMGRAD_FULL=1 runs it
 def test_a_resnet_stem_with_its_max_pool_is_proved_at_stand_ins():
     """ResNet's stem: a 7×7 convolution at stride 2, batch norm, ReLU and a 3×3 max pool at stride 2. The pool's
     row recomputes its output size at the stand-ins, so the picture's sides shrink through it too."""
