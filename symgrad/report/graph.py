@@ -24,6 +24,7 @@ t̄₂ = ȳ[None].expand(2)
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from collections import ChainMap
@@ -138,7 +139,7 @@ class Graph:
                 attrs |= {"style": "dotted"}
             if not edge.needed:
                 attrs |= {"color": "gray60", "fontcolor": "gray60"}
-            dot.edge(edge.tail, edge.head, label=_label((edge.rule,)), **attrs)
+            dot.edge(edge.tail, edge.head, label=_edge_label(edge.rule), **attrs)
         return dot
 
     @property
@@ -451,6 +452,14 @@ def _label(lines: Sequence[str], folded: bool = True) -> str:
     escape), never read as HTML."""
     text = [part for line in lines for part in (fold(line) if folded else [line])]
     return graphviz.nohtml("\\n".join(line.replace("\\", "\\\\") for line in text))
+
+
+def _edge_label(rule: str) -> str:
+    """An edge's rule as a DOT HTML-like label: each folded line in a row of its own, a space of clearance on
+    either side, on a white ground, so that the edge it labels runs beside its text and an edge that crosses it
+    passes behind, where plain text ran into both."""
+    rows = "".join(f"<TR><TD>\u00a0{html.escape(line, quote=False)}\u00a0</TD></TR>" for line in fold(rule))
+    return f'<<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0" BGCOLOR="white">{rows}</TABLE>>'
 
 
 def _tooltip(lines: Sequence[str]) -> dict[str, str]:

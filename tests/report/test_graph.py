@@ -7,7 +7,9 @@ Drawing needs Graphviz's dot (Debian: graphviz); those tests skip without it unl
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import subprocess
 import sys
 import unicodedata
@@ -192,10 +194,15 @@ def test_long_labels_are_folded_and_cut_with_the_full_text_as_tooltip():
         out = out * long.sum() + (long @ other).sigmoid()
     picture = sg.graph(out.mean())
     for line in picture.source.splitlines():
-        if "label=" in line:
-            label = line.split('label="', 1)[1].split('"', 1)[0]
-            for part in label.split("\\n"):
-                assert sum(not unicodedata.combining(c) for c in part) <= WIDTH + WIDTH // 2, part
+        if 'label="' in line:  # a node's plain label, its lines joined by \n
+            parts = line.split('label="', 1)[1].split('"', 1)[0].split("\\n")
+        elif "label=<" in line:  # an edge's HTML-like label, a row per line
+            parts = [html.unescape(row) for row in re.findall(r"<TD>\u00a0(.*?)\u00a0</TD>", line)]
+            assert parts, line
+        else:
+            continue
+        for part in parts:
+            assert sum(not unicodedata.combining(c) for c in part) <= WIDTH + WIDTH // 2, part
     assert "…" in picture.source and f'tooltip="{name}  2×3' in picture.source
     assert fold("x̄ = " + "t₁ * " * 30 + "t₂")[-1].endswith("…")
     assert shorten("o̅u̅t̅ = v", 3) == "o̅u̅…"  # a cut never parts a letter from its bar
