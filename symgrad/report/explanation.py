@@ -47,6 +47,7 @@ from .formats import Step
 from .graph import Graph, graph
 from .inline_picture import svg_data_uri
 from .latex import MATRIX_BUDGET, fit_formula_matrix, fit_matrix_latex, formula_latex, latex_width, number_latex
+from .naming import intermediate_names, wrt_tensors
 from .render import notebook_html, render_explanation
 
 # Jacobians with more cells than this are not derived entry by entry: the document gives the law.
@@ -301,16 +302,9 @@ def _chain(output: Tensor, wrt: list[Tensor], v: Tensor | None) -> tuple[list[St
     needed = needed_nodes([output], wrt)
     order = [n for n in topological(output) if n.op is not None]
     leaves = output.leaves()
-    letter = next(c for c in "ZHUTQ" if c not in leaves)  # intermediates must not look like an input
-    names: dict[int, str] = {}
-    bars: dict[int, str] = {}
-    counter = 0
-    for node in order:
-        if node is output:
-            names[id(node)], bars[id(node)] = r"\mathrm{out}", r"\overline{\mathrm{out}}"
-        else:
-            counter += 1
-            names[id(node)], bars[id(node)] = f"{letter}_{{{counter}}}", rf"\bar{{{letter}}}_{{{counter}}}"
+    shared = intermediate_names(output)  # the graph's names too
+    names = {key: name.latex for key, name in shared.items()}
+    bars = {key: name.bar_latex for key, name in shared.items()}
     forward = []
     for node in order:
         inner = LatexPrinter({k: n for k, n in names.items() if k != id(node)})
@@ -438,7 +432,7 @@ def explain(
     if lang not in LANGUAGES:
         raise SymgradError(f"unknown language {lang!r}: choose one of {', '.join(LANGUAGES)}")
     leaves = output.leaves()
-    targets = list(wrt) if wrt is not None else [t for t in leaves.values() if t.requires_grad]
+    targets = wrt_tensors(wrt, leaves) if wrt is not None else [t for t in leaves.values() if t.requires_grad]
     if not targets:
         raise SymgradError("nothing to differentiate: no input requires grad (pass wrt)")
     concrete = all(is_concrete(t.shape) for t in [output, *leaves.values()])

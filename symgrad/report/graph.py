@@ -5,7 +5,8 @@ shape, ops their name (as torch spells it), shape and definition, and each edge,
 op that uses it, the bar of the input in terms of the bar of the op's output. The rule is the op
 table's own VJP rule, applied to stand-ins named after the nodes (so it reads locally) and printed
 with the torch printer. Tensors that require grad (or are in ``wrt``) are filled; the output gets one
-more node, the grad_tensor ``v``, which feeds ``ȳ`` back. The picture is Graphviz DOT text
+more node, the grad_tensor ``v``, which feeds ``o̅u̅t̅`` back. Intermediates are named as the explanation's text
+names them (``Z₁``, ``Z₂``, …, ``out``; see :mod:`.naming`). The picture is Graphviz DOT text
 (``.source``, the same bytes in every run); ``dot`` draws it as SVG, PNG or PDF.
 
 >>> import symgrad as sg
@@ -15,11 +16,11 @@ more node, the grad_tensor ``v``, which feeds ``ȳ`` back. The picture is Graphv
 >>> [node.label[0] for node in picture.nodes]
 ['w  2×3', 'x  3', 'matmul  2', 'tanh  2', 'sum  scalar', 'v = 1']
 >>> print("\\n".join(edge.rule for edge in picture.edges))
-w̄ = torch.outer(t̄₁, x)
-x̄ = w.T @ t̄₁
-t̄₁ = t̄₂ * (1 - t₂ ** 2)
-t̄₂ = ȳ[None].expand(2)
-ȳ = v
+w̄ = torch.outer(Z̄₁, x)
+x̄ = w.T @ Z̄₁
+Z̄₁ = Z̄₂ * (1 - Z₂ ** 2)
+Z̄₂ = o̅u̅t̅[None].expand(2)
+o̅u̅t̅ = v
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from ..core.printers import TorchPrinter
 from ..core.tensor import Tensor, apply
 from ..derive import needed_nodes, simplify
 from ..ops.calculus import NoDerivative
+from .naming import intermediate_names
 
 WIDTH, LINES = 48, 3
 """A label's text is folded into at most LINES lines of about WIDTH letters; what is cut ends in ``…`` (the
@@ -109,7 +111,7 @@ class Graph:
     >>> import symgrad as sg
     >>> picture = sg.graph(sg.symbols("W", (2, 3)) @ sg.symbols("x", (3, 1)))
     >>> [edge.rule for edge in picture.edges]
-    ['W̄ = ȳ @ x.T', 'x̄ = W.T @ ȳ', 'ȳ = v']
+    ['W̄ = o̅u̅t̅ @ x.T', 'x̄ = W.T @ o̅u̅t̅', 'o̅u̅t̅ = v']
     >>> picture.source.splitlines()[0]
     '// symgrad graph of W @ x'
     """
@@ -133,7 +135,7 @@ class Graph:
         for edge in self.edges:
             attrs = _tooltip((edge.rule,))
             attrs |= {"labeltooltip": attrs["tooltip"]} if attrs else {}
-            if edge.kind == "grad_tensor":  # v is drawn below the output and feeds ȳ back into it
+            if edge.kind == "grad_tensor":  # v is drawn below the output and feeds its bar back
                 attrs |= {"dir": "back", "style": "dashed", "color": "#b08800", "fontcolor": "#b08800"}
             elif edge.kind == "none":
                 attrs |= {"style": "dotted"}
@@ -325,8 +327,10 @@ def _chosen(t: Tensor, order: list[Tensor], wrt: Any) -> list[Tensor]:
 
 
 def _names(t: Tensor, order: list[Tensor]) -> dict[int, str]:
-    """What the rules call each node: leaves by name, the output ``y``, other ops ``t₁``, ``t₂``, …"""
+    """What the rules call each node: leaves by name, the output ``out``, other ops ``Z₁``, ``Z₂``, … (see
+    :mod:`.naming`)."""
     taken = {unicodedata.normalize("NFKC", node.name) for node in order if node.op is None}
+    shared = intermediate_names(t)
     names: dict[int, str] = {}
     counters = {"t": 0, "c": 0}
 
@@ -345,8 +349,8 @@ def _names(t: Tensor, order: list[Tensor]) -> dict[int, str]:
         elif given is not None and given not in taken:
             names[id(node)] = given
             taken.add(given)
-        elif node is t:
-            names[id(node)] = next((n for n in ("y", "out") if n not in taken), None) or fresh_name("out", taken)
+        elif id(node) in shared:  # Z₁, Z₂, …, out: the explanation's text calls them so too
+            names[id(node)] = shared[id(node)].text
         else:
             names[id(node)] = fresh("t")
     return names

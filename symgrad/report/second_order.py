@@ -46,6 +46,7 @@ from .formats import Step
 from .graph import Graph, graph
 from .inline_picture import svg_data_uri
 from .latex import formula_latex, number_latex
+from .naming import wrt_tensors
 from .render import notebook_html, render_explanation
 
 # Inputs with more entries than this get no entry-by-entry Hessian (its entries grow as the square).
@@ -235,7 +236,7 @@ def explain_second_order(
         raise SymgradError(f"unknown language {lang!r}: choose one of {', '.join(LANGUAGES)}")
     _one_element(output)
     leaves = output.leaves()
-    targets = list(wrt) if wrt is not None else [t for t in leaves.values() if t.requires_grad]
+    targets = wrt_tensors(wrt, leaves) if wrt is not None else [t for t in leaves.values() if t.requires_grad]
     if len(targets) != 1:
         names = ", ".join(t.name for t in targets) or "none"
         raise SymgradError(

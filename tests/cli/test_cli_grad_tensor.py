@@ -75,7 +75,7 @@ def test_explain_too_large_for_entries_draws_the_v_of_its_law(capsys, tmp_path):
     code, _, err = run(capsys, *argv, "-o", str(tmp_path / "big.md"))
     assert code == 0 and err.startswith(f"symgrad: wrote {tmp_path / 'big.md'}\n")
     assert "matrix law" in (tmp_path / "big.md").read_text(encoding="utf-8")
-    assert "ȳ = V</text>" in (tmp_path / "big-graph.svg").read_text(encoding="utf-8")
+    assert "o̅u̅t̅ = V\u00a0</text>" in (tmp_path / "big-graph.svg").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("verb", ["derive", "explain", "graph"])
@@ -94,7 +94,7 @@ def test_the_picture_names_the_same_v_as_the_law(capsys, tmp_path):
     target = tmp_path / "law.md"
     code, _, err = run(capsys, "explain", *SYMBOLIC, "--no-check", "-o", str(target))
     assert code == 0 and err == f"symgrad: wrote {target}\nsymgrad: wrote {tmp_path / 'law-graph.svg'}\n"
-    assert "ȳ = V</text>" in (tmp_path / "law-graph.svg").read_text(encoding="utf-8")
+    assert "o̅u̅t̅ = V\u00a0</text>" in (tmp_path / "law-graph.svg").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("verb", ["derive", "explain"])

@@ -34,7 +34,7 @@ def test_without_output_the_dot_source_goes_to_stdout(capsys):
     code, out, err = run(capsys, *SEED, "--wrt", "w")
     assert (code, err) == (0, "")
     assert out.startswith("// symgrad graph of torch.tanh(w @ x).sum()\ndigraph symgrad {")
-    for text in ("matmul  2", "tanh  2", "sum  scalar", "w̄ = torch.outer(t̄₁, x)", "t̄₁ = t̄₂ * (1 - t₂ ** 2)"):
+    for text in ("matmul  2", "tanh  2", "sum  scalar", "w̄ = torch.outer(Z̄₁, x)", "Z̄₁ = Z̄₂ * (1 - Z₂ ** 2)"):
         assert text in out, text
     assert 'label="w  2×3\\nrequires grad"' in out and 'label="x  3"' in out  # --wrt w: only w is marked
 
@@ -46,7 +46,7 @@ def test_the_svg_names_each_op(capsys, tmp_path):
     assert (code, out, err) == (0, "", f"symgrad: wrote {target}\n")
     svg = target.read_text(encoding="utf-8")
     assert svg.lstrip().startswith("<?xml") and "<svg" in svg
-    for op in ("matmul", "tanh", "sum", "w̄ = torch.outer(t̄₁, x)"):
+    for op in ("matmul", "tanh", "sum", "w̄ = torch.outer(Z̄₁, x)"):
         assert op in svg, op
 
 
@@ -75,7 +75,7 @@ def test_symbolic_shapes_and_a_named_grad_tensor(capsys):
         "--grad-tensor", "V",
     )  # fmt: skip
     assert code == 0
-    assert "matmul  k×m" in out and "W̄ = t̄₁ @ X.T" in out and 'label="V  k×m\\ngrad_tensor"' in out
+    assert "matmul  k×m" in out and "W̄ = Z̄₁ @ X.T" in out and 'label="V  k×m\\ngrad_tensor"' in out
 
 
 def test_a_bad_expression_is_one_line_and_exit_2(capsys, tmp_path):
@@ -120,7 +120,7 @@ def test_the_installed_command_prints_utf8_dot():
         env={**os.environ, "PYTHONIOENCODING": "utf-8"},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "x̄ = w.T @ t̄₁" in done.stdout.decode("utf-8")
+    assert "x̄ = w.T @ Z̄₁" in done.stdout.decode("utf-8")
 
 
 # ── explanations carry the picture ──────────────────────────────────────────
@@ -136,7 +136,7 @@ def test_a_markdown_explanation_shows_the_graph_drawn_beside_it(capsys, tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tanh layer.md", "tanh_layer-graph.svg"]
     assert "](tanh_layer-graph.svg)" in target.read_text(encoding="utf-8")
     svg = (tmp_path / "tanh_layer-graph.svg").read_text(encoding="utf-8")
-    assert "matmul" in svg and "W̄ = torch.outer(t̄₁, x)" in svg
+    assert "matmul" in svg and "W̄ = torch.outer(Z̄₁, x)" in svg
 
 
 def test_no_graph_leaves_the_picture_out(capsys, tmp_path):

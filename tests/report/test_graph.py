@@ -42,7 +42,7 @@ def rules(picture: Graph) -> list[str]:
 def test_the_dot_names_each_op_and_shape():
     picture = seed_graph()
     source = picture.source
-    for line in ("w  2×3", "x  3", "matmul  2", "t₁ = w @ x", "tanh  2", "t₂ = torch.tanh(t₁)", "sum  scalar"):
+    for line in ("w  2×3", "x  3", "matmul  2", "Z₁ = w @ x", "tanh  2", "Z₂ = torch.tanh(Z₁)", "sum  scalar"):
         assert line in source, line
     assert [node.label[0] for node in picture.nodes] == [
         "w  2×3",
@@ -57,29 +57,29 @@ def test_the_dot_names_each_op_and_shape():
 def test_edges_carry_the_vjp_rules_of_matmul_tanh_and_sum():
     picture = seed_graph()
     assert rules(picture) == [
-        "w̄ = torch.outer(t̄₁, x)",
-        "x̄ = w.T @ t̄₁",
-        "t̄₁ = t̄₂ * (1 - t₂ ** 2)",
-        "t̄₂ = ȳ[None].expand(2)",
-        "ȳ = v",
+        "w̄ = torch.outer(Z̄₁, x)",
+        "x̄ = w.T @ Z̄₁",
+        "Z̄₁ = Z̄₂ * (1 - Z₂ ** 2)",
+        "Z̄₂ = o̅u̅t̅[None].expand(2)",
+        "o̅u̅t̅ = v",
     ]
     for rule in rules(picture):
         assert rule in picture.source
     matrix = sg.graph(sg.symbols("w", (2, 3)) @ sg.symbols("x", (3, 4)))
-    assert rules(matrix)[:2] == ["w̄ = ȳ @ x.T", "x̄ = w.T @ ȳ"]
+    assert rules(matrix)[:2] == ["w̄ = o̅u̅t̅ @ x.T", "x̄ = w.T @ o̅u̅t̅"]
 
 
 def test_edges_run_from_each_input_to_the_op_using_it():
     picture = seed_graph()
     keys = {node.name: node.key for node in picture.nodes}
     assert [(e.tail, e.head) for e in picture.edges] == [
-        (keys["w"], keys["t₁"]),
-        (keys["x"], keys["t₁"]),
-        (keys["t₁"], keys["t₂"]),
-        (keys["t₂"], keys["y"]),
-        (keys["y"], keys["v"]),
+        (keys["w"], keys["Z₁"]),
+        (keys["x"], keys["Z₁"]),
+        (keys["Z₁"], keys["Z₂"]),
+        (keys["Z₂"], keys["out"]),
+        (keys["out"], keys["v"]),
     ]
-    assert f"{keys['w']} -> {keys['t₁']}" in picture.source
+    assert f"{keys['w']} -> {keys['Z₁']}" in picture.source
 
 
 @pytest.mark.parametrize(
@@ -102,7 +102,7 @@ def test_every_rule_is_torchs_vector_jacobian_product(expression, shapes):
     values: dict[str, torch.Tensor] = {}
 
     def run(text: str, names: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Python reads ``t̄₁`` as ``t̄1`` (NFKC) once the subscript is a digit; our own output, not user text."""
+        """Python reads ``Z̄₁`` as ``t̄1`` (NFKC) once the subscript is a digit; our own output, not user text."""
         scope = {unicodedata.normalize("NFKC", k): v for k, v in names.items()}
         return eval(unicodedata.normalize("NFKC", text), {"torch": torch, "F": torch.nn.functional, **scope})
 
@@ -149,11 +149,11 @@ def test_the_output_gets_a_grad_tensor_node_feeding_back():
     v = picture.nodes[-1]
     assert (v.kind, v.label) == ("grad_tensor", ("v = 1", "grad_tensor (implicit)"))
     last = picture.edges[-1]
-    assert (last.kind, last.rule) == ("grad_tensor", "ȳ = v")
+    assert (last.kind, last.rule) == ("grad_tensor", "o̅u̅t̅ = v")
     assert "dir=back" in picture.source and "style=dashed" in picture.source
     vector = sg.graph(sg.symbols("W", (2, 3)) @ sg.symbols("x", (3,)), grad_tensor="u")
     assert vector.nodes[-1].label == ("u  2", "grad_tensor")
-    assert vector.edges[-1].rule == "ȳ = u"
+    assert vector.edges[-1].rule == "o̅u̅t̅ = u"
     ones = sg.graph(sg.symbols("W", (2, 3)) @ sg.symbols("x", (3,)), grad_tensor="ones")
     assert ones.nodes[-1].label[0] == "v = ones  2"
 
@@ -161,7 +161,7 @@ def test_the_output_gets_a_grad_tensor_node_feeding_back():
 def test_an_input_used_twice_gets_two_pieces_that_add_up():
     x = sg.symbols("x", (3,), requires_grad=True)
     picture = sg.graph((x * x).sum())
-    assert rules(picture)[:2] == ["x̄ += t̄₁ * x", "x̄ += t̄₁ * x"]
+    assert rules(picture)[:2] == ["x̄ += Z̄₁ * x", "x̄ += Z̄₁ * x"]
 
 
 def test_an_integer_target_gets_no_gradient():
@@ -180,8 +180,8 @@ def test_symbolic_shapes_show_dims_and_the_law_rules():
     W, X, b = sg.symbols("W", (k, n)), sg.symbols("X", (n, m)), sg.symbols("b", (k, 1))
     picture = sg.graph(storch.tanh(W @ X + b))
     assert [node.label[0] for node in picture.nodes][:3] == ["W  k×n", "X  n×m", "matmul  k×m"]
-    assert rules(picture)[:2] == ["W̄ = t̄₁ @ X.T", "X̄ = W.T @ t̄₁"]
-    assert "b̄ = t̄₂.sum(dim=1, keepdim=True)" in rules(picture)
+    assert rules(picture)[:2] == ["W̄ = Z̄₁ @ X.T", "X̄ = W.T @ Z̄₁"]
+    assert "b̄ = Z̄₂.sum(dim=1, keepdim=True)" in rules(picture)
     assert picture.nodes[-1].label == ("v  k×m", "grad_tensor")
 
 
@@ -284,3 +284,22 @@ def test_save_draws_by_the_extension(tmp_path, suffix, magic):
     require_dot()
     path = seed_graph().save(tmp_path / f"g{suffix}")
     assert path.read_bytes().startswith(magic)
+
+
+def test_the_graph_and_the_explanation_call_each_intermediate_alike():
+    """One set of names: the graph's nodes are the explanation's Z₁, Z₂, …, out (H when an input is Z1)."""
+    (n,) = sg.dims("n")
+    for first, letter in (("W", "Z"), ("Z1", "H")):
+        out = (sg.symbols(first, (n,)) * sg.symbols("x", (n,))).tanh().sum()
+        explanation = sg.explain(out, ["x"])
+        in_text = [step.lhs for step in explanation.law.forward]
+        in_graph = [node.name for node in explanation.graph().nodes if node.kind in ("op", "output") or node.output]
+        assert in_text == [f"{letter}_{{1}}", f"{letter}_{{2}}", r"\mathrm{out}"]
+        assert [name for name in in_graph if name != "v"][-3:] == [f"{letter}₁", f"{letter}₂", "out"]
+
+
+def test_an_explanation_takes_wrt_by_name_and_refuses_an_unknown_one_in_one_line():
+    x = sg.symbols("x", (2,), requires_grad=True)
+    assert sg.explain(x.tanh().sum(), ["x"]).wrt[0].name == "x"
+    with pytest.raises(sg.SymgradError, match=r"wrt names 'b', which is not a tensor of the expression \(x\)"):
+        sg.explain(x.sum(), ["b"])
