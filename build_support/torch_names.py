@@ -1,7 +1,8 @@
-"""Write symgrad/reader/torch_names.py: the public names of torch, torch.nn.functional, torch.linalg and Tensor
-methods in the torch installed here, so that a misspelt or unsupported name gets a suggestion without importing
-torch. Run from the repository root: ``python build_support/torch_names.py`` (tests/reader/test_torch_names.py
-checks it against the installed torch; ``--print`` writes the text to stdout instead)."""
+"""Write symgrad/reader/torch_names.py: the public names of torch, torch.nn.functional, torch.linalg,
+torch.special and Tensor methods in the torch installed here, so that a misspelt or unsupported name gets a
+suggestion without importing torch. Run from the repository root: ``python build_support/torch_names.py``
+(tests/reader/test_torch_names.py checks it against the installed torch; ``--print`` writes the text to stdout
+instead)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ def names() -> dict[str, list[str]]:
     """Each namespace's public names, sorted."""
     import torch
 
-    spaces = {"torch": torch, "torch.nn.functional": torch.nn.functional, "torch.linalg": torch.linalg}
+    spaces = {
+        "torch": torch,
+        "torch.nn.functional": torch.nn.functional,
+        "torch.linalg": torch.linalg,
+        "torch.special": torch.special,
+    }
     found = {label: sorted(n for n in dir(space) if not n.startswith("_")) for label, space in spaces.items()}
     found["Tensor"] = sorted(n for n in dir(torch.Tensor) if not n.startswith("_"))
     return found

@@ -358,11 +358,12 @@ class i1e(TorchFunction):  # noqa: N801 - spelled as in torch
 
 # ── functions torch does not differentiate (its results do not require grad) ───────────────────────────
 class Opaque(TorchFunction):
-    """A function whose derivative torch does not define: symgrad never differentiates it (its row is not
-    differentiable), so it needs a value and a spelling only."""
+    """A function whose derivative torch does not define: its row is not differentiable, so its result does not
+    require grad (``backward`` through it raises, as torch's does), and an entrywise derivative through it is 0,
+    as ``torch.func.vjp`` gives."""
 
     def fdiff(self, argindex: int = 1) -> Any:
-        raise NotImplementedError(f"{type(self).__name__} has no derivative in torch")
+        return sympy.Integer(0)
 
 
 def _bessel(compute: Callable[[Any], Any], *, zero: float | None = None, negative: bool = True) -> Callable:

@@ -4,7 +4,7 @@ The text is split into a syntax tree by :func:`ast.parse` and walked by a small
 visitor that knows a whitelist of constructs, functions and methods; nothing in
 the text is ever evaluated by Python, so ``__import__('os')`` and friends are
 refused before any work is done. Accepted: names of tensors, numbers, ``+ - * / ** @``,
-calls of whitelisted ``torch.*`` / ``torch.nn.functional.*`` (``F.*``) / ``torch.linalg.*``
+calls of whitelisted ``torch.*`` / ``torch.nn.functional.*`` (``F.*``) / ``torch.linalg.*`` / ``torch.special.*``
 functions and tensor methods with literal keyword values, ``.T``/``.mT``, basic indexing,
 the fields ``.values`` of ``max(x, dim)`` and ``.sign``/``.logabsdet`` of ``slogdet(A)``,
 and ``torch.tensor([[1, 2]])`` constants. String literals are refused except as the
@@ -100,12 +100,14 @@ _TORCH: dict[str, Callable] = _functions(symbolic_torch, leave_out=frozenset({"b
 }
 _FUNCTIONAL: dict[str, Callable] = _functions(symbolic_torch.nn.functional)
 _LINALG: dict[str, Callable] = _functions(symbolic_torch.linalg)
+_SPECIAL: dict[str, Callable] = _functions(symbolic_torch.special)
 _NAMESPACES: dict[tuple[str, ...], dict[str, Callable]] = {
     ("torch",): _TORCH,
     ("torch", "nn", "functional"): _FUNCTIONAL,
     ("nn", "functional"): _FUNCTIONAL,
     ("F",): _FUNCTIONAL,
     ("torch", "linalg"): _LINALG,
+    ("torch", "special"): _SPECIAL,
 }
 _ROOTS = {path[0] for path in _NAMESPACES}
 _PRODUCTS = {"matmul", "mm", "mv", "bmm", "inner", "dot"}  # their shape errors name the sizes they contract
@@ -397,7 +399,7 @@ class _Builder:
             namespace = _NAMESPACES.get(path)
             if namespace is None:
                 raise UnsupportedError(
-                    f"unsupported module {spelled}; use torch, torch.nn.functional (F) or torch.linalg"
+                    f"unsupported module {spelled}; use torch, torch.nn.functional (F), torch.linalg or torch.special"
                 )
             if func.attr not in namespace:
                 missing = _missing(f"{spelled}.{func.attr}()", f"{spelled}.", func.attr, namespace, _TORCH_LABELS[path])

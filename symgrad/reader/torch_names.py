@@ -169,6 +169,19 @@ NAMES: dict[str, frozenset[str]] = {
             "solve solve_ex solve_triangular svd svdvals tensorinv tensorsolve vander vecdot vector_norm"
         ).split()
     ),
+    "torch.special": frozenset(
+        (
+            "Tensor airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 chebyshev_polynomial_t "
+            "chebyshev_polynomial_u chebyshev_polynomial_v chebyshev_polynomial_w common_args digamma entr erf "
+            "erfc erfcx erfinv exp2 expit expm1 gammainc gammaincc gammaln hermite_polynomial_h "
+            "hermite_polynomial_he i0 i0e i1 i1e laguerre_polynomial_l legendre_polynomial_p log1p log_ndtr "
+            "log_softmax logit logsumexp modified_bessel_i0 modified_bessel_i1 modified_bessel_k0 "
+            "modified_bessel_k1 multi_dim_common multigammaln ndtr ndtri polygamma psi round "
+            "scaled_modified_bessel_k0 scaled_modified_bessel_k1 shifted_chebyshev_polynomial_t "
+            "shifted_chebyshev_polynomial_u shifted_chebyshev_polynomial_v shifted_chebyshev_polynomial_w sinc "
+            "softmax spherical_bessel_j0 torch xlog1py xlogy zeta"
+        ).split()
+    ),
     "Tensor": frozenset(
         (
             "H T abs abs_ absolute absolute_ acos acos_ acosh acosh_ add add_ addbmm addbmm_ addcdiv addcdiv_ "
