@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 
+import public_models as pm
 import pytest
 import torch
 from torch import nn
@@ -14,6 +15,18 @@ from torch import nn
 import symgrad as sg
 
 BF16 = torch.bfloat16
+
+
+class TinyGPT(nn.Module):
+    """The nanoGPT of the public-model tests, two layers of width 16: attention with its causal mask,
+    GELU, layer norms and a tied head, under autocast."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gpt = pm.GPT(pm.GPTConfig(block_size=16, vocab_size=32, n_layer=2, n_head=2, n_embd=16))
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.gpt(x, y)[1]
 
 
 class Net(nn.Module):
@@ -92,6 +105,15 @@ def test_a_drop_in_traced_under_autocast_trains_as_the_model_under_autocast():
 
 def test_a_convolution_with_batch_norm_and_dropout_under_autocast_in_both_modes():
     _compare_steps(ConvNet, _pictures, modes=("train", "eval"))
+
+
+def _tokens(b: int, seed: int) -> tuple:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 32, (b, 8), generator=generator), torch.randint(0, 32, (b, 8), generator=generator)
+
+
+def test_a_small_gpt_under_autocast_trains_as_the_model_does():
+    _compare_steps(TinyGPT, _tokens, modes=("train", "eval"))
 
 
 def test_the_trace_holds_autocasts_casts_and_its_loss_dtype():
