@@ -222,7 +222,8 @@ class CodePrinter(TorchPrinter):
             if product.op is None or product.op.name != "matmul" or not self._inline(product):
                 continue
             x, transposed = product.inputs
-            if transposed.op is None or transposed.op.name != "transpose" or not self._inline(transposed):
+            # a named transpose too (a weight shared by a loop's steps): linear reads the weight itself
+            if transposed.op is None or transposed.op.name != "transpose":
                 continue
             (w,) = transposed.inputs
             if len(w.shape) != 2 or len(x.shape) < 1 or tuple(bias.shape) != (w.shape[0],):
