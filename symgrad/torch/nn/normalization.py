@@ -40,8 +40,11 @@ def _at_parameters_precision(fn: Callable[..., Tensor]) -> Callable[..., Tensor]
 
     @functools.wraps(fn)
     def normalised(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        wider = [a.dtype for a in (*args, *kwargs.values()) if isinstance(a, Tensor) and a.dtype != input.dtype]
-        if isinstance(input, Tensor) and input.dtype in _LOW_PRECISION and wider and is_floating(wider[0]):
+        if not isinstance(input, Tensor) or input.dtype not in _LOW_PRECISION:
+            return fn(input, *args, **kwargs)
+        wider = [a.dtype for a in (*args, *kwargs.values()) if isinstance(a, Tensor) and is_floating(a.dtype)]
+        wider = [dtype for dtype in wider if dtype != input.dtype]
+        if wider:
             return fn(input.to(wider[0]), *args, **kwargs).to(input.dtype)
         return fn(input, *args, **kwargs)
 
