@@ -34,7 +34,7 @@ def unbroadcast(g: Tensor, shape: Shape) -> Tensor:
         return g
     kept = tuple(lead + i for i, d in enumerate(shape) if d == 1 and not (g.shape[lead + i] == 1))
     if kept and lead > 0:  # one sum, as torch's sum_to_size: in low precision, two would round twice
-        return g.sum(dim=(*range(lead), *kept), keepdim=True).sum(dim=tuple(range(lead)))
+        return g.sum(dim=(*range(lead), *kept)).reshape(*shape)
     if kept:
         return g.sum(dim=kept, keepdim=True)
     return g.sum(dim=tuple(range(lead))) if lead > 0 else g

@@ -81,3 +81,13 @@ def test_the_emitted_hessian_through_a_convolution_is_torchs(wrt):
     else:
         theirs = torch.autograd.functional.hessian(lambda b: loss(X, b), W)
     torch.testing.assert_close(ours.reshape(theirs.shape), theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_a_per_channel_bias_gradient_is_one_sum_over_the_other_dims():
+    """A bias broadcast over the batch and the picture gets its gradient as torch's sum_to_size does: one sum (in
+    low precision, two sums round twice), printed as a person writes it."""
+    n, c, h = sg.dims("n c h")
+    x, b = sg.symbols("x", (n, c, h, h)), sg.symbols("b", (c,))
+    (law,) = sg.law(storch.tanh(x + b.reshape(c, 1, 1)).sum(), [b])
+    assert law.name == "(1 - torch.tanh(x + b.reshape(c, 1, 1)) ** 2).sum(dim=(0, 2, 3))"
+    assert sg.prove(storch.tanh(x + b.reshape(c, 1, 1)).sum(), [b], laws=[law]).held
