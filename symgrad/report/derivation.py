@@ -13,6 +13,7 @@ The CLI prints it as text or JSON; explanations render it through templates.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +49,25 @@ class Entry:
         return {"index": list(self.index), "formula": self.formula, "latex": self.latex, "value": self.value}
 
 
-JSON_SCHEMA_VERSION = 2
-"""The version of ``symgrad derive --format json`` (docs/derive.schema.json); it changes when a field changes."""
+JSON_SCHEMA_VERSION = 3
+"""The version of ``symgrad derive --format json`` (docs/derive.schema.json); it changes when a field changes
+(3: an input's shape is a list of sizes, as every other shape, where it was the printed text)."""
+
+
+def shape_list(shape: Sequence[Any]) -> list[int | str]:
+    """A shape as JSON writes it: numbers where a size is fixed, names where it is symbolic.
+
+    >>> import symgrad as sg
+    >>> shape_list((2, *sg.dims("n")))
+    [2, 'n']
+    """
+    return [int(d) if isinstance(d, int) or d.is_Integer else str(d) for d in shape]
+
+
+def _json_inputs(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The inputs as JSON writes them: each shape a list of sizes."""
+    return [{**{k: v for k, v in info.items() if k != "dims"}, "shape": info["dims"]} for info in inputs]
+
 
 SHOWN = 8  # entries (and Jacobian non-zeros) a report writes out by default: the first ones and the last
 
@@ -71,7 +89,7 @@ class TensorReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "shape": [int(d) if isinstance(d, int) or d.is_Integer else str(d) for d in self.shape],
+            "shape": shape_list(self.shape),
             "entries": [e.as_dict() for e in self.entries],
             "count": self.count,
         }
@@ -131,7 +149,7 @@ class Derivation:
             "schema_version": JSON_SCHEMA_VERSION,
             "kind": "entrywise",
             "expression": self.expression,
-            "inputs": self.inputs,
+            "inputs": _json_inputs(self.inputs),
             "output": self.output.as_dict(),
             "jacobians": [j.as_dict() for j in self.jacobians],
             "grad_tensor": {"kind": self.grad_tensor_kind, **self.grad_tensor.as_dict()},
@@ -240,6 +258,7 @@ def derive(
                 "name": leaf.name,
                 "latex_name": latex_name(leaf.name),
                 "shape": format_shape(leaf.shape),
+                "dims": shape_list(leaf.shape),
                 "values": values,
                 "requires_grad": leaf.requires_grad,
             }
@@ -359,7 +378,7 @@ class LawDerivation:
             "schema_version": JSON_SCHEMA_VERSION,
             "kind": "law",
             "expression": self.expression,
-            "inputs": self.inputs,
+            "inputs": _json_inputs(self.inputs),
             "grad_tensor": self.grad_tensor,
             "laws": [{"name": n, "torch": t} for n, t in self.torch_lines],
             "latex": [{"name": n, "latex": t} for n, t in self.latex_lines],
@@ -382,7 +401,12 @@ def derive_law(
     torch_listing = listing(named, forward=forward, printer=TorchPrinter)
     latex_listing = listing(named, forward=forward, printer=LatexPrinter)
     inputs = [
-        {"name": leaf.name, "shape": format_shape(leaf.shape), "requires_grad": leaf.requires_grad}
+        {
+            "name": leaf.name,
+            "shape": format_shape(leaf.shape),
+            "dims": shape_list(leaf.shape),
+            "requires_grad": leaf.requires_grad,
+        }
         for leaf in output.leaves().values()
     ]
     proof = prove(output, wrt, [v] if v is not None else None, laws=laws) if run_proof else None

@@ -52,10 +52,14 @@ def test_a_field_the_schema_does_not_know_is_caught(capsys):
 
 
 def test_sizes_are_numbers_where_fixed_and_strings_where_symbolic(capsys):
-    """A gradient's shape and a Jacobian's are written alike: [2, 3], where gradients were ["2", "3"]."""
+    """Every shape is written alike, a list of sizes: a gradient's (it was ["2", "3"]), a Jacobian's and an
+    input's (it was the printed text, "2×3"); a symbolic size is its name."""
     main(["derive", "torch.tanh(W @ x)", "--shape", "W=2,3", "--shape", "x=3,1", "--wrt", "W", "--format", "json"])
     data = json.loads(capsys.readouterr().out)
     (gradient,), (jacobian,) = data["gradients"], data["jacobians"]
     assert gradient["shape"] == [2, 3] and jacobian["shape"] == [2, 1, 2, 3]
     inputs = {entry["name"]: entry["shape"] for entry in data["inputs"]}
-    assert inputs == {"W": "2×3", "x": "3×1"}  # an input's shape is the text the user reads
+    assert inputs == {"W": [2, 3], "x": [3, 1]}
+    main(["derive", "W @ x", "--shape", "W=2,n", "--shape", "x=n", "--wrt", "W", "--format", "json"])
+    symbolic = json.loads(capsys.readouterr().out)
+    assert {entry["name"]: entry["shape"] for entry in symbolic["inputs"]} == {"W": [2, "n"], "x": ["n"]}
