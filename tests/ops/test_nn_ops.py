@@ -681,3 +681,20 @@ def test_formulas_read_as_torch() -> None:
     assert storch.nn.functional.hardtanh(x, -0.5, 0.5).name == "torch.nn.functional.hardtanh(x, -0.5, 0.5)"
     assert str(storch.nn.functional.hardswish(x).sympy()[0]) == "hardswish(x_0)"
     assert sympy.latex(storch.nn.functional.hardswish(x).sympy()[0]) == r"\operatorname{hardswish}\left(x_{0}\right)"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_causal_attention_in_low_precision_keeps_the_querys_dtype(dtype):
+    """The causal mask's -inf bias is made in the scores' dtype, as torch's kernel makes it: a bfloat16 attention
+    stays bfloat16 (its float32 bias promoted the scores, and the product with the values then refused)."""
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 4, 8, generator=generator).to(dtype) for _ in range(3))
+
+    def attention(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    traced = sg.trace(attention, q, k, v)
+    expected = attention(q, k, v)
+    assert traced.output.dtype == str(expected.dtype).removeprefix("torch.")
+    ours = np.asarray(traced.output.tolist(), dtype=float)
+    np.testing.assert_allclose(ours, expected.float().numpy(), rtol=0.05, atol=0.02)  # rounded at each step

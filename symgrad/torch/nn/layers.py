@@ -255,7 +255,8 @@ def attention_weights(
     elif attn_mask is not None:
         scores = scores + attn_mask
     if keep is not None:  # added as a bias of -inf, as torch's kernel does: a nan or inf score still propagates
-        scores = scores + apply("where", keep, 0.0, -math.inf)
+        bias = apply("where", keep, 0.0, -math.inf)  # in the scores' dtype, as torch's kernel makes it
+        scores = scores + (bias if bias.dtype == scores.dtype else bias.to(scores.dtype))
     empty = _masked_rows(keep, attn_mask, scores.shape)
     if empty is None:
         return scores.softmax(-1), value
