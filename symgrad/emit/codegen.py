@@ -296,6 +296,7 @@ def codegen(
     updates: list = []
     modes: dict[str, bool] = {}
     variant, other_failure = None, ""  # the module emitted in the model's other modes, or why there is none
+    other_same = False  # whether the other modes compute the same (then no module is emitted for them)
     autocast: tuple[tuple[str, str], ...] = ()  # the torch.autocast a trace ran under
     buffer_names: dict[str, str] = {}
     pieces: list[Tensor] = []  # a traced tuple's outputs, computed as one flat tensor
@@ -314,7 +315,7 @@ def codegen(
         style = style if style in STYLES else "autograd_function"
         guards, updates, modes, autocast = traced.guards, traced.updates, traced.modes, traced.autocast
         if modes and style == "autograd_function" and leaves:  # a drop-in to follow the model's mode is emitted
-            variant, other_failure = _other_mode(traced, name)
+            variant, other_failure, other_same = _other_mode(traced, name)
         if traced.random_draws:
             raise SymgradError(
                 f"the traced code draws random numbers ({traced.random_draws[0]}), which an emitted module would "
@@ -375,8 +376,6 @@ def codegen(
             expression = "the expression at the top of this module"
     reached = {id(node) for node in topological(output)}
     steps = _step_parameters(output, wrt, owned, reached)
-    other_same = variant == SAME_IN_EVERY_MODE
-    variant = None if other_same else variant
     other_arguments = drop_in_arguments(variant, name) if variant else []
     if other_same:
         other_arguments = [ast.unparse(ast.parse(argument)) for argument in module_args]
@@ -503,22 +502,19 @@ def _rendered(context: dict[str, Any]) -> str:
     return formatted(_unused_results_as_underscores(source, tree), keep=DRAWS)
 
 
-def _other_mode(traced: Trace, name: str) -> tuple[str | None, str]:
+def _other_mode(traced: Trace, name: str) -> tuple[str | None, str, bool]:
     """The module emitted from ``traced``'s code traced again with each mode-dependent submodule in the other mode
     (eval after a training trace), so that its drop-in follows ``model.eval()`` with no symgrad at run time; or
-    None and why not."""
+    None and why not; and whether the other modes compute the same (then there is none to emit)."""
     if traced.again is None or traced.model is None:
-        return None, "its trace cannot be run again"
+        return None, "its trace cannot be run again", False
     try:
         other = traced.in_modes({path: not training for path, training in traced.modes.items()})
         if _computes_the_same(traced, other):
-            return SAME_IN_EVERY_MODE, ""
-        return codegen(dataclasses.replace(other, modes={}), name=name, style="autograd_function"), ""
+            return None, "", True
+        return codegen(dataclasses.replace(other, modes={}), name=name, style="autograd_function"), "", False
     except SymgradError as error:
-        return None, f"symgrad refuses it there: {error}"
-
-
-SAME_IN_EVERY_MODE = "same in every mode"  # what _other_mode gives for a model whose modes compute the same
+        return None, f"symgrad refuses it there: {error}", False
 
 
 def _computes_the_same(traced: Trace, other: Trace) -> bool:

@@ -46,7 +46,7 @@ from ..core.printers import TorchPrinter
 from ..core.tensor import Tensor, apply
 from ..derive import needed_nodes, simplify
 from ..ops.calculus import NoDerivative
-from .naming import intermediate_names
+from .naming import intermediate_names, wrt_tensors
 
 WIDTH, LINES = 48, 3
 """A label's text is folded into at most LINES lines of about WIDTH letters; what is cut ends in ``…`` (the
@@ -314,15 +314,11 @@ def _inline(t: Tensor) -> bool:
 
 def _chosen(t: Tensor, order: list[Tensor], wrt: Any) -> list[Tensor]:
     """The tensors ``wrt`` names (tensors or leaf names), each a node of the graph."""
-    leaves = t.leaves()
-    chosen: list[Tensor] = []
-    for item in [] if wrt is None else [wrt] if isinstance(wrt, (Tensor, str)) else list(wrt):
-        if isinstance(item, str) and item not in leaves:
-            raise SymgradError(f"wrt names {item!r}, which is not a tensor of the graph ({', '.join(leaves)})")
-        target = leaves[item] if isinstance(item, str) else item
-        if not isinstance(target, Tensor) or not any(target is node for node in order):
-            raise SymgradError(f"wrt holds {getattr(target, 'name', target)!r}, which is not in the graph")
-        chosen.append(target)
+    items = [] if wrt is None else [wrt] if isinstance(wrt, (Tensor, str)) else list(wrt)
+    chosen = wrt_tensors(items, t.leaves(), of="the graph")
+    for target in chosen:
+        if not any(target is node for node in order):
+            raise SymgradError(f"wrt holds {target.name!r}, which is not in the graph")
     return chosen
 
 
@@ -349,9 +345,10 @@ def _names(t: Tensor, order: list[Tensor]) -> dict[int, str]:
         elif given is not None and given not in taken:
             names[id(node)] = given
             taken.add(given)
-        elif id(node) in shared:  # Z₁, Z₂, …, out: the explanation's text calls them so too
+        elif unicodedata.normalize("NFKC", shared[id(node)].text) not in taken:  # Z₁, …, out: as the text names them
             names[id(node)] = shared[id(node)].text
-        else:
+            taken.add(unicodedata.normalize("NFKC", shared[id(node)].text))
+        else:  # a name a tensor of the user's already has
             names[id(node)] = fresh("t")
     return names
 

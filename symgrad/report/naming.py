@@ -1,6 +1,6 @@
-"""One set of names for an expression's intermediates, which the explanation's text and its graph both use:
-``Z₁``, ``Z₂``, … in dependency order (the first of Z, H, U, T, Q that no input is called), and ``out`` for the
-result.
+"""How reports name an expression's tensors. One set of names for its intermediates, which the explanation's text
+and its graph both use: ``Z₁``, ``Z₂``, … in dependency order (the first of Z, H, U, T, Q that no input is
+called), and ``out`` for the result; and the tensors a ``wrt`` of names stands for.
 
 >>> import symgrad as sg
 >>> W, x = sg.symbols("W", (2, 2)), sg.symbols("x", (2,))
@@ -57,11 +57,15 @@ def intermediate_names(output: Tensor) -> dict[int, Name]:
     return names
 
 
-def wrt_tensors(wrt: Sequence[Tensor | str], leaves: Mapping[str, Tensor]) -> list[Tensor]:
-    """The tensors ``wrt`` names, tensors or the names of ``leaves``; a name of none is refused in one line."""
-    found = [leaves.get(x, x) if isinstance(x, str) else x for x in wrt]
-    for given, tensor in zip(wrt, found):
-        if not isinstance(tensor, Tensor):
-            known = ", ".join(leaves)
-            raise SymgradError(f"wrt names {given!r}, which is not a tensor of the expression ({known})")
+def wrt_tensors(wrt: Sequence[Tensor | str], leaves: Mapping[str, Tensor], of: str = "the expression") -> list[Tensor]:
+    """The tensors ``wrt`` names: tensors, or the names of ``leaves``; anything else is refused in one line."""
+    found = []
+    for item in wrt:
+        if isinstance(item, str):
+            if item not in leaves:
+                raise SymgradError(f"wrt names {item!r}, which is not a tensor of {of} ({', '.join(leaves)})")
+            item = leaves[item]
+        elif not isinstance(item, Tensor):
+            raise SymgradError(f"wrt holds {item!r}, which is not a tensor")
+        found.append(item)
     return found

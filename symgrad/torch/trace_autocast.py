@@ -83,14 +83,15 @@ def as_autocast_computes(name: str, site: Callable[[], str], real: Any, symbolic
     import torch
 
     real_tensor = _first_floating(real, torch.Tensor)
+    autocast = real_tensor is not None and torch.is_autocast_enabled(real_tensor.device.type)
     try:
         result = call(symbolic_args)
     except SymgradError:  # a product of a bfloat16 activation and a float32 weight: the casts decide
-        if real_tensor is None:
+        if not autocast:
             raise
         result = None
-    if real_tensor is None or not torch.is_autocast_enabled(real_tensor.device.type):
-        return result if result is not None else call(symbolic_args)
+    if not autocast:
+        return result
     wanted = str(real_tensor.dtype).removeprefix("torch.")
     if result is not None and getattr(_first_floating(result, Tensor), "dtype", wanted) == wanted:
         return result

@@ -567,6 +567,7 @@ def trace(
         first.guards.check_symbolic()
         if any(shapes.values()):
             probe(fn, model, example_inputs, names, shapes, first, _run)
+    autocast = autocast_state()  # the state the runs above had, read once
     return Trace(
         output=first.output,
         inputs=first.inputs,
@@ -578,11 +579,11 @@ def trace(
         modes=modes_that_matter(model),
         updated_inputs=first.updated_inputs,
         random_draws=first.random_draws,
-        autocast=autocast_state(),
+        autocast=autocast,
         model=model,
         again=functools.partial(
             again_in_autocast_state,
-            autocast_state(),
+            autocast,
             functools.partial(
                 trace,
                 fn,
